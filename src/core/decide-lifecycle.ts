@@ -1,0 +1,101 @@
+/** @module Decisions on the task's own status: complete, fail, cancel (terminal), block and reopen. */
+import type { CommandOf } from "./commands.js";
+import type { DecideContext, Decision } from "./context.js";
+import { Emitter } from "./context.js";
+import { type RuntimeError, runtimeError } from "./errors.js";
+import { requireLiveTask, requireOrchestrator } from "./guards.js";
+import type { Step } from "./records.js";
+import { type DagState, dependenciesCompleted } from "./state.js";
+
+const fail = (error: RuntimeError): Decision => ({ ok: false, error });
+
+function stepsInOrder(state: DagState, keep: (s: Step) => boolean): Step[] {
+  return [...state.steps.values()].filter(keep).sort((a, b) => a.ordinal - b.ordinal);
+}
+
+/** A terminal task runs nothing: every active run ends, recorded before the step and task events (003). */
+function emitEndRuns(state: DagState, em: Emitter, reason: string): void {
+  for (const runId of state.index.activeRuns) {
+    em.emit("worker_run_ended", null, { run_id: runId, status: "cancelled", reason, result: null });
+  }
+}
+
+/** Why the task cannot be completed now, or null (the `completeable` diagnostic of 003). */
+export function notCompleteableReason(state: DagState): RuntimeError | null {
+  const { index } = state;
+  if (index.requiredNotCompleted === 0 && index.held.size === 0) return null;
+  const required = stepsInOrder(state, (s) => s.required && s.status !== "completed").map((s) => s.step_id);
+  return runtimeError("task_not_completeable", "every required step must be completed and no step claimed or running", {
+    required_not_completed: required.slice(0, 50),
+    held_step_ids: [...index.held].slice(0, 50),
+  });
+}
+
+/** agent.task_complete: checks completeable; cancels pending/ready optional steps, one event each. */
+export function decideCompleteTask(state: DagState, cmd: CommandOf<"complete_task">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const guard = requireOrchestrator(task, ctx.actor, "agent.task_complete") ?? requireLiveTask(task) ?? notCompleteableReason(state);
+  if (guard !== null) return fail(guard);
+  const em = new Emitter(state, ctx);
+  for (const step of stepsInOrder(state, (s) => !s.required && (s.status === "pending" || s.status === "ready"))) {
+    em.emit("task_step_cancelled", step.step_id, { reason: "optional_step_cancelled_on_task_complete" });
+  }
+  emitEndRuns(state, em, "task_completed");
+  em.emit("task_completed", null, { reason: cmd.reason ?? null });
+  return { ok: true, events: em.events, value: { kind: "none" } };
+}
+
+/**
+ * agent.task_fail / agent.task_cancel: a forced stop. Runs are cancelled first, then every unfinished step
+ * (pending, ready, blocked, claimed, running) gets failed/cancelled with reason task_failed/task_cancelled;
+ * completed, failed and cancelled steps keep their status.
+ */
+export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | CommandOf<"cancel_task">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const failing = cmd.type === "fail_task";
+  const guard = requireOrchestrator(task, ctx.actor, failing ? "agent.task_fail" : "agent.task_cancel") ?? requireLiveTask(task);
+  if (guard !== null) return fail(guard);
+  const reason = failing ? "task_failed" : "task_cancelled";
+  const em = new Emitter(state, ctx);
+  emitEndRuns(state, em, reason);
+  for (const step of stepsInOrder(state, (s) => s.status !== "completed" && s.status !== "failed" && s.status !== "cancelled")) {
+    if (failing) {
+      em.emit("task_step_failed", step.step_id, { reason, result_summary: reason, artifact_ids: null, attempt_status: "cancelled" });
+    } else {
+      em.emit("task_step_cancelled", step.step_id, { reason });
+    }
+  }
+  if (failing) em.emit("task_failed", null, { reason: cmd.reason ?? null });
+  else em.emit("task_cancelled", null, { reason: cmd.reason ?? null });
+  return { ok: true, events: em.events, value: { kind: "none" } };
+}
+
+/** The orchestrator blocks the task: only its status changes; held steps keep running (003). */
+export function decideBlockTask(state: DagState, cmd: CommandOf<"block_task">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const guard = requireOrchestrator(task, ctx.actor, "block task") ?? requireLiveTask(task);
+  if (guard !== null) return fail(guard);
+  if (task.status === "blocked") return fail(runtimeError("invalid_transition", "the task is already blocked", { status: task.status }));
+  const em = new Emitter(state, ctx);
+  em.emit("task_blocked", null, { reason: cmd.reason ?? null });
+  return { ok: true, events: em.events, value: { kind: "none" } };
+}
+
+/** task_reopened: a blocked task goes back to pending, then readiness and task_running are re-run (003). */
+export function decideReopenTask(state: DagState, cmd: CommandOf<"reopen_task">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const guard = requireOrchestrator(task, ctx.actor, "reopen task") ?? requireLiveTask(task);
+  if (guard !== null) return fail(guard);
+  if (task.status !== "blocked") return fail(runtimeError("invalid_transition", `only a blocked task can be reopened, not a ${task.status} one`, { status: task.status }));
+  const em = new Emitter(state, ctx);
+  em.emit("task_reopened", null, { reason: cmd.reason ?? null });
+  let anyActive = state.index.statusCounts.ready + state.index.held.size > 0;
+  for (const step of stepsInOrder(state, (s) => s.status === "pending" && dependenciesCompleted(state.steps, s))) {
+    em.emit("task_step_ready", step.step_id, {});
+    anyActive = true;
+  }
+  // The task is pending from here on: task_running follows when anything is ready or held.
+  if (anyActive) em.emit("task_running", null, {});
+  return { ok: true, events: em.events, value: { kind: "none" } };
+}
+

@@ -1,0 +1,142 @@
+/** @module Decisions on worker runs: dispatch, finish (with 003's fallbacks), cancel, and lease/deadline expiry. */
+import type { CommandOf } from "./commands.js";
+import type { DecideContext, Decision } from "./context.js";
+import { Emitter, systemActor } from "./context.js";
+import { emitRunEnd } from "./decide-shared.js";
+import { type RuntimeError, runtimeError } from "./errors.js";
+import { checkScope, requireLiveTask, requireOrchestrator } from "./guards.js";
+import type { Step, WorkerRun } from "./records.js";
+import { type DagState, dependenciesCompleted, isTerminalTask } from "./state.js";
+
+const fail = (error: RuntimeError): Decision => ({ ok: false, error });
+
+/** Reasons a run ends with when a task-level termination stops it; such a run may still hand in its result. */
+const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set(["task_completed", "task_failed", "task_cancelled"]);
+
+/** agent.dispatch_worker: a run scoped to this task, its pool, and optionally allowed_step_ids (deduplicated). */
+export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_worker">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const guard = requireOrchestrator(task, ctx.actor, "agent.dispatch_worker") ?? requireLiveTask(task);
+  if (guard !== null) return fail(guard);
+  if (task.status === "blocked") return fail(runtimeError("task_not_dispatchable", "the task is blocked; reopen it before dispatching workers", { status: task.status }));
+  let allowed: string[] | null = null;
+  if (cmd.allowed_step_ids !== undefined) {
+    allowed = [...new Set(cmd.allowed_step_ids)];
+    const unknown = allowed.filter((id) => !state.steps.has(id));
+    if (unknown.length > 0) return fail(runtimeError("validation_error", `allowed_step_ids names unknown steps: ${unknown.slice(0, 10).join(", ")}`, { unknown_step_ids: unknown.slice(0, 50) }));
+  }
+  const runId = `run_${ctx.newId().toLowerCase()}`;
+  const agentId = cmd.agent_id ?? `worker_${runId.slice(4)}`;
+  const deadline = cmd.timeout_ms === undefined ? null : new Date(ctx.now + cmd.timeout_ms).toISOString();
+  const em = new Emitter(state, ctx);
+  em.emit("worker_dispatched", null, {
+    run_id: runId,
+    agent_id: agentId,
+    worker_pool_id: cmd.worker_pool_id ?? "default",
+    allowed_step_ids: allowed,
+    max_steps: cmd.max_steps ?? 1,
+    deadline_at: deadline,
+  });
+  return { ok: true, events: em.events, value: { kind: "dispatched", run_id: runId, agent_id: agentId, deadline_at: deadline } };
+}
+
+function findRun(state: DagState, runId: string): WorkerRun | RuntimeError {
+  return state.runs.get(runId) ?? runtimeError("not_found", `no worker run ${runId}`, { run_id: runId });
+}
+
+/** A worker run ends (finished, cancelled, timeout); a step it still holds fails with 003's fallback reason. */
+export function decideFinishRun(state: DagState, cmd: CommandOf<"finish_run">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const { actor } = ctx;
+  if (actor.role !== "worker" && actor.role !== "orchestrator") return fail(runtimeError("tool_not_available", "finishing a run is for the run itself or the orchestrator", { role: actor.role }));
+  const scope = checkScope(task, actor);
+  if (scope !== null) return fail(scope);
+  if (actor.role === "worker" && actor.run_id !== cmd.run_id) return fail(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
+  const run = findRun(state, cmd.run_id);
+  if ("code" in run) return fail(run);
+  const em = new Emitter(state, ctx);
+  if (run.status !== "active") {
+    // 003: a late run of a terminated task may still persist its result, once; it changes no step.
+    if (run.status_reason !== null && TASK_LEVEL_ENDINGS.has(run.status_reason) && run.result === null && cmd.result !== undefined && cmd.result !== null) {
+      em.emit("worker_run_ended", null, { run_id: run.run_id, status: run.status, reason: "late_result", result: cmd.result });
+      return { ok: true, events: em.events, value: { kind: "none" } };
+    }
+    return fail(runtimeError("invalid_transition", `the run has already ended (${run.status})`, { run_id: run.run_id, status: run.status }));
+  }
+  emitRunEnd(state, em, run, cmd.outcome, cmd.result ?? null);
+  return { ok: true, events: em.events, value: { kind: "none" } };
+}
+
+/** The orchestrator cancels a run: its held step fails with worker_cancelled (003's way to stop one step). */
+export function decideCancelRun(state: DagState, cmd: CommandOf<"cancel_run">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const guard = requireOrchestrator(task, ctx.actor, "cancel worker run") ?? requireLiveTask(task);
+  if (guard !== null) return fail(guard);
+  const run = findRun(state, cmd.run_id);
+  if ("code" in run) return fail(run);
+  if (run.status !== "active") return fail(runtimeError("invalid_transition", `the run has already ended (${run.status})`, { run_id: run.run_id, status: run.status }));
+  const em = new Emitter(state, ctx);
+  emitRunEnd(state, em, run, "cancelled", null, cmd.reason);
+  return { ok: true, events: em.events, value: { kind: "none" } };
+}
+
+type Due = { at: number; kind: 0; step: Step } | { at: number; kind: 1; run: WorkerRun };
+
+/**
+ * Expires what is due at ctx.now, earliest first: a lapsed lease gives task_step_lease_expired (attempt lost,
+ * claim cleared, step pending) and task_step_ready where dependencies still hold; a run past its deadline
+ * fails its held step with worker_timeout and ends timed_out. Recorded as the system's, whoever asked.
+ */
+export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcile_leases">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  if (isTerminalTask(task)) return { ok: true, events: [], value: { kind: "none" } };
+  const due: Due[] = [];
+  for (const id of state.index.held) {
+    const step = state.steps.get(id)!;
+    const at = Date.parse(step.lease_expires_at ?? "");
+    if (at <= ctx.now) due.push({ at, kind: 0, step });
+  }
+  for (const id of state.index.activeRuns) {
+    const run = state.runs.get(id)!;
+    if (run.deadline_at === null) continue;
+    const at = Date.parse(run.deadline_at);
+    if (at <= ctx.now) due.push({ at, kind: 1, run });
+  }
+  if (due.length === 0) return { ok: true, events: [], value: { kind: "none" } };
+  due.sort((a, b) => a.at - b.at || a.kind - b.kind);
+  const em = new Emitter(state, ctx, systemActor(task.session_id));
+  const released = new Set<string>();
+  for (const item of due) {
+    if (item.kind === 0) {
+      const { step } = item;
+      if (released.has(step.step_id)) continue;
+      released.add(step.step_id);
+      em.emit("task_step_lease_expired", step.step_id, { run_id: step.claimed_by_run_id!, attempt_id: step.current_attempt_id!, lease_expires_at: step.lease_expires_at! });
+      if (dependenciesCompleted(state.steps, step)) em.emit("task_step_ready", step.step_id, {});
+    } else {
+      const { run } = item;
+      const held = run.current_step_id;
+      if (held !== null && !released.has(held)) {
+        released.add(held);
+        em.emit("task_step_failed", held, { reason: "worker_timeout", result_summary: "worker_timeout", artifact_ids: null, attempt_status: "timed_out" });
+      }
+      em.emit("worker_run_ended", null, { run_id: run.run_id, status: "timed_out", reason: "worker_timeout", result: null });
+    }
+  }
+  return { ok: true, events: em.events, value: { kind: "none" } };
+}
+
+/** The earliest pending deadline (lease expiry or run deadline) in ms, for the service's alarm; null if none. */
+export function nextDeadline(state: DagState): number | null {
+  if (state.task === null || isTerminalTask(state.task)) return null;
+  let next = Number.POSITIVE_INFINITY;
+  for (const id of state.index.held) {
+    const at = Date.parse(state.steps.get(id)!.lease_expires_at ?? "");
+    if (at < next) next = at;
+  }
+  for (const id of state.index.activeRuns) {
+    const deadline = state.runs.get(id)!.deadline_at;
+    if (deadline !== null) next = Math.min(next, Date.parse(deadline));
+  }
+  return Number.isFinite(next) ? next : null;
+}

@@ -1,0 +1,49 @@
+/** @module Cascades several decisions share: readiness after a completion, task_running, run fallbacks. */
+import type { Emitter } from "./context.js";
+import type { AttemptStatus, Step, WorkerRun } from "./records.js";
+import type { DagState } from "./state.js";
+
+/** 003: the first time a ready, claimed or running step exists, a pending task becomes running. */
+export function emitRunningIfFirstActive(state: DagState, em: Emitter, anyActive: boolean): void {
+  if (anyActive && state.task!.status === "pending") em.emit("task_running", null, {});
+}
+
+/** task_step_ready for each pending dependant of `completed` whose dependencies are now all completed. */
+export function emitDependantsReady(state: DagState, em: Emitter, completed: Step): boolean {
+  const dependants = state.index.dependents.get(completed.step_id);
+  if (dependants === undefined) return false;
+  let any = false;
+  const ready: Step[] = [];
+  for (const id of dependants) {
+    const step = state.steps.get(id)!;
+    if (step.status !== "pending") continue;
+    const satisfied = step.depends_on_step_ids.every((d) => d === completed.step_id || state.steps.get(d)?.status === "completed");
+    if (satisfied) ready.push(step);
+  }
+  ready.sort((a, b) => a.ordinal - b.ordinal);
+  for (const step of ready) {
+    em.emit("task_step_ready", step.step_id, {});
+    any = true;
+  }
+  return any;
+}
+
+/** How a worker run ended, and what 003's fallback writes for a step it still held. */
+export const RUN_ENDINGS = {
+  finished: { status: "finished", reason: "worker_finished_without_terminal_step_status", attempt: "failed" },
+  cancelled: { status: "cancelled", reason: "worker_cancelled", attempt: "cancelled" },
+  timeout: { status: "timed_out", reason: "worker_timeout", attempt: "timed_out" },
+} as const satisfies Record<string, { status: WorkerRun["status"]; reason: string; attempt: AttemptStatus }>;
+
+/**
+ * Ends an active run: the step it still holds (and only that one, 003) fails with the fallback reason,
+ * then worker_run_ended. Both are the run's own facts, recorded under the deciding actor.
+ */
+export function emitRunEnd(state: DagState, em: Emitter, run: WorkerRun, ending: keyof typeof RUN_ENDINGS, result: unknown, reasonOverride?: string): void {
+  const how = RUN_ENDINGS[ending];
+  const held = run.current_step_id === null ? undefined : state.steps.get(run.current_step_id);
+  if (held !== undefined && held.claimed_by_run_id === run.run_id && (held.status === "claimed" || held.status === "running")) {
+    em.emit("task_step_failed", held.step_id, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt });
+  }
+  em.emit("worker_run_ended", null, { run_id: run.run_id, status: how.status, reason: reasonOverride ?? how.reason, result: result ?? null });
+}

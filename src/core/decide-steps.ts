@@ -1,0 +1,200 @@
+/** @module Decisions on one step's execution: claim, claim-next, agent.task_update_step, progress. */
+import type { CommandOf } from "./commands.js";
+import type { DecideContext, Decision } from "./context.js";
+import { Emitter } from "./context.js";
+import { emitDependantsReady, emitRunningIfFirstActive } from "./decide-shared.js";
+import { type RuntimeError, runtimeError } from "./errors.js";
+import { checkScope, isError, requireActiveWorkerRun, requireLiveTask } from "./guards.js";
+import { HELD_STEP_STATUSES, type Step, type StepStatus, type WorkerRun } from "./records.js";
+import type { DagState } from "./state.js";
+
+const fail = (error: RuntimeError): Decision => ({ ok: false, error });
+
+/** The lease a claim or renewal sets: now + the task's step_lease_timeout_ms. */
+function leaseUntil(state: DagState, ctx: DecideContext): string {
+  return new Date(ctx.now + state.task!.step_lease_timeout_ms).toISOString();
+}
+
+/** Who may claim: an active worker run of this task, live and not blocked, holding nothing. */
+function checkClaimer(state: DagState, ctx: DecideContext, tool: string): WorkerRun | RuntimeError {
+  const task = state.task!;
+  if (ctx.actor.role !== "worker") return runtimeError("tool_not_available", `${tool} is available to worker runs only`, { role: ctx.actor.role });
+  const scope = checkScope(task, ctx.actor);
+  if (scope !== null) return scope;
+  const run = requireActiveWorkerRun(state, ctx.actor);
+  if (isError(run)) return run;
+  const live = requireLiveTask(task);
+  if (live !== null) return live;
+  if (task.status === "blocked") return runtimeError("task_not_dispatchable", "the task is blocked; the orchestrator must reopen it first", { status: task.status });
+  if (run.current_step_id !== null) {
+    return runtimeError("step_already_claimed_by_run", `this run already holds step ${run.current_step_id}`, { step_id: run.current_step_id });
+  }
+  return run;
+}
+
+function emitClaim(state: DagState, em: Emitter, ctx: DecideContext, run: WorkerRun, step: Step): Decision {
+  const attemptId = `att_${ctx.newId().toLowerCase()}`;
+  em.emit("task_step_claimed", step.step_id, {
+    run_id: run.run_id,
+    agent_id: run.agent_id,
+    attempt_id: attemptId,
+    attempt_ordinal: step.attempt_ids.length + 1,
+    lease_expires_at: leaseUntil(state, ctx),
+    step_snapshot: {
+      title: step.title,
+      summary: step.summary,
+      depends_on_step_ids: [...step.depends_on_step_ids],
+      required: step.required,
+      worker_pool_id: step.worker_pool_id,
+    },
+  });
+  emitRunningIfFirstActive(state, em, true);
+  return { ok: true, events: em.events, value: { kind: "claimed", step_id: step.step_id, attempt_id: attemptId } };
+}
+
+/** agent.task_claim_step: atomic; a live lease is step_already_claimed, a second claim step_already_claimed_by_run. */
+export function decideClaimStep(state: DagState, cmd: CommandOf<"claim_step">, ctx: DecideContext): Decision {
+  const run = checkClaimer(state, ctx, "agent.task_claim_step");
+  if (isError(run)) return fail(run);
+  if (run.claims_used >= run.max_steps) {
+    return fail(runtimeError("step_already_claimed_by_run", `this run has used its ${run.max_steps} claim(s)`, { max_steps: run.max_steps }));
+  }
+  const step = state.steps.get(cmd.step_id);
+  if (step === undefined) return fail(runtimeError("not_found", `no step ${cmd.step_id}`, { step_id: cmd.step_id }));
+  if (step.worker_pool_id !== run.worker_pool_id || (run.allowed_step_ids !== null && !run.allowed_step_ids.includes(step.step_id))) {
+    return fail(runtimeError("permission_denied", `step ${step.step_id} is outside this run's scope`, { step_id: step.step_id }));
+  }
+  if (HELD_STEP_STATUSES.has(step.status)) {
+    return fail(runtimeError("step_already_claimed", `step ${step.step_id} is held by another run`, { step_id: step.step_id, lease_expires_at: step.lease_expires_at }));
+  }
+  if (step.status !== "ready") {
+    return fail(runtimeError("invalid_transition", `step ${step.step_id} is ${step.status}, not ready`, { step_id: step.step_id, status: step.status }));
+  }
+  return emitClaim(state, new Emitter(state, ctx), ctx, run, step);
+}
+
+/** The first ready step a run may claim, in creation order (003: no priority beyond the DAG). */
+export function firstClaimable(state: DagState, run: WorkerRun): Step | undefined {
+  const ready = state.index.ready.get(run.worker_pool_id);
+  if (ready === undefined) return undefined;
+  if (run.allowed_step_ids === null) return state.steps.get(ready[0]!);
+  // Walk whichever is shorter: the run's scope or the pool's ready queue.
+  if (run.allowed_step_ids.length < ready.length) {
+    let best: Step | undefined;
+    for (const id of run.allowed_step_ids) {
+      const step = state.steps.get(id);
+      if (step?.status === "ready" && step.worker_pool_id === run.worker_pool_id && (best === undefined || step.ordinal < best.ordinal)) best = step;
+    }
+    return best;
+  }
+  const allowed = new Set(run.allowed_step_ids);
+  const id = ready.find((r) => allowed.has(r));
+  return id === undefined ? undefined : state.steps.get(id);
+}
+
+/** Query and claim in one decision: the first claimable step, or no_step_claimed (a normal result, no event). */
+export function decideClaimNext(state: DagState, _cmd: CommandOf<"claim_next">, ctx: DecideContext): Decision {
+  const run = checkClaimer(state, ctx, "claim-next");
+  if (isError(run)) return fail(run);
+  if (run.claims_used >= run.max_steps) return { ok: true, events: [], value: { kind: "no_step_claimed", reason: "run_budget_spent" } };
+  const step = firstClaimable(state, run);
+  if (step === undefined) return { ok: true, events: [], value: { kind: "no_step_claimed", reason: "no_ready_step" } };
+  return emitClaim(state, new Emitter(state, ctx), ctx, run, step);
+}
+
+/** Statuses the orchestrator may set on a step no run holds (003: ready is the core's; cancel only pending/ready). */
+const ORCHESTRATOR_UNHELD: Partial<Record<StepStatus, ReadonlySet<StepStatus>>> = {
+  pending: new Set(["blocked", "failed", "cancelled"]),
+  ready: new Set(["blocked", "completed", "failed", "cancelled"]),
+};
+
+/** agent.task_update_step: execution status and results; never content or topology. */
+export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const { actor } = ctx;
+  if (actor.role !== "worker" && actor.role !== "orchestrator") {
+    return fail(runtimeError("tool_not_available", "agent.task_update_step is available to orchestrators and worker runs", { role: actor.role }));
+  }
+  const guard = checkScope(task, actor) ?? requireLiveTask(task);
+  if (guard !== null) return fail(guard);
+  const step = state.steps.get(cmd.step_id);
+  if (step === undefined) return fail(runtimeError("not_found", `no step ${cmd.step_id}`, { step_id: cmd.step_id }));
+  const held = HELD_STEP_STATUSES.has(step.status);
+  const to = cmd.status;
+  const refuse = () => fail(runtimeError("invalid_transition", `a ${step.status} step cannot become ${to}`, { step_id: step.step_id, from: step.status, to }));
+
+  if (actor.role === "worker") {
+    const run = requireActiveWorkerRun(state, actor);
+    if (isError(run)) return fail(run);
+    if (!held || step.claimed_by_run_id !== run.run_id) {
+      return fail(runtimeError("permission_denied", `step ${step.step_id} is not held by this run`, { step_id: step.step_id, status: step.status }));
+    }
+  } else if (held) {
+    // 003: the orchestrator stops a held step by cancelling its worker run, not the step.
+    if (to === "cancelled") {
+      return fail(runtimeError("invalid_transition", `step ${step.step_id} is ${step.status} by a worker run; cancel the run instead`, { step_id: step.step_id, run_id: step.claimed_by_run_id }));
+    }
+  } else if (!(ORCHESTRATOR_UNHELD[step.status]?.has(to) ?? false)) {
+    return refuse();
+  }
+  if (held && to === "claimed" && step.status === "running") return refuse();
+
+  const em = new Emitter(state, ctx);
+  const results = { result_summary: cmd.result_summary ?? null, artifact_ids: cmd.artifact_ids ?? null };
+  switch (to) {
+    case "claimed":
+    case "running":
+      // Non-terminal updates of a held step renew its lease (003 "Step Claim Lease").
+      if (to === step.status) em.emit("task_step_updated", step.step_id, { lease_expires_at: leaseUntil(state, ctx), ...results });
+      else em.emit("task_step_started", step.step_id, { lease_expires_at: leaseUntil(state, ctx), ...results });
+      break;
+    case "blocked":
+      em.emit("task_step_blocked", step.step_id, { reason: cmd.reason ?? null, ...results });
+      break;
+    case "completed":
+      em.emit("task_step_completed", step.step_id, results);
+      emitRunningIfFirstActive(state, em, emitDependantsReady(state, em, step));
+      break;
+    case "failed":
+      em.emit("task_step_failed", step.step_id, { reason: cmd.reason ?? null, ...results, attempt_status: "failed" });
+      break;
+    case "cancelled":
+      em.emit("task_step_cancelled", step.step_id, { reason: cmd.reason ?? null });
+      break;
+  }
+  return { ok: true, events: em.events, value: { kind: "none" } };
+}
+
+/** append_task_progress: progress facts; a worker's progress on its held step renews the lease. */
+export function decideAppendProgress(state: DagState, cmd: CommandOf<"append_progress">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const { actor } = ctx;
+  if (actor.role !== "worker" && actor.role !== "orchestrator") {
+    return fail(runtimeError("tool_not_available", "append_task_progress is available to orchestrators and worker runs", { role: actor.role }));
+  }
+  const guard = checkScope(task, actor) ?? requireLiveTask(task);
+  if (guard !== null) return fail(guard);
+  let stepId = cmd.step_id ?? null;
+  let lease: string | null = null;
+  if (actor.role === "worker") {
+    const run = requireActiveWorkerRun(state, actor);
+    if (isError(run)) return fail(run);
+    stepId ??= run.current_step_id;
+    const step = stepId === null ? undefined : state.steps.get(stepId);
+    if (step === undefined || step.claimed_by_run_id !== run.run_id || !HELD_STEP_STATUSES.has(step.status)) {
+      return fail(runtimeError("permission_denied", "a worker reports progress on the step its run holds", { step_id: stepId }));
+    }
+    lease = leaseUntil(state, ctx);
+  } else if (stepId !== null && !state.steps.has(stepId)) {
+    return fail(runtimeError("not_found", `no step ${stepId}`, { step_id: stepId }));
+  }
+  const em = new Emitter(state, ctx);
+  em.emit("task_progress", stepId, {
+    phase: cmd.phase ?? null,
+    summary: cmd.summary ?? null,
+    counters: cmd.counters ?? null,
+    output_refs: cmd.output_refs ?? null,
+    lease_expires_at: lease,
+  });
+  return { ok: true, events: em.events, value: { kind: "none" } };
+}

@@ -1,0 +1,51 @@
+/**
+ * @module `decide(state, command, ctx)`: validates a command against the DAG and returns every WAL event it
+ * causes, cascades included, or one error. Pure: it never changes `state`; the caller appends the events and
+ * then applies them.
+ */
+import { type Command, CommandSchema } from "./commands.js";
+import type { DecideContext, Decision } from "./context.js";
+import { decideCreateTask, decideUpdateTask } from "./decide-dag.js";
+import { decideBlockTask, decideCompleteTask, decideReopenTask, decideStopTask } from "./decide-lifecycle.js";
+import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
+import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
+import { runtimeError } from "./errors.js";
+import type { DagState } from "./state.js";
+
+type Deciders = { [K in Command["type"]]: (s: DagState, c: Extract<Command, { type: K }>, ctx: DecideContext) => Decision };
+
+const deciders: Deciders = {
+  create_task: decideCreateTask,
+  update_task: decideUpdateTask,
+  update_step: decideUpdateStep,
+  append_progress: decideAppendProgress,
+  claim_step: decideClaimStep,
+  claim_next: decideClaimNext,
+  complete_task: decideCompleteTask,
+  fail_task: decideStopTask,
+  cancel_task: decideStopTask,
+  block_task: decideBlockTask,
+  reopen_task: decideReopenTask,
+  dispatch_worker: decideDispatchWorker,
+  finish_run: decideFinishRun,
+  cancel_run: decideCancelRun,
+  reconcile_leases: decideReconcileLeases,
+};
+
+/** Formats zod issues as one readable line plus structured details. */
+function describeIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]) {
+  const list = issues.slice(0, 20).map((i) => ({ path: i.path.map(String).join("."), message: i.message }));
+  return { message: list.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; "), details: { issues: list } };
+}
+
+/** Decides a command: all its events, or exactly one error and no events. */
+export function decide(state: DagState, command: unknown, ctx: DecideContext): Decision {
+  const parsed = CommandSchema.safeParse(command);
+  if (!parsed.success) {
+    const { message, details } = describeIssues(parsed.error.issues);
+    return { ok: false, error: runtimeError("validation_error", message, details) };
+  }
+  const cmd = parsed.data;
+  if (cmd.type !== "create_task" && state.task === null) return { ok: false, error: runtimeError("not_found", "no such task") };
+  return (deciders[cmd.type] as (s: DagState, c: Command, ctx: DecideContext) => Decision)(state, cmd, ctx);
+}

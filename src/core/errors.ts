@@ -1,0 +1,40 @@
+/** @module The closed union of domain error codes and the error value the core returns. */
+
+/** Every error code the runtime can answer with (API.md's table). */
+export const ERROR_CODES = [
+  "validation_error",
+  "unauthorized",
+  "permission_denied",
+  "tool_not_available",
+  "not_found",
+  "path_conflict",
+  "task_id_conflict",
+  "dependency_cycle",
+  "unknown_dependency",
+  "duplicate_step",
+  "step_has_dependents",
+  "invalid_transition",
+  "task_terminal",
+  "task_not_dispatchable",
+  "step_already_claimed",
+  "step_already_claimed_by_run",
+  "task_not_completeable",
+  "payload_too_large",
+  "idempotency_conflict",
+  "storage_error",
+] as const;
+
+/** A code from the closed union of domain errors. */
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** A domain failure as a value: a code from the closed union, a human message, optional details. */
+export interface RuntimeError {
+  readonly code: ErrorCode;
+  readonly message: string;
+  readonly details?: Record<string, unknown>;
+}
+
+/** Builds a RuntimeError value. */
+export function runtimeError(code: ErrorCode, message: string, details?: Record<string, unknown>): RuntimeError {
+  return details === undefined ? { code, message } : { code, message, details };
+}

@@ -1,0 +1,135 @@
+/** @module The WAL event union (seed 003 names), discriminated on `event_type`; one zod schema decodes stored rows. */
+import { z } from "zod";
+import { PatchOpSchema, StepInputSchema } from "./commands.js";
+import {
+  ArtifactIdsSchema,
+  AttemptStatusSchema,
+  IdSchema,
+  StepSnapshotSchema,
+  TextSchema,
+  TimestampSchema,
+  TitleSchema,
+} from "./records.js";
+
+const envelope = {
+  wal_seq: z.number().int().positive(),
+  session_id: z.string(),
+  event_id: z.string(),
+  actor_agent_id: z.string(),
+  actor_run_id: z.string().nullable(),
+  task_id: IdSchema,
+  step_id: IdSchema.nullable(),
+  created_at: TimestampSchema,
+};
+
+const event = <T extends string, P extends z.ZodType>(type: T, payload: P) =>
+  z.object({ ...envelope, event_type: z.literal(type), payload });
+
+const reasonOnly = z.object({ reason: TextSchema.nullable() });
+
+/** The task as task_created records it (its status starts pending). */
+export const CreatedTaskSchema = z.object({
+  task_id: IdSchema,
+  wal_name: IdSchema,
+  title: TitleSchema,
+  summary: TextSchema,
+  objective: TextSchema.nullable(),
+  task_kind: z.string().nullable(),
+  priority: z.number().int().nullable(),
+  acceptance: TextSchema.nullable(),
+  parent_task_id: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()).nullable(),
+  step_lease_timeout_ms: z.number().int().positive(),
+});
+
+/** A step as recorded by task_created and add_step: defaults filled in. */
+export const RecordedStepSchema = StepInputSchema.required();
+
+/** Every WAL event. */
+export const WalEventSchema = z.discriminatedUnion("event_type", [
+  event("task_created", z.object({ task: CreatedTaskSchema, steps: z.array(RecordedStepSchema) })),
+  event(
+    "task_updated",
+    z.object({
+      ops: z.array(PatchOpSchema),
+      /** Steps changed while a run held them (003 "updated after dispatch"). */
+      updated_after_dispatch: z.array(z.object({ step_id: IdSchema, run_id: z.string() })),
+    }),
+  ),
+  event("task_running", z.object({})),
+  event("task_blocked", reasonOnly),
+  event("task_reopened", reasonOnly),
+  event("task_completed", reasonOnly),
+  event("task_failed", reasonOnly),
+  event("task_cancelled", reasonOnly),
+  event("task_step_ready", z.object({})),
+  /** A ready step whose dependencies an update made incomplete goes back to pending. */
+  event("task_step_pending", z.object({ reason: z.string() })),
+  event(
+    "task_step_claimed",
+    z.object({
+      run_id: z.string(),
+      agent_id: z.string(),
+      attempt_id: z.string(),
+      attempt_ordinal: z.number().int().positive(),
+      lease_expires_at: TimestampSchema,
+      step_snapshot: StepSnapshotSchema,
+    }),
+  ),
+  event("task_step_started", z.object({ lease_expires_at: TimestampSchema.nullable(), result_summary: TextSchema.nullable(), artifact_ids: ArtifactIdsSchema.nullable() })),
+  event("task_step_updated", z.object({ lease_expires_at: TimestampSchema.nullable(), result_summary: TextSchema.nullable(), artifact_ids: ArtifactIdsSchema.nullable() })),
+  event("task_step_blocked", z.object({ reason: TextSchema.nullable(), result_summary: TextSchema.nullable(), artifact_ids: ArtifactIdsSchema.nullable() })),
+  event("task_step_completed", z.object({ result_summary: TextSchema.nullable(), artifact_ids: ArtifactIdsSchema.nullable() })),
+  event(
+    "task_step_failed",
+    z.object({
+      reason: TextSchema.nullable(),
+      result_summary: TextSchema.nullable(),
+      artifact_ids: ArtifactIdsSchema.nullable(),
+      /** How the open attempt, if any, ends: failed, cancelled (task-level stop, worker cancelled) or timed_out. */
+      attempt_status: AttemptStatusSchema,
+    }),
+  ),
+  event("task_step_cancelled", z.object({ reason: TextSchema.nullable() })),
+  event("task_step_reopened", reasonOnly),
+  event("task_step_lease_expired", z.object({ run_id: z.string(), attempt_id: z.string(), lease_expires_at: TimestampSchema })),
+  event(
+    "task_progress",
+    z.object({
+      phase: z.string().nullable(),
+      summary: TextSchema.nullable(),
+      counters: z.record(z.string(), z.number()).nullable(),
+      output_refs: z.array(z.string()).nullable(),
+      lease_expires_at: TimestampSchema.nullable(),
+    }),
+  ),
+  event(
+    "worker_dispatched",
+    z.object({
+      run_id: z.string(),
+      agent_id: z.string(),
+      worker_pool_id: IdSchema,
+      allowed_step_ids: z.array(IdSchema).nullable(),
+      max_steps: z.number().int().positive(),
+      deadline_at: TimestampSchema.nullable(),
+    }),
+  ),
+  event(
+    "worker_run_ended",
+    z.object({
+      run_id: z.string(),
+      status: z.enum(["finished", "cancelled", "timed_out"]),
+      reason: z.string(),
+      result: z.unknown().nullable(),
+    }),
+  ),
+]);
+
+/** One WAL row: envelope fields plus a typed payload. */
+export type WalEvent = z.infer<typeof WalEventSchema>;
+/** Every WAL event type. */
+export type WalEventType = WalEvent["event_type"];
+/** The WAL event of one type. */
+export type WalEventOf<T extends WalEventType> = Extract<WalEvent, { event_type: T }>;
+/** An event before the shell stamps nothing: decide fills in every field, including wal_seq. */
+export type WalPayloadOf<T extends WalEventType> = WalEventOf<T>["payload"];

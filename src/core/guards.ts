@@ -1,0 +1,48 @@
+/** @module Permission and state guards shared by the decisions (003 "Permission", "Orchestrator Ownership"). */
+import type { Actor } from "./context.js";
+import { type RuntimeError, runtimeError } from "./errors.js";
+import type { Task, WorkerRun } from "./records.js";
+import { type DagState, isTerminalTask } from "./state.js";
+
+/** The task, or not_found when no task exists in this object. */
+export function requireTask(state: DagState): Task | RuntimeError {
+  return state.task ?? runtimeError("not_found", "no such task");
+}
+
+/** True for a RuntimeError value (decisions return errors as values). */
+export function isError(value: unknown): value is RuntimeError {
+  return typeof value === "object" && value !== null && "code" in value && "message" in value;
+}
+
+/** The caller must be in the task's session (and, for a worker, scoped to this task). */
+export function checkScope(task: Task, actor: Actor): RuntimeError | null {
+  if (actor.role === "system") return null;
+  if (actor.session_id !== task.session_id) return runtimeError("permission_denied", "the caller belongs to another session");
+  if (actor.role === "worker" && actor.task_id !== task.task_id) return runtimeError("permission_denied", "the worker run is scoped to another task");
+  return null;
+}
+
+/** Orchestrator-only tools: anyone else gets tool_not_available (003 "Permission"). */
+export function requireOrchestrator(task: Task, actor: Actor, tool: string): RuntimeError | null {
+  if (actor.role !== "orchestrator") return runtimeError("tool_not_available", `${tool} is available to the orchestrator only`, { role: actor.role });
+  return checkScope(task, actor);
+}
+
+/** Task changes stop at a terminal task (003: task_terminal, nothing written). */
+export function requireLiveTask(task: Task): RuntimeError | null {
+  return isTerminalTask(task) ? runtimeError("task_terminal", `the task is ${task.status}`, { status: task.status }) : null;
+}
+
+/** The worker's own run, active; anything else is permission_denied. */
+export function requireActiveWorkerRun(state: DagState, actor: Actor): WorkerRun | RuntimeError {
+  const run = actor.run_id === null ? undefined : state.runs.get(actor.run_id);
+  if (run === undefined || run.agent_id !== actor.agent_id) return runtimeError("permission_denied", "the caller holds no worker run of this task");
+  if (run.status !== "active") return runtimeError("permission_denied", `the worker run has ended (${run.status})`, { run_status: run.status });
+  return run;
+}
+
+/** True when a run may see and claim this step: its pool, and its allowed_step_ids when given. */
+export function runMaySee(run: WorkerRun, stepId: string, poolId: string, allowed: ReadonlySet<string> | null): boolean {
+  if (run.worker_pool_id !== poolId) return false;
+  return allowed === null || allowed.has(stepId);
+}

@@ -1,0 +1,24 @@
+/** @module Input limits of the core (API.md "Limits"); the service may override the configurable ones. */
+
+/** Ids and wal names: lowercase safe characters, no path semantics (003 "Storage", "DAG Model"). */
+export const ID_PATTERN = /^[a-z0-9_-]{1,64}$/;
+/** Longest task or step title. */
+export const MAX_TITLE = 200;
+/** Longest summary, result summary or reason. */
+export const MAX_TEXT = 8_000;
+/** Most artifact ids one step update may carry. */
+export const MAX_ARTIFACTS = 100;
+
+/** Limits a deployment may tune (wrangler.toml vars). */
+export interface CoreLimits {
+  /** Most steps one task DAG may hold. */
+  readonly maxStepsPerTask: number;
+  /** Lease length when the task does not set its own `step_lease_timeout_ms`. */
+  readonly stepLeaseTimeoutMs: number;
+}
+
+/** The documented defaults. */
+export const DEFAULT_LIMITS: CoreLimits = {
+  maxStepsPerTask: 10_000,
+  stepLeaseTimeoutMs: 60_000,
+};

@@ -1,0 +1,190 @@
+/** @module The in-memory task DAG and the derived indexes that keep the hot path free of whole-DAG scans. */
+import type { Attempt, Step, StepStatus, Task, WorkerRun } from "./records.js";
+import { HELD_STEP_STATUSES, STEP_STATUSES } from "./records.js";
+
+/** The latest progress facts reported for the task or one step (seed 001 "Progress and output"). */
+export interface ProgressRecord {
+  readonly step_id: string | null;
+  readonly phase: string | null;
+  readonly summary: string | null;
+  readonly counters: Record<string, number> | null;
+  readonly output_refs: readonly string[];
+  readonly updated_at: string;
+}
+
+/**
+ * Derived indexes, rebuilt by `apply` exactly as the records change, so `replay` rebuilds them too.
+ * They exist for speed only: every fact here can be recomputed from `steps` and `runs` (see `checkIndexes`).
+ */
+export interface DagIndex {
+  /** Ready steps per worker pool, in creation order: the ready queue of 003. */
+  readonly ready: Map<string, string[]>;
+  /** step id → ids of the steps that depend on it. */
+  readonly dependents: Map<string, Set<string>>;
+  /** How many steps are in each status. */
+  readonly statusCounts: Record<StepStatus, number>;
+  /** Required steps not completed: zero is the first half of `completeable`. */
+  requiredNotCompleted: number;
+  /** Steps held under a lease (claimed or running). */
+  readonly held: Set<string>;
+  /** Runs whose status is active. */
+  readonly activeRuns: Set<string>;
+}
+
+/** A task DAG as the core holds it: records plus derived indexes. */
+export interface DagState {
+  task: Task | null;
+  readonly steps: Map<string, Step>;
+  readonly runs: Map<string, WorkerRun>;
+  readonly attempts: Map<string, Attempt>;
+  /** Latest progress per step id; the key "" holds task-level progress. */
+  readonly progress: Map<string, ProgressRecord>;
+  last_wal_seq: number;
+  next_ordinal: number;
+  readonly index: DagIndex;
+}
+
+function zeroCounts(): Record<StepStatus, number> {
+  return Object.fromEntries(STEP_STATUSES.map((s) => [s, 0])) as Record<StepStatus, number>;
+}
+
+/** The state before any event: no task yet. */
+export function emptyState(): DagState {
+  return {
+    task: null,
+    steps: new Map(),
+    runs: new Map(),
+    attempts: new Map(),
+    progress: new Map(),
+    last_wal_seq: 0,
+    next_ordinal: 0,
+    index: {
+      ready: new Map(),
+      dependents: new Map(),
+      statusCounts: zeroCounts(),
+      requiredNotCompleted: 0,
+      held: new Set(),
+      activeRuns: new Set(),
+    },
+  };
+}
+
+/** Position of `step` in a ready list sorted by ordinal (binary search). */
+function readyPosition(state: DagState, list: readonly string[], ordinal: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (state.steps.get(list[mid]!)!.ordinal < ordinal) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function addReady(state: DagState, step: Step): void {
+  let list = state.index.ready.get(step.worker_pool_id);
+  if (list === undefined) {
+    list = [];
+    state.index.ready.set(step.worker_pool_id, list);
+  }
+  const last = list[list.length - 1];
+  // Steps mostly become ready in creation order: append without searching.
+  if (last === undefined || state.steps.get(last)!.ordinal < step.ordinal) list.push(step.step_id);
+  else list.splice(readyPosition(state, list, step.ordinal), 0, step.step_id);
+}
+
+function removeReady(state: DagState, step: Step): void {
+  const list = state.index.ready.get(step.worker_pool_id);
+  if (list === undefined) return;
+  if (list[0] === step.step_id) list.shift();
+  else {
+    const at = readyPosition(state, list, step.ordinal);
+    if (list[at] === step.step_id) list.splice(at, 1);
+  }
+  if (list.length === 0) state.index.ready.delete(step.worker_pool_id);
+}
+
+/** Counts `step` into the indexes (on creation). */
+export function indexStep(state: DagState, step: Step): void {
+  const { index } = state;
+  index.statusCounts[step.status] += 1;
+  if (step.required && step.status !== "completed") index.requiredNotCompleted += 1;
+  if (step.status === "ready") addReady(state, step);
+  if (HELD_STEP_STATUSES.has(step.status)) index.held.add(step.step_id);
+  for (const dep of step.depends_on_step_ids) addDependent(state, dep, step.step_id);
+}
+
+/** Takes `step` out of the indexes (on deletion, or before a change of pool or requiredness). */
+export function unindexStep(state: DagState, step: Step): void {
+  const { index } = state;
+  index.statusCounts[step.status] -= 1;
+  if (step.required && step.status !== "completed") index.requiredNotCompleted -= 1;
+  if (step.status === "ready") removeReady(state, step);
+  index.held.delete(step.step_id);
+  for (const dep of step.depends_on_step_ids) removeDependent(state, dep, step.step_id);
+}
+
+/** Records that `dependant` depends on `dependency`. */
+export function addDependent(state: DagState, dependency: string, dependant: string): void {
+  let set = state.index.dependents.get(dependency);
+  if (set === undefined) {
+    set = new Set();
+    state.index.dependents.set(dependency, set);
+  }
+  set.add(dependant);
+}
+
+/** Forgets that `dependant` depends on `dependency`. */
+export function removeDependent(state: DagState, dependency: string, dependant: string): void {
+  const set = state.index.dependents.get(dependency);
+  if (set === undefined) return;
+  set.delete(dependant);
+  if (set.size === 0) state.index.dependents.delete(dependency);
+}
+
+/** Moves `step` to `status`, keeping every index in step. The only way a step's status changes. */
+export function setStepStatus(state: DagState, step: Step, status: StepStatus): void {
+  if (step.status === status) return;
+  const { index } = state;
+  index.statusCounts[step.status] -= 1;
+  index.statusCounts[status] += 1;
+  if (step.required) {
+    if (step.status === "completed") index.requiredNotCompleted += 1;
+    if (status === "completed") index.requiredNotCompleted -= 1;
+  }
+  if (step.status === "ready") removeReady(state, step);
+  if (HELD_STEP_STATUSES.has(step.status)) index.held.delete(step.step_id);
+  step.status = status;
+  if (status === "ready") addReady(state, step);
+  if (HELD_STEP_STATUSES.has(status)) index.held.add(step.step_id);
+}
+
+/** True when every dependency of `step` is completed (003: only completed satisfies a dependency). */
+export function dependenciesCompleted(steps: ReadonlyMap<string, Step>, step: Step): boolean {
+  for (const dep of step.depends_on_step_ids) {
+    if (steps.get(dep)?.status !== "completed") return false;
+  }
+  return true;
+}
+
+/** True when the task is completed, failed or cancelled. */
+export function isTerminalTask(task: Task): boolean {
+  return task.status === "completed" || task.status === "failed" || task.status === "cancelled";
+}
+
+/** Rebuilds the indexes from the records; tests compare it with the live indexes. */
+export function rebuildIndex(state: DagState): DagIndex {
+  const fresh = emptyState();
+  for (const step of state.steps.values()) fresh.steps.set(step.step_id, step);
+  for (const step of state.steps.values()) {
+    const { index } = fresh;
+    index.statusCounts[step.status] += 1;
+    if (step.required && step.status !== "completed") index.requiredNotCompleted += 1;
+    if (HELD_STEP_STATUSES.has(step.status)) index.held.add(step.step_id);
+    for (const dep of step.depends_on_step_ids) addDependent(fresh, dep, step.step_id);
+  }
+  const ready = [...state.steps.values()].filter((s) => s.status === "ready").sort((a, b) => a.ordinal - b.ordinal);
+  for (const step of ready) addReady(fresh, step);
+  for (const run of state.runs.values()) if (run.status === "active") fresh.index.activeRuns.add(run.run_id);
+  return fresh.index;
+}

@@ -1,0 +1,139 @@
+/** @module Read-side functions over a DAG: agent.task_query_steps, the task view, summaries and diagnostics. */
+import type { StepQuery } from "./commands.js";
+import type { Actor } from "./context.js";
+import { type RuntimeError, runtimeError } from "./errors.js";
+import { checkScope } from "./guards.js";
+import { HELD_STEP_STATUSES, type Step, type StepStatus, TERMINAL_STEP_STATUSES, type Task, type WorkerRun } from "./records.js";
+import { type DagState, isTerminalTask } from "./state.js";
+
+/** Diagnostics of 003 "Status": derived facts, never written to the WAL. */
+export interface Diagnostics {
+  /** Every required step completed and none claimed or running. */
+  readonly completeable: boolean;
+  /** Nothing ready, claimed or running, yet pending, blocked or failed steps remain. */
+  readonly stalled: boolean;
+}
+
+/** `completeable` and `stalled` for a live task (both false once the task is terminal). */
+export function diagnostics(state: DagState): Diagnostics {
+  const task = state.task;
+  if (task === null || isTerminalTask(task)) return { completeable: false, stalled: false };
+  const c = state.index.statusCounts;
+  const moving = c.ready + c.claimed + c.running;
+  return {
+    completeable: state.index.requiredNotCompleted === 0 && state.index.held.size === 0,
+    stalled: moving === 0 && c.pending + c.blocked + c.failed > 0,
+  };
+}
+
+/** The compact summary every write answers with (003 "Tool Return Shape"). */
+export interface TaskSummary {
+  readonly task_id: string;
+  readonly title: string;
+  readonly status: Task["status"];
+  readonly step_counts: Record<StepStatus, number>;
+  readonly total_steps: number;
+  readonly active_runs: number;
+  readonly diagnostics: Diagnostics;
+  readonly updated_at: string;
+  readonly wal_seq: number;
+}
+
+/** The task summary after the last applied event. */
+export function taskSummary(state: DagState): TaskSummary {
+  const task = state.task!;
+  return {
+    task_id: task.task_id,
+    title: task.title,
+    status: task.status,
+    step_counts: { ...state.index.statusCounts },
+    total_steps: state.steps.size,
+    active_runs: state.index.activeRuns.size,
+    diagnostics: diagnostics(state),
+    updated_at: task.updated_at,
+    wal_seq: state.last_wal_seq,
+  };
+}
+
+/** Steps in creation order (003: created_at ascending). */
+export function orderedSteps(state: DagState): Step[] {
+  // Map order is insertion order; a deleted-and-re-added id moves to the end, as its new ordinal says.
+  return [...state.steps.values()];
+}
+
+/** agent.task_get: the whole DAG with attempts, runs, progress and diagnostics, as plain JSON. */
+export function taskView(state: DagState) {
+  const task = state.task!;
+  const steps = orderedSteps(state);
+  return {
+    task: { ...task, root_step_ids: steps.filter((s) => s.depends_on_step_ids.length === 0).map((s) => s.step_id) },
+    steps,
+    attempts: [...state.attempts.values()],
+    runs: [...state.runs.values()],
+    progress: [...state.progress.values()],
+    diagnostics: diagnostics(state),
+    wal_seq: state.last_wal_seq,
+  };
+}
+
+/** One page of agent.task_query_steps. */
+export interface StepPage {
+  readonly steps: Step[];
+  readonly total: number;
+  readonly limit: number;
+  readonly offset: number;
+  readonly next_offset: number | null;
+}
+
+function page(matches: Step[], limit: number, offset: number): StepPage {
+  const steps = matches.slice(offset, offset + limit);
+  return { steps, total: matches.length, limit, offset, next_offset: offset + steps.length < matches.length ? offset + steps.length : null };
+}
+
+/**
+ * agent.task_query_steps. Terminal steps only with include_terminal_steps; created_at order; limit 50 by
+ * default. A worker sees its pool and allowed_step_ids only, ready (lease-free) steps by default, limit 5.
+ * Callers reconcile expired leases first (003), so a ready step here has no live lease.
+ */
+export function querySteps(state: DagState, actor: Actor, query: StepQuery): StepPage | RuntimeError {
+  const task = state.task;
+  if (task === null) return runtimeError("not_found", "no such task");
+  const scope = checkScope(task, actor);
+  if (scope !== null) return scope;
+  const includeTerminal = query.include_terminal_steps === true;
+  const terminalAsked = query.statuses?.filter((s) => TERMINAL_STEP_STATUSES.has(s)) ?? [];
+  if (terminalAsked.length > 0 && !includeTerminal) {
+    return runtimeError("validation_error", `statuses ${terminalAsked.join(", ")} are terminal: pass include_terminal_steps=true`, { statuses: terminalAsked });
+  }
+  let run: WorkerRun | undefined;
+  if (actor.role === "worker") {
+    run = actor.run_id === null ? undefined : state.runs.get(actor.run_id);
+    if (run === undefined) return runtimeError("permission_denied", "the caller holds no worker run of this task");
+  }
+  const statuses = query.statuses ?? (run !== undefined ? ["ready"] : undefined);
+  const wanted = statuses === undefined ? null : new Set<StepStatus>(statuses);
+  const limit = query.limit ?? (run !== undefined ? 5 : 50);
+  const offset = query.offset ?? 0;
+  const allowed = run?.allowed_step_ids == null ? null : new Set(run.allowed_step_ids);
+  const pool = run?.worker_pool_id ?? query.worker_pool_id;
+
+  const keep = (s: Step) =>
+    (wanted === null || wanted.has(s.status)) &&
+    (includeTerminal || !TERMINAL_STEP_STATUSES.has(s.status)) &&
+    (pool === undefined || s.worker_pool_id === pool) &&
+    (query.worker_pool_id === undefined || s.worker_pool_id === query.worker_pool_id) &&
+    (query.claimed_by_agent_id === undefined || s.claimed_by_agent_id === query.claimed_by_agent_id) &&
+    (allowed === null || allowed.has(s.step_id));
+
+  // Ready-only queries read the ready queue instead of scanning the DAG.
+  if (wanted !== null && wanted.size === 1 && wanted.has("ready") && pool !== undefined) {
+    const ready = state.index.ready.get(pool) ?? [];
+    return page(ready.map((id) => state.steps.get(id)!).filter(keep), limit, offset);
+  }
+  return page(orderedSteps(state).filter(keep), limit, offset);
+}
+
+/** Steps a worker still holds under a lease, for diagnostics and summaries. */
+export function heldSteps(state: DagState): Step[] {
+  return [...state.index.held].map((id) => state.steps.get(id)!).filter((s) => HELD_STEP_STATUSES.has(s.status));
+}
