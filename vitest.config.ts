@@ -13,7 +13,13 @@ export default defineConfig({
         },
       },
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            // Test-only secrets; production sets them with `wrangler secret put`.
+            miniflare: { bindings: { TOKEN_SECRET: "test-token-secret", ADMIN_TOKEN: "test-admin-token" } },
+          }),
+        ],
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],

@@ -1,9 +1,10 @@
 /** @module The Worker entry: builds the HTTP app and exports the Durable Object classes. */
-import { Hono } from "hono";
+import { buildApp } from "../routes/app.js";
+
+export { SessionObject } from "../durable-objects/session-object.js";
+export { TaskGraphObject } from "../durable-objects/task-graph-object.js";
 
 /** The HTTP application served by the Worker. */
-export const app = new Hono();
-
-app.get("/health", (c) => c.json({ ok: true, service: "agent-task-runtime" }));
+export const app = buildApp();
 
 export default app;

@@ -12,3 +12,4 @@ export * from "./limits.js";
 export * from "./records.js";
 export * from "./state.js";
 export * from "./views.js";
+export * from "./normalize.js";

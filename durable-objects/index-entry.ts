@@ -1,0 +1,45 @@
+/** @module What a task object tells its session's index about the task (the row task_list pages through). */
+import { type DagState, isTerminalTask, nextDeadline, normalizeTaskStatus, type NormalizedTaskStatus, type StepStatus, type TaskStatus } from "../src/core/index.js";
+
+/** One task in the session index. */
+export interface IndexEntry {
+  readonly task_id: string;
+  readonly wal_name: string;
+  readonly title: string;
+  readonly native_status: TaskStatus;
+  readonly status: NormalizedTaskStatus;
+  readonly step_counts: Record<StepStatus, number>;
+  readonly total_steps: number;
+  readonly active_runs: number;
+  readonly lost_attempts: number;
+  readonly terminal: boolean;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly wal_seq: number;
+  /** When the task's own alarm is due; an index entry still claiming held steps past it is stale. */
+  readonly next_deadline_at: string | null;
+}
+
+/** The index entry of a DAG that has a task. */
+export function indexEntryOf(state: DagState): IndexEntry {
+  const task = state.task!;
+  let lost = 0;
+  for (const a of state.attempts.values()) if (a.status === "lost") lost += 1;
+  const deadline = nextDeadline(state);
+  return {
+    task_id: task.task_id,
+    wal_name: task.wal_name,
+    title: task.title,
+    native_status: task.status,
+    status: normalizeTaskStatus(task.status),
+    step_counts: { ...state.index.statusCounts },
+    total_steps: state.steps.size,
+    active_runs: state.index.activeRuns.size,
+    lost_attempts: lost,
+    terminal: isTerminalTask(task),
+    created_at: task.created_at,
+    updated_at: task.updated_at,
+    wal_seq: state.last_wal_seq,
+    next_deadline_at: deadline === null ? null : new Date(deadline).toISOString(),
+  };
+}

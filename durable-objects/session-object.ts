@@ -1,0 +1,196 @@
+/**
+ * @module SessionObject: one per session. Reserves task ids and wal names atomically, and keeps the task
+ * index that agent.task_list pages through. Never on the hot path of a claim or a step update.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { type RuntimeError, runtimeError, type TaskStatus } from "../src/core/index.js";
+import { type Env, taskObjectName } from "../src/env.js";
+import type { IndexEntry } from "./index-entry.js";
+import type { RpcResult } from "./task-graph-object.js";
+
+/** A reservation whose task was never confirmed is checked against the task object after this long. */
+const RESERVATION_CHECK_MS = 60_000;
+/** Terminal tasks listed in the session snapshot's `recent_terminal`. */
+const RECENT_TERMINAL = 10;
+
+/** Filters of agent.task_list. */
+export interface TaskListQuery {
+  readonly include_terminal?: boolean;
+  readonly status?: string;
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+/** One row of agent.task_list: the index entry plus whether it may lag the task. */
+export type ListedTask = IndexEntry & { readonly index_state: "current" | "stale" | "reserved" };
+
+/** A page of agent.task_list. */
+export interface TaskListPage {
+  readonly tasks: ListedTask[];
+  readonly total: number;
+  readonly limit: number;
+  readonly offset: number;
+  readonly next_offset: number | null;
+}
+
+/** Seed 001's task_summary read model for a session. */
+export interface SessionSnapshot {
+  readonly session_id: string;
+  readonly created_at: string;
+  readonly task_summary: {
+    readonly active: number;
+    readonly terminal: number;
+    readonly failed: number;
+    readonly lost: number;
+    readonly waiting: number;
+    readonly blocked: number;
+    readonly stale: number;
+    readonly recent_terminal: ListedTask[];
+  };
+}
+
+type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };
+
+const ok = <T>(value: T): RpcResult<T> => ({ ok: true, value });
+const err = <T>(error: RuntimeError): RpcResult<T> => ({ ok: false, error });
+
+/** One session's reservations and task index. */
+export class SessionObject extends DurableObject<Env> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    void ctx.blockConcurrencyWhile(async () => {
+      this.sql.exec("CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY CHECK (id = 1), session_id TEXT NOT NULL, created_at TEXT NOT NULL, info TEXT NOT NULL)");
+      this.sql.exec(`CREATE TABLE IF NOT EXISTS tasks (
+        task_id TEXT PRIMARY KEY,
+        wal_name TEXT NOT NULL UNIQUE,
+        state TEXT NOT NULL,
+        reserved_at_ms INTEGER NOT NULL,
+        entry TEXT,
+        terminal INTEGER NOT NULL DEFAULT 0,
+        native_status TEXT,
+        status TEXT,
+        updated_at TEXT,
+        seq INTEGER NOT NULL
+      )`);
+      this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_terminal ON tasks (terminal, updated_at)");
+    });
+  }
+
+  private get sql(): SqlStorage {
+    return this.ctx.storage.sql;
+  }
+
+  /** Creates the session record once; a second call changes nothing. */
+  async init(sessionId: string, createdAt: string, info: Record<string, unknown>): Promise<void> {
+    this.sql.exec("INSERT OR IGNORE INTO session (id, session_id, created_at, info) VALUES (1, ?, ?, ?)", sessionId, createdAt, JSON.stringify(info));
+  }
+
+  /** The session record, or null when no session of this id was created. */
+  async describe(): Promise<{ session_id: string; created_at: string } | null> {
+    return this.sql.exec<{ session_id: string; created_at: string }>("SELECT session_id, created_at FROM session").toArray()[0] ?? null;
+  }
+
+  /** Reserves a task id and a wal name atomically (task_id_conflict, path_conflict). */
+  async reserve(taskId: string, walName: string): Promise<RpcResult<null>> {
+    const taken = this.sql.exec<{ task_id: string; wal_name: string }>("SELECT task_id, wal_name FROM tasks WHERE task_id = ? OR wal_name = ?", taskId, walName).toArray();
+    if (taken.some((r) => r.task_id === taskId)) return err(runtimeError("task_id_conflict", `task_id ${taskId} is already used in this session`, { task_id: taskId }));
+    if (taken.length > 0) return err(runtimeError("path_conflict", `wal_name ${walName} is already used in this session; choose another`, { wal_name: walName }));
+    const seq = (this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n);
+    this.sql.exec("INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, seq) VALUES (?, ?, 'reserved', ?, ?)", taskId, walName, Date.now(), seq);
+    await this.armCleanup();
+    return ok(null);
+  }
+
+  /** Drops a reservation whose create failed. */
+  async release(taskId: string): Promise<void> {
+    this.sql.exec("DELETE FROM tasks WHERE task_id = ? AND state = 'reserved'", taskId);
+  }
+
+  /** Records what a task object says of its task; an older push (lower wal_seq) never overwrites a newer one. */
+  async upsertTask(entry: IndexEntry): Promise<void> {
+    const row = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE task_id = ?", entry.task_id).toArray()[0];
+    if (row?.entry != null && (JSON.parse(row.entry) as IndexEntry).wal_seq >= entry.wal_seq) return;
+    const values = [JSON.stringify(entry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at] as const;
+    if (row === undefined) {
+      const seq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n;
+      this.sql.exec(
+        "INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, entry, terminal, native_status, status, updated_at, seq) VALUES (?, ?, 'confirmed', ?, ?, ?, ?, ?, ?, ?)",
+        entry.task_id, entry.wal_name, Date.now(), ...values, seq,
+      );
+    } else {
+      this.sql.exec("UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ? WHERE task_id = ?", ...values, entry.task_id);
+    }
+  }
+
+  /** agent.task_list: active tasks in creation order; with include_terminal, terminal ones after them, newest first. */
+  async listTasks(query: TaskListQuery): Promise<TaskListPage> {
+    const limit = query.limit ?? 50;
+    const offset = query.offset ?? 0;
+    const where = ["state = 'confirmed'"];
+    const args: (string | number)[] = [];
+    if (query.include_terminal !== true) where.push("terminal = 0");
+    if (query.status !== undefined) {
+      where.push("(native_status = ? OR status = ?)");
+      args.push(query.status, query.status);
+    }
+    const clause = where.join(" AND ");
+    const total = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM tasks WHERE ${clause}`, ...args).one().n;
+    const rows = this.sql
+      .exec<TaskRow>(`SELECT * FROM tasks WHERE ${clause} ORDER BY terminal ASC, CASE WHEN terminal = 0 THEN seq END ASC, updated_at DESC LIMIT ? OFFSET ?`, ...args, limit, offset)
+      .toArray();
+    const tasks = rows.map((r) => this.listed(r));
+    return { tasks, total, limit, offset, next_offset: offset + tasks.length < total ? offset + tasks.length : null };
+  }
+
+  /** The session snapshot: seed 001's task_summary counts and recent terminal tasks. */
+  async snapshot(): Promise<SessionSnapshot | null> {
+    const session = await this.describe();
+    if (session === null) return null;
+    const rows = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE state = 'confirmed'").toArray().map((r) => this.listed(r));
+    const terminal = rows.filter((t) => t.terminal).sort((a, b) => b.updated_at.localeCompare(a.updated_at));
+    const active = rows.filter((t) => !t.terminal);
+    return {
+      ...session,
+      task_summary: {
+        active: active.length,
+        terminal: terminal.length,
+        failed: rows.filter((t) => t.native_status === "failed").length,
+        lost: active.filter((t) => t.lost_attempts > 0).length,
+        waiting: active.filter((t) => t.native_status === "pending").length,
+        blocked: active.filter((t) => t.native_status === "blocked").length,
+        stale: rows.filter((t) => t.index_state === "stale").length,
+        recent_terminal: terminal.slice(0, RECENT_TERMINAL),
+      },
+    };
+  }
+
+  /** An entry is stale when it still shows held steps or live runs past the task's own next deadline. */
+  private listed(row: TaskRow): ListedTask {
+    const entry = JSON.parse(row.entry!) as IndexEntry;
+    const overdue = entry.next_deadline_at !== null && Date.parse(entry.next_deadline_at) + 5_000 < Date.now();
+    return { ...entry, index_state: overdue ? "stale" : "current" };
+  }
+
+  private async armCleanup(): Promise<void> {
+    const at = Date.now() + RESERVATION_CHECK_MS;
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+  }
+
+  /** Settles old reservations: confirmed from the task object if its task exists, otherwise released. */
+  override async alarm(): Promise<void> {
+    const session = await this.describe();
+    const cutoff = Date.now() - RESERVATION_CHECK_MS;
+    const stale = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE state = 'reserved' AND reserved_at_ms <= ?", cutoff).toArray();
+    for (const row of stale) {
+      if (session === null) break;
+      const stub = this.env.TASK_GRAPHS.get(this.env.TASK_GRAPHS.idFromName(taskObjectName(session.session_id, row.task_id)));
+      const entry = await stub.indexEntry();
+      if (entry === null) await this.release(row.task_id);
+      else await this.upsertTask(entry);
+    }
+    const remaining = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'reserved'").one().n;
+    if (remaining > 0) await this.armCleanup();
+  }
+}
+

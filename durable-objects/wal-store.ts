@@ -1,0 +1,92 @@
+/** @module The WAL table of a task object: schema migrations, one-transaction append, ordered load and paging. */
+import { type WalEvent, WalEventSchema } from "../src/core/index.js";
+
+/** Storage a WAL store needs (tests may pass a fake with just this). */
+export type Sql = Pick<SqlStorage, "exec">;
+
+/** Migrations, in order; the schema version is the number applied. Only ever append. */
+const MIGRATIONS: readonly (readonly string[])[] = [
+  [
+    `CREATE TABLE wal (
+      wal_seq INTEGER PRIMARY KEY,
+      session_id TEXT NOT NULL,
+      event_id TEXT NOT NULL UNIQUE,
+      event_type TEXT NOT NULL,
+      actor_agent_id TEXT NOT NULL,
+      actor_run_id TEXT,
+      task_id TEXT NOT NULL,
+      step_id TEXT,
+      payload TEXT NOT NULL,
+      created_at TEXT NOT NULL
+    )`,
+    `CREATE TABLE idempotency (
+      key TEXT PRIMARY KEY,
+      body_hash TEXT NOT NULL,
+      answer TEXT NOT NULL,
+      created_at_ms INTEGER NOT NULL
+    )`,
+    `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+  ],
+];
+
+/** Brings the schema up to date; runs in the constructor, inside blockConcurrencyWhile. */
+export function migrate(sql: Sql): number {
+  sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  const row = sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0];
+  let version = row?.version ?? 0;
+  if (row === undefined) sql.exec("INSERT INTO schema_version (version) VALUES (0)");
+  for (; version < MIGRATIONS.length; version++) {
+    for (const statement of MIGRATIONS[version]!) sql.exec(statement);
+    sql.exec("UPDATE schema_version SET version = ?", version + 1);
+  }
+  return version;
+}
+
+type WalRow = {
+  wal_seq: number;
+  session_id: string;
+  event_id: string;
+  event_type: string;
+  actor_agent_id: string;
+  actor_run_id: string | null;
+  task_id: string;
+  step_id: string | null;
+  payload: string;
+  created_at: string;
+};
+
+/** Appends events; the caller wraps this in one storage transaction with anything else the commit writes. */
+export function appendEvents(sql: Sql, events: readonly WalEvent[]): void {
+  for (const e of events) {
+    sql.exec(
+      "INSERT INTO wal (wal_seq, session_id, event_id, event_type, actor_agent_id, actor_run_id, task_id, step_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      e.wal_seq,
+      e.session_id,
+      e.event_id,
+      e.event_type,
+      e.actor_agent_id,
+      e.actor_run_id,
+      e.task_id,
+      e.step_id,
+      JSON.stringify(e.payload),
+      e.created_at,
+    );
+  }
+}
+
+function rowToEvent(row: WalRow): WalEvent {
+  const candidate = { ...row, payload: JSON.parse(row.payload) as unknown };
+  const parsed = WalEventSchema.safeParse(candidate);
+  if (!parsed.success) throw new Error(`WAL row ${row.wal_seq} does not decode: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+  return parsed.data;
+}
+
+/** Every stored event in wal_seq order, decoded and validated (zod at the storage edge). */
+export function loadEvents(sql: Sql): WalEvent[] {
+  return sql.exec<WalRow>("SELECT * FROM wal ORDER BY wal_seq").toArray().map(rowToEvent);
+}
+
+/** A page of the WAL after `afterSeq`, as stored. */
+export function readWal(sql: Sql, afterSeq: number, limit: number): WalEvent[] {
+  return sql.exec<WalRow>("SELECT * FROM wal WHERE wal_seq > ? ORDER BY wal_seq LIMIT ?", afterSeq, limit).toArray().map(rowToEvent);
+}

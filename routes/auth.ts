@@ -1,0 +1,68 @@
+/** @module Bearer-token authentication: who calls (admin, or a token's role and scope) and scope checks. */
+import type { Context, MiddlewareHandler } from "hono";
+import { secretsEqual, type TokenClaims, verifyToken } from "../src/auth/tokens.js";
+import type { Actor } from "../src/core/index.js";
+import type { Env } from "../src/env.js";
+import { fail } from "./http-error.js";
+
+/** The authenticated caller of a request. */
+export type Caller = { readonly kind: "admin" } | { readonly kind: "token"; readonly claims: TokenClaims; readonly actor: Actor };
+
+/** Hono environment of every route. */
+export interface AppEnv {
+  Bindings: Env;
+  Variables: { caller: Caller };
+}
+
+/** The core actor a token stands for: identity only from the signed claims. */
+export function actorOf(claims: TokenClaims): Actor {
+  return {
+    role: claims.role,
+    session_id: claims.sid,
+    agent_id: claims.sub,
+    run_id: claims.run,
+    ...(claims.tid === undefined ? {} : { task_id: claims.tid }),
+  };
+}
+
+/** Reads `Authorization: Bearer …` (or `?access_token=` on a GET, for EventSource) and verifies it; 401 otherwise. */
+export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const header = c.req.header("authorization");
+  let token: string | undefined;
+  if (header !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (match === null) fail("unauthorized", "the Authorization header must be `Bearer <token>`");
+    token = match[1];
+  } else if (c.req.method === "GET") {
+    token = c.req.query("access_token");
+  }
+  if (token === undefined || token === "") fail("unauthorized", "a bearer token is required");
+  if (typeof c.env.ADMIN_TOKEN === "string" && c.env.ADMIN_TOKEN !== "" && secretsEqual(token, c.env.ADMIN_TOKEN)) {
+    c.set("caller", { kind: "admin" });
+    return next();
+  }
+  const claims = await verifyToken(c.env.TOKEN_SECRET, token);
+  if (claims === null) fail("unauthorized", "the token is malformed, forged or expired");
+  c.set("caller", { kind: "token", claims, actor: actorOf(claims) });
+  return next();
+};
+
+/** The admin caller, or 403. */
+export function requireAdmin(c: Context<AppEnv>): void {
+  if (c.get("caller").kind !== "admin") fail("permission_denied", "this operation needs the admin token");
+}
+
+/** A token caller in session `sid` (any role), or 403. Admin tokens do not act inside sessions. */
+export function requireSessionActor(c: Context<AppEnv>, sid: string): Actor {
+  const caller = c.get("caller");
+  if (caller.kind !== "token") fail("permission_denied", "use a session token (orchestrator, worker or observer) for this operation");
+  if (caller.claims.sid !== sid) fail("permission_denied", "the token belongs to another session");
+  return caller.actor;
+}
+
+/** A token caller in scope of task `tid` of session `sid`: workers are scoped to one task. */
+export function requireTaskActor(c: Context<AppEnv>, sid: string, tid: string): Actor {
+  const actor = requireSessionActor(c, sid);
+  if (actor.role === "worker" && actor.task_id !== tid) fail("permission_denied", "the worker token is scoped to another task");
+  return actor;
+}

@@ -1,0 +1,62 @@
+/** @module Request bodies: size limit, JSON parsing, zod validation, actor fields dropped, idempotency keys. */
+import type { Context } from "hono";
+import type { z } from "zod";
+import { readConfig } from "../src/env.js";
+import type { Idempotency } from "../durable-objects/task-graph-object.js";
+import type { AppEnv } from "./auth.js";
+import { fail } from "./http-error.js";
+
+/** Actor fields a caller might send; identity comes from the token, so they are dropped, never trusted. */
+const ACTOR_FIELDS = ["actor_agent_id", "actor_run_id", "actor_role", "actor"] as const;
+
+/** The raw body text, within MAX_BODY_BYTES (413 payload_too_large otherwise). */
+export async function readBodyText(c: Context<AppEnv>): Promise<string> {
+  const max = readConfig(c.env).maxBodyBytes;
+  const declared = Number(c.req.header("content-length") ?? "0");
+  if (declared > max) fail("payload_too_large", `the body is over ${max} bytes`, { limit: max });
+  const text = await c.req.text();
+  if (new TextEncoder().encode(text).length > max) fail("payload_too_large", `the body is over ${max} bytes`, { limit: max });
+  return text;
+}
+
+/** Parses JSON text; an empty body is `{}`; malformed JSON or a non-object is validation_error. */
+export function parseJsonObject(text: string): Record<string, unknown> {
+  if (text.trim() === "") return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    fail("validation_error", "the body is not valid JSON");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) fail("validation_error", "the body must be a JSON object");
+  const body = { ...(value as Record<string, unknown>) };
+  for (const field of ACTOR_FIELDS) delete body[field];
+  return body;
+}
+
+/** Validates with zod; the first issues become one validation_error. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.slice(0, 20).map((i) => ({ path: i.path.map(String).join("."), message: i.message }));
+    fail("validation_error", issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; "), { issues });
+  }
+  return parsed.data;
+}
+
+/** The request's Idempotency-Key and a hash of method, path and body, or null without the header. */
+export async function idempotencyOf(c: Context<AppEnv>, bodyText: string): Promise<Idempotency | null> {
+  const key = c.req.header("idempotency-key");
+  if (key === undefined) return null;
+  if (key.length < 1 || key.length > 255) fail("validation_error", "Idempotency-Key must be 1 to 255 characters");
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${c.req.method} ${new URL(c.req.url).pathname}\n${bodyText}`));
+  const hash = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return { key, hash };
+}
+
+/** Reads, parses and validates a JSON body; returns it with its idempotency record. */
+export async function readCommandBody<S extends z.ZodType>(c: Context<AppEnv>, schema: S): Promise<{ body: z.infer<S>; idem: Idempotency | null }> {
+  const text = await readBodyText(c);
+  const body = validate(schema, parseJsonObject(text));
+  return { body, idem: await idempotencyOf(c, text) };
+}

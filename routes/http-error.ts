@@ -1,0 +1,53 @@
+/** @module The one place domain error codes become HTTP answers (API.md "Errors"). */
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { type ErrorCode, type RuntimeError, runtimeError } from "../src/core/index.js";
+
+/** HTTP status of each error code. */
+export const STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
+  validation_error: 400,
+  unauthorized: 401,
+  permission_denied: 403,
+  tool_not_available: 403,
+  not_found: 404,
+  path_conflict: 409,
+  task_id_conflict: 409,
+  dependency_cycle: 409,
+  unknown_dependency: 409,
+  duplicate_step: 409,
+  step_has_dependents: 409,
+  invalid_transition: 409,
+  task_terminal: 409,
+  task_not_dispatchable: 409,
+  step_already_claimed: 409,
+  step_already_claimed_by_run: 409,
+  task_not_completeable: 409,
+  payload_too_large: 413,
+  idempotency_conflict: 422,
+  storage_error: 503,
+};
+
+/** A domain error thrown through Hono handlers; `onError` answers it with the envelope. */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  constructor(readonly error: RuntimeError) {
+    super(error.message);
+  }
+}
+
+/** Throws an ApiError with this code. */
+export function fail(code: ErrorCode, message: string, details?: Record<string, unknown>): never {
+  throw new ApiError(runtimeError(code, message, details));
+}
+
+/** Answers `{"error": {code, message, details}}` with the code's status. */
+export function errorResponse(c: Context, error: RuntimeError): Response {
+  return c.json({ error: { code: error.code, message: error.message, details: error.details ?? {} } }, STATUS_OF[error.code]);
+}
+
+/** Normalises anything thrown into a domain error: never a 500 for the caller. */
+export function toRuntimeError(e: unknown): RuntimeError {
+  if (e instanceof ApiError) return e.error;
+  const message = e instanceof Error ? e.message : String(e);
+  return runtimeError("storage_error", "the service could not complete the request; retry it", { cause: message.slice(0, 300) });
+}

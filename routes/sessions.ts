@@ -1,0 +1,83 @@
+/** @module Session routes: create sessions, mint tokens, the session snapshot, task list and task create. */
+import { Hono } from "hono";
+import { monotonicFactory } from "ulid";
+import { mintToken } from "../src/auth/tokens.js";
+import { readConfig, taskObjectName } from "../src/env.js";
+import type { RpcResult, WriteAnswer } from "../durable-objects/task-graph-object.js";
+import { type AppEnv, requireAdmin, requireSessionActor } from "./auth.js";
+import { idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
+import { errorResponse, fail } from "./http-error.js";
+import { CreateSessionBody, CreateTaskBody, MintTokenBody, TaskListQueryParams } from "./schemas.js";
+
+const newId = monotonicFactory();
+const lowerId = () => newId().toLowerCase();
+
+/** Routes under /v1/sessions. */
+export const sessionRoutes = new Hono<AppEnv>();
+
+sessionRoutes.post("/", async (c) => {
+  requireAdmin(c);
+  const { body } = await readCommandBody(c, CreateSessionBody);
+  const sessionId = body.session_id ?? `sess_${lowerId()}`;
+  const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sessionId));
+  if ((await session.describe()) !== null) fail("validation_error", `session ${sessionId} already exists`, { session_id: sessionId });
+  const now = Date.now();
+  const createdAt = new Date(now).toISOString();
+  await session.init(sessionId, createdAt, { metadata: body.metadata ?? null });
+  const ttl = readConfig(c.env).tokenTtlSeconds;
+  const agentId = body.orchestrator_agent_id ?? "orchestrator";
+  const runId = `orun_${lowerId()}`;
+  const orchestrator = await mintToken(c.env.TOKEN_SECRET, { role: "orchestrator", sid: sessionId, sub: agentId, run: runId }, now, ttl);
+  const observer = await mintToken(c.env.TOKEN_SECRET, { role: "observer", sid: sessionId, sub: "observer", run: null }, now, ttl);
+  return c.json({ session_id: sessionId, created_at: createdAt, orchestrator: { agent_id: agentId, run_id: runId, ...orchestrator }, observer }, 201);
+});
+
+sessionRoutes.post("/:sid/tokens", async (c) => {
+  const sid = c.req.param("sid");
+  const caller = c.get("caller");
+  if (caller.kind === "token") {
+    const actor = requireSessionActor(c, sid);
+    if (actor.role !== "orchestrator") fail("tool_not_available", "only the admin or an orchestrator may mint tokens");
+  }
+  const { body } = await readCommandBody(c, MintTokenBody);
+  const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid));
+  if ((await session.describe()) === null) fail("not_found", `no session ${sid}`);
+  const runId = body.role === "orchestrator" ? `orun_${lowerId()}` : null;
+  const agentId = body.agent_id ?? body.role;
+  const minted = await mintToken(c.env.TOKEN_SECRET, { role: body.role, sid, sub: agentId, run: runId }, Date.now(), body.ttl_seconds ?? readConfig(c.env).tokenTtlSeconds);
+  return c.json({ role: body.role, agent_id: agentId, run_id: runId, ...minted }, 201);
+});
+
+sessionRoutes.get("/:sid", async (c) => {
+  const sid = c.req.param("sid");
+  requireSessionActor(c, sid);
+  const snapshot = await c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid)).snapshot();
+  if (snapshot === null) fail("not_found", `no session ${sid}`);
+  return c.json(snapshot);
+});
+
+sessionRoutes.get("/:sid/tasks", async (c) => {
+  const sid = c.req.param("sid");
+  requireSessionActor(c, sid);
+  const query = validate(TaskListQueryParams, c.req.query());
+  const page = await c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid)).listTasks({
+    include_terminal: query.include_terminal ?? false,
+    ...(query.status === undefined ? {} : { status: query.status }),
+    limit: query.limit ?? 50,
+    offset: query.offset ?? 0,
+  });
+  return c.json(page);
+});
+
+sessionRoutes.post("/:sid/tasks", async (c) => {
+  const sid = c.req.param("sid");
+  const actor = requireSessionActor(c, sid);
+  if (actor.role !== "orchestrator") fail("tool_not_available", "agent.task_create is available to the orchestrator only", { role: actor.role });
+  const text = await readBodyText(c);
+  const raw = parseJsonObject(text);
+  const body = validate(CreateTaskBody, raw);
+  const idem = await idempotencyOf(c, text);
+  const stub = c.env.TASK_GRAPHS.get(c.env.TASK_GRAPHS.idFromName(taskObjectName(sid, body.task_id)));
+  const result = (await stub.createTask(actor, raw, idem)) as RpcResult<WriteAnswer>;
+  return result.ok ? c.json(result.value, 201) : errorResponse(c, result.error);
+});

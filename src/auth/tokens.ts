@@ -1,0 +1,50 @@
+/** @module Signed bearer tokens (HS256): what each role's token carries, minting and verification. */
+import { sign, verify } from "hono/jwt";
+import { z } from "zod";
+
+/** Roles a token can carry (API.md "Auth"); admin is the static ADMIN_TOKEN, never a JWT. */
+export const TokenRoleSchema = z.enum(["orchestrator", "worker", "observer"]);
+
+/** Claims of a runtime token. Worker tokens are scoped to one task and one run. */
+export const TokenClaimsSchema = z.object({
+  role: TokenRoleSchema,
+  sid: z.string(),
+  sub: z.string(),
+  run: z.string().nullable(),
+  tid: z.string().optional(),
+  pool: z.string().optional(),
+  allowed: z.array(z.string()).nullable().optional(),
+  iat: z.number(),
+  exp: z.number(),
+});
+/** Claims of a runtime token. */
+export type TokenClaims = z.infer<typeof TokenClaimsSchema>;
+
+/** Signs claims into a bearer token valid for `ttlSeconds` from `nowMs`. */
+export async function mintToken(secret: string, claims: Omit<TokenClaims, "iat" | "exp">, nowMs: number, ttlSeconds: number): Promise<{ token: string; expires_at: string }> {
+  const iat = Math.floor(nowMs / 1000);
+  const exp = iat + ttlSeconds;
+  const token = await sign({ ...claims, iat, exp }, secret, "HS256");
+  return { token, expires_at: new Date(exp * 1000).toISOString() };
+}
+
+/** Verifies signature, algorithm and expiry; null for anything not a valid runtime token. */
+export async function verifyToken(secret: string, token: string): Promise<TokenClaims | null> {
+  try {
+    const payload = await verify(token, secret, "HS256");
+    const claims = TokenClaimsSchema.safeParse(payload);
+    return claims.success ? claims.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Compares two secrets in time independent of where they differ. */
+export function secretsEqual(a: string, b: string): boolean {
+  const enc = new TextEncoder();
+  const x = enc.encode(a);
+  const y = enc.encode(b);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  return diff === 0;
+}

@@ -1,0 +1,47 @@
+/** @module The Worker's bindings and the runtime configuration read from them. */
+import type { CoreLimits } from "./core/index.js";
+import type { SessionObject } from "../durable-objects/session-object.js";
+import type { TaskGraphObject } from "../durable-objects/task-graph-object.js";
+
+/** Bindings from wrangler.toml ([vars], secrets, Durable Object namespaces). */
+export interface Env {
+  readonly TASK_GRAPHS: DurableObjectNamespace<TaskGraphObject>;
+  readonly SESSIONS: DurableObjectNamespace<SessionObject>;
+  /** HS256 key that signs every bearer token (a secret). */
+  readonly TOKEN_SECRET: string;
+  /** The operator's token for creating sessions and minting tokens (a secret). */
+  readonly ADMIN_TOKEN: string;
+  readonly STEP_LEASE_TIMEOUT_MS?: string;
+  readonly MAX_STEPS_PER_TASK?: string;
+  readonly MAX_BODY_BYTES?: string;
+  readonly TOKEN_TTL_SECONDS?: string;
+}
+
+/** Runtime configuration with the documented defaults. */
+export interface RuntimeConfig {
+  readonly limits: CoreLimits;
+  readonly maxBodyBytes: number;
+  readonly tokenTtlSeconds: number;
+}
+
+function positiveInt(raw: string | undefined, fallback: number): number {
+  const n = raw === undefined ? Number.NaN : Number(raw);
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+}
+
+/** Reads the configuration from the bindings; a missing or malformed var falls back to its default. */
+export function readConfig(env: Env): RuntimeConfig {
+  return {
+    limits: {
+      stepLeaseTimeoutMs: positiveInt(env.STEP_LEASE_TIMEOUT_MS, 60_000),
+      maxStepsPerTask: positiveInt(env.MAX_STEPS_PER_TASK, 10_000),
+    },
+    maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1_048_576),
+    tokenTtlSeconds: positiveInt(env.TOKEN_TTL_SECONDS, 86_400),
+  };
+}
+
+/** The Durable Object name of a task DAG: `<session_id>/<task_id>` (DESIGN.md "Addressing"). */
+export function taskObjectName(sessionId: string, taskId: string): string {
+  return `${sessionId}/${taskId}`;
+}
