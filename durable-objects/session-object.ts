@@ -80,6 +80,11 @@ export class SessionObject extends DurableObject<Env> {
     return this.ctx.storage.sql;
   }
 
+  /** Answers at once: the empty Worker → Durable Object round trip behind GET /health/object. */
+  async ping(): Promise<string> {
+    return "pong";
+  }
+
   /** Creates the session record once; a second call changes nothing. */
   async init(sessionId: string, createdAt: string, info: Record<string, unknown>): Promise<void> {
     this.sql.exec("INSERT OR IGNORE INTO session (id, session_id, created_at, info) VALUES (1, ?, ?, ?)", sessionId, createdAt, JSON.stringify(info));

@@ -11,6 +11,8 @@ import {
   type Command,
   type DagState,
   type DecisionValue,
+  promptSummary,
+  type PromptSummary,
   emptyState,
   nextDeadline,
   querySteps,
@@ -28,7 +30,7 @@ import {
 } from "../src/core/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
 import { type IndexEntry, indexEntryOf } from "./index-entry.js";
-import { appendEvents, loadEvents, migrate, readWal } from "./wal-store.js";
+import { appendEvents, loadEvents, migrate, readWal, readWalTail } from "./wal-store.js";
 
 /** An RPC answer: a value, or a domain error (never a thrown exception for expected outcomes). */
 export type RpcResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: RuntimeError };
@@ -298,6 +300,13 @@ export class TaskGraphObject extends DurableObject<Env> {
     const ready = this.readable(actor, false);
     if (ready !== null) return err(ready);
     return ok({ events: readWal(this.sql, afterSeq, limit), last_wal_seq: this.state.last_wal_seq });
+  }
+
+  /** The compact Task DAG summary for a prompt (003 "Prompt Context"), after reconciling leases. */
+  async summary(actor: Actor, tokenBudget: number): Promise<RpcResult<PromptSummary>> {
+    const ready = this.readable(actor);
+    if (ready !== null) return err(ready);
+    return ok(promptSummary(this.state, actor, readWalTail(this.sql, 20), tokenBudget));
   }
 
   /** The session index entry, for the session's clean-up of reservations; null when no task was created. */

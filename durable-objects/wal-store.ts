@@ -90,3 +90,8 @@ export function loadEvents(sql: Sql): WalEvent[] {
 export function readWal(sql: Sql, afterSeq: number, limit: number): WalEvent[] {
   return sql.exec<WalRow>("SELECT * FROM wal WHERE wal_seq > ? ORDER BY wal_seq LIMIT ?", afterSeq, limit).toArray().map(rowToEvent);
 }
+
+/** The last `count` events, oldest first. */
+export function readWalTail(sql: Sql, count: number): WalEvent[] {
+  return sql.exec<WalRow>("SELECT * FROM wal ORDER BY wal_seq DESC LIMIT ?", count).toArray().reverse().map(rowToEvent);
+}

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { runtimeError } from "../src/core/index.js";
 import { type AppEnv, authenticate } from "./auth.js";
 import { errorResponse, toRuntimeError } from "./http-error.js";
+import { metaRoutes, publicRoutes } from "./meta.js";
 import { sessionRoutes } from "./sessions.js";
 import { taskRoutes } from "./tasks.js";
 
@@ -10,7 +11,14 @@ import { taskRoutes } from "./tasks.js";
 export function buildApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.get("/health", (c) => c.json({ ok: true, service: "agent-task-runtime" }));
+  // A round trip Worker → Durable Object → response doing no work: a liveness probe and the benchmark floor.
+  app.get("/health/object", async (c) => {
+    const pong = await c.env.SESSIONS.get(c.env.SESSIONS.idFromName("health-probe")).ping();
+    return c.json({ ok: pong === "pong" });
+  });
+  app.route("/", publicRoutes);
   app.use("/v1/*", authenticate);
+  app.route("/v1", metaRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1/sessions", taskRoutes);
   app.notFound((c) => errorResponse(c, runtimeError("not_found", `no route ${c.req.method} ${new URL(c.req.url).pathname}`)));

@@ -75,3 +75,9 @@ export const WalQueryParams = z.strictObject({
   limit: intParam(1, 10_000).optional(),
   access_token: z.string().optional(),
 });
+
+/** GET .../summary query. */
+export const SummaryQueryParams = z.strictObject({
+  token_budget: intParam(100, 100_000).optional(),
+  access_token: z.string().optional(),
+});

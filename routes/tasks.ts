@@ -14,6 +14,7 @@ import {
   ProgressBody,
   ReasonBody,
   StepQueryParams,
+  SummaryQueryParams,
   UpdateStepBody,
   UpdateTaskBody,
   WalQueryParams,
@@ -125,4 +126,10 @@ taskRoutes.get("/:sid/tasks/:tid/wal", async (c) => {
   if (!result.ok) return errorResponse(c, result.error);
   const body = result.value.events.map((e) => JSON.stringify(e)).join("\n");
   return c.body(body === "" ? "" : `${body}\n`, 200, { "content-type": "application/x-ndjson", "x-last-wal-seq": String(result.value.last_wal_seq) });
+});
+
+taskRoutes.get("/:sid/tasks/:tid/summary", async (c) => {
+  const { actor, stub } = target(c);
+  const q = validate(SummaryQueryParams, c.req.query());
+  return answer(c, (await stub.summary(actor, q.token_budget ?? 2_000)) as RpcResult<unknown>);
 });

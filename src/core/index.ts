@@ -13,3 +13,4 @@ export * from "./records.js";
 export * from "./state.js";
 export * from "./views.js";
 export * from "./normalize.js";
+export * from "./prompt-summary.js";

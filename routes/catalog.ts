@@ -1,0 +1,114 @@
+/** @module The route catalog: every v1 operation with its tool name, roles and schemas; feeds OpenAPI and /v1/tools. */
+import { z } from "zod";
+import {
+  CancelRunBody,
+  CreateSessionBody,
+  CreateTaskBody,
+  DispatchWorkerBody,
+  EmptyBody,
+  FinishRunBody,
+  MintTokenBody,
+  ProgressBody,
+  ReasonBody,
+  StepQueryParams,
+  SummaryQueryParams,
+  TaskListQueryParams,
+  UpdateStepBody,
+  UpdateTaskBody,
+  WalQueryParams,
+} from "./schemas.js";
+
+/** Who may call an operation. */
+export type Role = "admin" | "orchestrator" | "worker" | "observer";
+
+/** One operation of the HTTP API. */
+export interface Operation {
+  readonly method: "get" | "post" | "patch";
+  readonly path: string;
+  readonly operationId: string;
+  /** The seed 003 tool (or seed 001 command) it implements, as agents know it. */
+  readonly tool: string;
+  readonly roles: readonly Role[];
+  readonly summary: string;
+  readonly body?: z.ZodType;
+  readonly query?: z.ZodType;
+}
+
+const S = "/v1/sessions/{sid}";
+const T = `${S}/tasks/{tid}`;
+const inScope: readonly Role[] = ["orchestrator", "worker", "observer"];
+
+/** Every v1 operation, in API.md's order. */
+export const OPERATIONS: readonly Operation[] = [
+  { method: "post", path: "/v1/sessions", operationId: "createSession", tool: "create_session", roles: ["admin"], summary: "Create a session; returns orchestrator and observer tokens.", body: CreateSessionBody },
+  { method: "post", path: `${S}/tokens`, operationId: "mintToken", tool: "mint_token", roles: ["admin", "orchestrator"], summary: "Mint an orchestrator or observer token.", body: MintTokenBody },
+  { method: "get", path: S, operationId: "getSession", tool: "get_session", roles: inScope, summary: "Session snapshot with task_summary counts." },
+  { method: "get", path: `${S}/tasks`, operationId: "listTasks", tool: "agent.task_list", roles: inScope, summary: "List tasks: active by default; include_terminal adds terminal ones, newest first.", query: TaskListQueryParams },
+  { method: "post", path: `${S}/tasks`, operationId: "createTask", tool: "agent.task_create", roles: ["orchestrator"], summary: "Create a task DAG.", body: CreateTaskBody },
+  { method: "get", path: "/v1/task-template", operationId: "getTaskTemplate", tool: "agent.task_template", roles: inScope, summary: "The guide for writing a task DAG." },
+  { method: "get", path: "/v1/tools", operationId: "listTools", tool: "list_tools", roles: inScope, summary: "JSON Schemas of the tools the caller's role may use." },
+  { method: "get", path: T, operationId: "getTask", tool: "agent.task_get", roles: inScope, summary: "The DAG with attempts, runs and diagnostics." },
+  { method: "patch", path: T, operationId: "updateTask", tool: "agent.task_update", roles: ["orchestrator"], summary: "Apply patch operations atomically.", body: UpdateTaskBody },
+  { method: "post", path: `${T}/complete`, operationId: "completeTask", tool: "agent.task_complete", roles: ["orchestrator"], summary: "Complete the task (required steps completed, none held).", body: ReasonBody },
+  { method: "post", path: `${T}/fail`, operationId: "failTask", tool: "agent.task_fail", roles: ["orchestrator"], summary: "Fail the task and every unfinished step.", body: ReasonBody },
+  { method: "post", path: `${T}/cancel`, operationId: "cancelTask", tool: "agent.task_cancel", roles: ["orchestrator"], summary: "Cancel the task and every unfinished step.", body: ReasonBody },
+  { method: "post", path: `${T}/block`, operationId: "blockTask", tool: "task_blocked", roles: ["orchestrator"], summary: "Block the task: no dispatch or claim until reopened.", body: ReasonBody },
+  { method: "post", path: `${T}/reopen`, operationId: "reopenTask", tool: "task_reopened", roles: ["orchestrator"], summary: "Reopen a blocked task to pending.", body: ReasonBody },
+  { method: "post", path: `${T}/workers`, operationId: "dispatchWorker", tool: "agent.dispatch_worker", roles: ["orchestrator"], summary: "Start a worker run; returns its token.", body: DispatchWorkerBody },
+  { method: "post", path: `${T}/runs/{run}/finish`, operationId: "finishRun", tool: "finish_worker_run", roles: ["worker", "orchestrator"], summary: "End a worker run; a still-held step fails with the fallback reason.", body: FinishRunBody },
+  { method: "post", path: `${T}/runs/{run}/cancel`, operationId: "cancelRun", tool: "cancel_worker_run", roles: ["orchestrator"], summary: "Cancel a worker run (its held step fails with worker_cancelled).", body: CancelRunBody },
+  { method: "get", path: `${T}/steps`, operationId: "querySteps", tool: "agent.task_query_steps", roles: inScope, summary: "Query steps (workers: ready steps in their scope, limit 5).", query: StepQueryParams },
+  { method: "post", path: `${T}/steps/{step}/claim`, operationId: "claimStep", tool: "agent.task_claim_step", roles: ["worker"], summary: "Claim a ready step under a lease.", body: EmptyBody },
+  { method: "post", path: `${T}/steps/claim-next`, operationId: "claimNextStep", tool: "agent.task_claim_next", roles: ["worker"], summary: "Claim the first claimable step in scope, or answer no_step_claimed.", body: EmptyBody },
+  { method: "post", path: `${T}/steps/{step}/status`, operationId: "updateStepStatus", tool: "agent.task_update_step", roles: ["worker", "orchestrator"], summary: "Update a step's execution status and results.", body: UpdateStepBody },
+  { method: "post", path: `${T}/steps/{step}/progress`, operationId: "appendProgress", tool: "append_task_progress", roles: ["worker", "orchestrator"], summary: "Report progress; renews the caller's lease.", body: ProgressBody },
+  { method: "get", path: `${T}/summary`, operationId: "getTaskSummary", tool: "task_summary", roles: inScope, summary: "Compact DAG summary for a prompt, within token_budget.", query: SummaryQueryParams },
+  { method: "get", path: `${T}/wal`, operationId: "exportWal", tool: "task_wal", roles: inScope, summary: "The WAL as JSON Lines after after_seq.", query: WalQueryParams },
+];
+
+/** JSON Schema of a zod schema as a request sees it (input side). */
+export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+  return rest;
+}
+
+/** The OpenAPI 3.1 document of the API, generated from the catalog. */
+export function openApiDocument(origin: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of OPERATIONS) {
+    const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
+    if (op.query !== undefined) {
+      const q = jsonSchemaOf(op.query) as { properties?: Record<string, unknown>; required?: string[] };
+      for (const [name, schema] of Object.entries(q.properties ?? {})) params.push({ name, in: "query", required: (q.required ?? []).includes(name), schema } as never);
+    }
+    const auth = op.roles.length === 0 ? [] : [{ bearer: [] }];
+    (paths[op.path] ??= {})[op.method] = {
+      operationId: op.operationId,
+      summary: op.summary,
+      description: `Tool: ${op.tool}. Roles: ${op.roles.join(", ")}. Mutating calls accept an Idempotency-Key header.`,
+      parameters: params,
+      ...(op.body === undefined ? {} : { requestBody: { required: false, content: { "application/json": { schema: jsonSchemaOf(op.body) } } } }),
+      security: auth,
+      responses: {
+        "200": { description: "Success" },
+        default: { description: "Error envelope", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
+      },
+    };
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "Agent task runtime", version: "1.0.0", description: "Durable task DAGs for orchestrator and worker agents." },
+    servers: [{ url: origin }],
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
+      schemas: {
+        Error: {
+          type: "object",
+          required: ["error"],
+          properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string" }, message: { type: "string" }, details: { type: "object" } } } },
+        },
+      },
+    },
+  };
+}

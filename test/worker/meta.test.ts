@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import { call, dispatch, newSession, newTask, step } from "./helpers.js";
+
+describe("public and self-describing routes", () => {
+  it("Should serve an OpenAPI document listing every v1 operation without a token", async () => {
+    const res = await call("GET", "/openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe("3.1.0");
+    expect(Object.keys(res.body.paths)).toContain("/v1/sessions/{sid}/tasks/{tid}/steps/claim-next");
+    const create = res.body.paths["/v1/sessions/{sid}/tasks"].post;
+    expect(create.requestBody.content["application/json"].schema.required).toEqual(expect.arrayContaining(["task_id", "wal_name", "title", "steps"]));
+  });
+
+  it("Should serve the docs page without a token", async () => {
+    const res = await call("GET", "/docs");
+    expect(res.status).toBe(200);
+    expect(String(res.body)).toContain("/openapi.json");
+  });
+
+  it("Should answer the object round trip probe", async () => {
+    const res = await call("GET", "/health/object");
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ok: true });
+  });
+
+  it("Should return the task template as a user block to any session token", async () => {
+    const s = await newSession();
+    const res = await call("GET", "/v1/task-template", s.observer);
+    expect(res.status).toBe(200);
+    expect(res.body.role).toBe("user");
+    expect(res.body.content).toContain("depends_on_step_ids");
+  });
+
+  it("Should answer 401 for the template without a token", async () => {
+    expect((await call("GET", "/v1/task-template")).status).toBe(401);
+  });
+
+  it("Should list only the tools of the caller's role", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "tools", [step("a")]);
+    const w = await dispatch(s, t);
+    const orch = await call("GET", "/v1/tools", s.orch);
+    const worker = await call("GET", "/v1/tools", w.token);
+    const names = (r: typeof orch) => r.body.tools.map((tool: { name: string }) => tool.name);
+    expect(names(orch)).toEqual(expect.arrayContaining(["agent.task_create", "agent.task_update", "agent.dispatch_worker", "agent.task_complete"]));
+    expect(names(worker)).toEqual(expect.arrayContaining(["agent.task_claim_step", "agent.task_update_step", "agent.task_query_steps"]));
+    expect(names(worker)).not.toContain("agent.task_create");
+    expect(names(worker)).not.toContain("agent.task_update");
+    const claim = worker.body.tools.find((tool: { name: string }) => tool.name === "agent.task_update_step");
+    expect(claim.input_schema.properties.body.properties.status.enum).toEqual(expect.arrayContaining(["completed", "failed", "blocked"]));
+  });
+});
+
+describe("GET .../summary", () => {
+  it("Should keep the caller's own and blocked steps first when over budget", async () => {
+    const s = await newSession();
+    const many = Array.from({ length: 60 }, (_, i) => step(`s${String(i).padStart(2, "0")}`));
+    const t = await newTask(s, "sum", [...many, step("stuck")]);
+    await call("POST", `${t}/steps/stuck/status`, s.orch, { status: "blocked", reason: "needs input" });
+    const w = await dispatch(s, t);
+    const claimed = await call("POST", `${t}/steps/s59/claim`, w.token);
+    expect(claimed.status).toBe(200);
+    const res = await call("GET", `${t}/summary?token_budget=150`, w.token);
+    expect(res.status).toBe(200);
+    expect(res.body.truncated).toBe(true);
+    expect(res.body.token_estimate).toBeLessThanOrEqual(150);
+    expect(res.body.text).toContain("s59");
+    expect(res.body.text).toContain("stuck");
+    expect(res.body.omitted.ready).toBeGreaterThan(0);
+  });
+
+  it("Should reject a budget below the minimum with validation_error", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "sum2", [step("a")]);
+    const res = await call("GET", `${t}/summary?token_budget=5`, s.orch);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("validation_error");
+  });
+});
