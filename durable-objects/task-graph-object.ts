@@ -4,7 +4,6 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { monotonicFactory } from "ulid";
-import { mintToken } from "../src/auth/tokens.js";
 import {
   type Actor,
   apply,
@@ -51,6 +50,8 @@ export interface WriteAnswer {
 
 /** How long an idempotency record is kept. */
 const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/** How long count-only index changes are gathered before one push. */
+const INDEX_PUSH_DEBOUNCE_MS = 200;
 /** How soon a failed index push is retried (doubling up to a minute). */
 const INDEX_RETRY_MS = 2_000;
 
@@ -64,7 +65,10 @@ export class TaskGraphObject extends DurableObject<Env> {
   private broken: RuntimeError | null = null;
   private readonly config: RuntimeConfig;
   private alarmAt: number | null = null;
+  /** The wal_seq and task status the session index last acknowledged (unknown after a restart: push once). */
   private pushedSeq = 0;
+  private pushedStatus: string | null = null;
+  private pushTimer: ReturnType<typeof setTimeout> | null = null;
   private pushInFlight = false;
   private pushAgain = false;
   private indexRetryAt: number | null = null;
@@ -80,7 +84,6 @@ export class TaskGraphObject extends DurableObject<Env> {
       try {
         migrate(this.sql);
         this.state = replay(loadEvents(this.sql));
-        this.pushedSeq = Number(this.readMeta("index_pushed_seq") ?? "0");
         this.alarmAt = await ctx.storage.getAlarm();
       } catch (e) {
         this.state = emptyState();
@@ -93,37 +96,57 @@ export class TaskGraphObject extends DurableObject<Env> {
     return this.ctx.storage.sql;
   }
 
-  private readMeta(key: string): string | undefined {
-    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value;
-  }
-
   private decideContext(actor: Actor, now: number) {
     return { actor, now, newId: () => this.ulid(now), limits: this.config.limits };
   }
 
   /**
-   * The commit path. Synchronous from decide to apply, so no other call interleaves: decide against memory;
-   * append all events (and the idempotency answer) in one transaction; only then apply to memory.
+   * The commit path for one unit of work (a command, with the lease reconciliation before it and any
+   * claim-next after it; or a whole batch). Synchronous from the first decision to the write, so no other
+   * call interleaves: each decision is taken against memory and applied at once so the next one sees it;
+   * then every event and idempotency answer is written in one transaction. If that write fails, memory is
+   * rebuilt from the WAL, so it never holds what storage does not.
    */
-  private commit(actor: Actor, command: Command | Record<string, unknown>, now: number): RpcResult<{ events: WalEvent[]; value: DecisionValue }> {
+  private transact<T>(work: (unit: UnitOfWork) => T): RpcResult<T> {
+    const unit = new UnitOfWork();
+    const value = work(unit);
+    if (unit.events.length === 0 && unit.answers.length === 0) return ok(value);
+    try {
+      this.ctx.storage.transactionSync(() => {
+        appendEvents(this.sql, unit.events);
+        for (const row of unit.answers) {
+          this.sql.exec("INSERT OR REPLACE INTO idempotency (key, body_hash, answer, created_at_ms) VALUES (?, ?, ?, ?)", row.key, row.hash, row.answer, row.at);
+        }
+      });
+    } catch (e) {
+      this.state = replay(loadEvents(this.sql));
+      return err(runtimeError("storage_error", "the WAL append failed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) }));
+    }
+    return ok(value);
+  }
+
+  /** Decides one command and applies its events to memory at once; the unit writes them. */
+  decideAndApply(unit: UnitOfWork, actor: Actor, command: Command | Record<string, unknown>, now: number): RpcResult<{ events: WalEvent[]; value: DecisionValue }> {
     const decision = decide(this.state, command, this.decideContext(actor, now));
     if (!decision.ok) return err(decision.error);
-    if (decision.events.length > 0) {
-      try {
-        this.ctx.storage.transactionSync(() => appendEvents(this.sql, decision.events));
-      } catch (e) {
-        return err(runtimeError("storage_error", "the WAL append failed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) }));
-      }
-      for (const event of decision.events) apply(this.state, event);
-    }
+    for (const event of decision.events) apply(this.state, event);
+    unit.events.push(...decision.events);
     return ok({ events: decision.events, value: decision.value });
   }
 
   /** 003: expired leases are reconciled before queries, reads and claims (and by the alarm). */
-  private reconcile(now: number): WalEvent[] {
-    if (this.state.task === null) return [];
-    const result = this.commit(systemActor(this.state.task.session_id), { type: "reconcile_leases" }, now);
-    return result.ok ? result.value.events : [];
+  private reconcileInto(unit: UnitOfWork, now: number): void {
+    if (this.state.task === null) return;
+    this.decideAndApply(unit, systemActor(this.state.task.session_id), { type: "reconcile_leases" }, now);
+  }
+
+  /** Reconciles leases in a unit of its own; true when anything expired. */
+  private reconcile(now: number): boolean {
+    const result = this.transact((unit) => {
+      this.reconcileInto(unit, now);
+      return unit.events.length > 0;
+    });
+    return result.ok && result.value;
   }
 
   private findIdempotent(idem: Idempotency | null, now: number): RpcResult<WriteAnswer> | null {
@@ -134,33 +157,57 @@ export class TaskGraphObject extends DurableObject<Env> {
     return ok(JSON.parse(row.answer) as WriteAnswer);
   }
 
-  private rememberIdempotent(idem: Idempotency | null, answer: WriteAnswer, now: number): void {
-    if (idem === null) return;
-    this.sql.exec("INSERT OR REPLACE INTO idempotency (key, body_hash, answer, created_at_ms) VALUES (?, ?, ?, ?)", idem.key, idem.hash, JSON.stringify(answer), now);
-    if (++this.writesSincePurge >= 500) {
-      this.writesSincePurge = 0;
-      this.sql.exec("DELETE FROM idempotency WHERE created_at_ms < ?", now - IDEMPOTENCY_TTL_MS);
-    }
+  /** Drops idempotency records past their 24 hours, now and then. */
+  private purgeIdempotency(now: number): void {
+    if (++this.writesSincePurge < 500) return;
+    this.writesSincePurge = 0;
+    this.sql.exec("DELETE FROM idempotency WHERE created_at_ms < ?", now - IDEMPOTENCY_TTL_MS);
   }
 
   private answer(events: readonly WalEvent[], extra: Record<string, unknown> = {}): WriteAnswer {
     return { task: taskSummary(this.state), event_ids: events.map((e) => e.event_id), wal_seq: this.state.last_wal_seq, ...extra };
   }
 
-  /** After a commit: the alarm tracks the earliest deadline, and the session index hears of the change. */
+  /** After a commit: the alarm covers the earliest deadline, and the session index hears of the change. */
   private async afterCommit(): Promise<void> {
-    this.pushIndex();
+    this.requestIndexPush();
     await this.scheduleAlarm();
   }
 
-  private async scheduleAlarm(): Promise<void> {
-    const deadline = nextDeadline(this.state);
-    const candidates = [deadline, this.indexRetryAt].filter((t): t is number => t !== null);
+  /**
+   * Keeps the object's one alarm at or before the earliest deadline (lease expiry, run deadline, index retry).
+   * On the write path it only ever moves earlier: claims and renewals move the earliest deadline later on
+   * almost every write, and an alarm that fires early expires nothing and re-arms exactly (`exact`).
+   * Re-setting it on every write cost about a quarter of the steps/s under load.
+   */
+  private async scheduleAlarm(exact = false): Promise<void> {
+    const candidates = [nextDeadline(this.state), this.indexRetryAt].filter((t): t is number => t !== null);
     const target = candidates.length === 0 ? null : Math.min(...candidates);
     if (target === this.alarmAt) return;
+    if (!exact && (target === null || (this.alarmAt !== null && this.alarmAt <= target))) return;
     this.alarmAt = target;
     if (target === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(target);
+  }
+
+  /**
+   * Asks for an index push. A change of task status (created, running, blocked, terminal) is pushed at once;
+   * count-only changes are gathered for INDEX_PUSH_DEBOUNCE_MS so a busy task costs its session one push
+   * per window, not one per step.
+   */
+  private requestIndexPush(): void {
+    const task = this.state.task;
+    if (task === null || this.state.last_wal_seq <= this.pushedSeq) return;
+    if (task.status !== this.pushedStatus) {
+      if (this.pushTimer !== null) clearTimeout(this.pushTimer);
+      this.pushTimer = null;
+      this.pushIndex();
+    } else if (this.pushTimer === null) {
+      this.pushTimer = setTimeout(() => {
+        this.pushTimer = null;
+        this.pushIndex();
+      }, INDEX_PUSH_DEBOUNCE_MS);
+    }
   }
 
   /** Pushes the index entry, one push in flight at a time; changes during a push are sent right after it. */
@@ -179,7 +226,7 @@ export class TaskGraphObject extends DurableObject<Env> {
       .upsertTask(entry)
       .then(() => {
         this.pushedSeq = Math.max(this.pushedSeq, entry.wal_seq);
-        this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('index_pushed_seq', ?)", String(this.pushedSeq));
+        this.pushedStatus = entry.native_status;
         this.indexRetryAt = null;
         this.indexRetryDelay = INDEX_RETRY_MS;
       })
@@ -201,8 +248,32 @@ export class TaskGraphObject extends DurableObject<Env> {
 
   // ---- RPC methods -------------------------------------------------------------------------------
 
-  /** agent.task_create: reserves task_id and wal_name in the session, commits task_created, confirms. */
+  /** Creates in flight, by Idempotency-Key (a create awaits the session, so a retry can arrive meanwhile). */
+  private readonly creating = new Map<string, Promise<void>>();
+
+  /**
+   * agent.task_create: reserves task_id and wal_name in the session, commits task_created, confirms. A retry
+   * that arrives while the first create with its Idempotency-Key is still in flight waits for it and then
+   * answers as a retry does (the first answer, or idempotency_conflict), not task_id_conflict.
+   */
   async createTask(actor: Actor, body: Record<string, unknown>, idem: Idempotency | null): Promise<RpcResult<WriteAnswer>> {
+    const pending = idem === null ? undefined : this.creating.get(idem.key);
+    if (pending !== undefined) await pending;
+    const run = this.createTaskOnce(actor, body, idem);
+    if (idem !== null) {
+      const settled = run.then(
+        () => undefined,
+        () => undefined,
+      );
+      this.creating.set(idem.key, settled);
+      void settled.then(() => {
+        if (this.creating.get(idem.key) === settled) this.creating.delete(idem.key);
+      });
+    }
+    return run;
+  }
+
+  private async createTaskOnce(actor: Actor, body: Record<string, unknown>, idem: Idempotency | null): Promise<RpcResult<WriteAnswer>> {
     if (this.broken !== null) return err(this.broken);
     const now = Date.now();
     const replayed = this.findIdempotent(idem, now);
@@ -216,65 +287,73 @@ export class TaskGraphObject extends DurableObject<Env> {
     if (!reserved.ok) return err(reserved.error);
     // Another create may have committed while we waited on the session.
     if (this.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));
-    const result = this.commit(actor, { ...body, type: "create_task" }, Date.now());
-    if (!result.ok) {
-      await session.release(taskId);
-      return result;
-    }
-    const answer = this.answer(result.value.events);
-    this.rememberIdempotent(idem, answer, now);
-    await this.afterCommit();
-    return ok(answer);
+    const result = this.transact((unit) => {
+      const created = this.decideAndApply(unit, actor, { ...body, type: "create_task" }, Date.now());
+      if (!created.ok) return created;
+      const answer = this.answer(created.value.events);
+      unit.remember(idem, answer, now);
+      return ok(answer);
+    });
+    const outcome = result.ok ? result.value : result;
+    if (!outcome.ok) await session.release(taskId);
+    else await this.afterCommit();
+    return outcome;
   }
 
   /** Every other write: decide and commit one command (claims, step updates, task lifecycle, runs). */
   async execute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts: { claimNext?: boolean } = {}): Promise<RpcResult<WriteAnswer>> {
-    if (this.broken !== null) return err(this.broken);
-    if (this.state.task === null) return err(runtimeError("not_found", "no such task"));
+    const [answer] = await this.executeBatch([{ actor, command, idem, claimNext: opts.claimNext === true }]);
+    return answer!;
+  }
+
+  /**
+   * Group commit: commands decided in order against the live DAG, each seeing the ones before it, all
+   * written in one transaction, one answer each. A rejected command writes nothing and does not undo the
+   * others.
+   */
+  async executeBatch(items: readonly BatchItem[]): Promise<RpcResult<WriteAnswer>[]> {
+    if (this.broken !== null) return items.map(() => err(this.broken!));
+    if (this.state.task === null) return items.map(() => err(runtimeError("not_found", "no such task")));
     const now = Date.now();
-    const replayed = this.findIdempotent(idem, now);
+    const result = this.transact((unit) => {
+      this.reconcileInto(unit, now);
+      return items.map((item) => this.executeOne(unit, item, now));
+    });
+    this.purgeIdempotency(now);
+    await this.afterCommit();
+    return result.ok ? result.value : items.map(() => err(result.error));
+  }
+
+  private executeOne(unit: UnitOfWork, item: BatchItem, now: number): RpcResult<WriteAnswer> {
+    const replayed = this.findIdempotent(item.idem, now) ?? unit.findPending(item.idem);
     if (replayed !== null) return replayed;
-    this.reconcile(now);
-    const result = this.commit(actor, command, now);
-    if (!result.ok) {
-      await this.afterCommit();
-      return result;
-    }
+    const result = this.decideAndApply(unit, item.actor, item.command, now);
+    if (!result.ok) return result;
     const events = [...result.value.events];
-    const extra = await this.describeValue(result.value.value);
-    if (opts.claimNext === true && command.type === "update_step" && isTerminalStatus(command.status)) {
-      const next = this.commit(actor, { type: "claim_next" }, now);
+    const extra = this.describeValue(result.value.value);
+    if (item.claimNext && item.command.type === "update_step" && RELEASING_STATUSES.has(String(item.command.status))) {
+      const next = this.decideAndApply(unit, item.actor, { type: "claim_next" }, now);
       if (next.ok) {
         events.push(...next.value.events);
-        extra.next = await this.describeValue(next.value.value);
+        extra.next = this.describeValue(next.value.value);
       } else {
         extra.next = { error: next.error };
       }
     }
     const answer = this.answer(events, extra);
-    this.rememberIdempotent(idem, answer, now);
-    await this.afterCommit();
+    unit.remember(item.idem, answer, now);
     return ok(answer);
   }
 
-  private async describeValue(value: DecisionValue): Promise<Record<string, unknown>> {
+  private describeValue(value: DecisionValue): Record<string, unknown> {
     switch (value.kind) {
       case "claimed":
-        return { step: this.state.steps.get(value.step_id), attempt_id: value.attempt_id };
+        return { step: structuredClone(this.state.steps.get(value.step_id)), attempt_id: value.attempt_id };
       case "no_step_claimed":
         return { no_step_claimed: true, reason: value.reason };
-      case "dispatched": {
-        const run = this.state.runs.get(value.run_id)!;
-        const task = this.state.task!;
-        const ttl = value.deadline_at === null ? this.config.tokenTtlSeconds : Math.max(60, Math.ceil((Date.parse(value.deadline_at) - Date.now()) / 1000) + 60);
-        const { token, expires_at } = await mintToken(
-          this.env.TOKEN_SECRET,
-          { role: "worker", sid: task.session_id, tid: task.task_id, sub: run.agent_id, run: run.run_id, pool: run.worker_pool_id, allowed: run.allowed_step_ids },
-          Date.now(),
-          ttl,
-        );
-        return { run_id: run.run_id, agent_id: run.agent_id, token, expires_at, run };
-      }
+      case "dispatched":
+        // The worker token is minted by the route from this run record (signing is async; the commit is not).
+        return { run_id: value.run_id, agent_id: value.agent_id, run: structuredClone(this.state.runs.get(value.run_id)) };
       case "none":
         return {};
     }
@@ -323,7 +402,7 @@ export class TaskGraphObject extends DurableObject<Env> {
     if (actor.session_id !== task.session_id || (actor.role === "worker" && actor.task_id !== task.task_id)) {
       return runtimeError("permission_denied", "the caller is not in this task's scope");
     }
-    if (reconcile && this.reconcile(Date.now()).length > 0) void this.afterCommit();
+    if (reconcile && this.reconcile(Date.now())) void this.afterCommit();
     return null;
   }
 
@@ -334,10 +413,36 @@ export class TaskGraphObject extends DurableObject<Env> {
     this.reconcile(Date.now());
     if (this.indexRetryAt !== null && this.indexRetryAt <= Date.now()) this.indexRetryAt = null;
     this.pushIndex();
-    await this.scheduleAlarm();
+    await this.scheduleAlarm(true);
   }
 }
 
-function isTerminalStatus(status: unknown): boolean {
-  return status === "completed" || status === "failed" || status === "cancelled" || status === "blocked";
+/** Step statuses that release the run's claim, after which `claim_next` may claim again. */
+const RELEASING_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled", "blocked"]);
+
+/** One command of a batch (or the only one of a single write). */
+export interface BatchItem {
+  readonly actor: Actor;
+  readonly command: Record<string, unknown>;
+  readonly idem: Idempotency | null;
+  readonly claimNext: boolean;
+}
+
+/** What one unit of work writes: its events (already applied to memory) and idempotency answers. */
+class UnitOfWork {
+  readonly events: WalEvent[] = [];
+  readonly answers: { key: string; hash: string; answer: string; at: number }[] = [];
+
+  /** Records the answer to return for a retry with the same key and body. */
+  remember(idem: Idempotency | null, answer: WriteAnswer, now: number): void {
+    if (idem !== null) this.answers.push({ key: idem.key, hash: idem.hash, answer: JSON.stringify(answer), at: now });
+  }
+
+  /** A key already answered earlier in this same unit (two commands of one batch sharing a key). */
+  findPending(idem: Idempotency | null): RpcResult<WriteAnswer> | null {
+    const row = idem === null ? undefined : this.answers.find((a) => a.key === idem.key);
+    if (row === undefined) return null;
+    if (row.hash !== idem!.hash) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: row.key }));
+    return ok(JSON.parse(row.answer) as WriteAnswer);
+  }
 }

@@ -1,7 +1,7 @@
 /** @module Bearer-token authentication: who calls (admin, or a token's role and scope) and scope checks. */
 import type { Context, MiddlewareHandler } from "hono";
 import { secretsEqual, type TokenClaims, verifyToken } from "../src/auth/tokens.js";
-import type { Actor } from "../src/core/index.js";
+import { type Actor, ID_PATTERN } from "../src/core/index.js";
 import type { Env } from "../src/env.js";
 import { fail } from "./http-error.js";
 
@@ -64,5 +64,7 @@ export function requireSessionActor(c: Context<AppEnv>, sid: string): Actor {
 export function requireTaskActor(c: Context<AppEnv>, sid: string, tid: string): Actor {
   const actor = requireSessionActor(c, sid);
   if (actor.role === "worker" && actor.task_id !== tid) fail("permission_denied", "the worker token is scoped to another task");
+  // API.md: a bad id is validation_error, not a lookup (and never a task object named after it).
+  if (!ID_PATTERN.test(tid)) fail("validation_error", "the task id must match ^[a-z0-9_-]{1,64}$", { task_id: tid.slice(0, 100) });
   return actor;
 }

@@ -49,9 +49,13 @@ export async function idempotencyOf(c: Context<AppEnv>, bodyText: string): Promi
   const key = c.req.header("idempotency-key");
   if (key === undefined) return null;
   if (key.length < 1 || key.length > 255) fail("validation_error", "Idempotency-Key must be 1 to 255 characters");
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${c.req.method} ${new URL(c.req.url).pathname}\n${bodyText}`));
-  const hash = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return { key, hash };
+  return { key, hash: await hashRequest(c.req.method, new URL(c.req.url).pathname, bodyText) };
+}
+
+/** SHA-256 (hex) of a request's method, path and body: what an idempotency key is bound to. */
+export async function hashRequest(method: string, path: string, bodyText: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${method} ${path}\n${bodyText}`));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** Reads, parses and validates a JSON body; returns it with its idempotency record. */

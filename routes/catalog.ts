@@ -16,6 +16,7 @@ import {
   UpdateStepBody,
   UpdateTaskBody,
   WalQueryParams,
+  BatchBody,
 } from "./schemas.js";
 
 /** Who may call an operation. */
@@ -62,6 +63,7 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: `${T}/steps/claim-next`, operationId: "claimNextStep", tool: "agent.task_claim_next", roles: ["worker"], summary: "Claim the first claimable step in scope, or answer no_step_claimed.", body: EmptyBody },
   { method: "post", path: `${T}/steps/{step}/status`, operationId: "updateStepStatus", tool: "agent.task_update_step", roles: ["worker", "orchestrator"], summary: "Update a step's execution status and results.", body: UpdateStepBody },
   { method: "post", path: `${T}/steps/{step}/progress`, operationId: "appendProgress", tool: "append_task_progress", roles: ["worker", "orchestrator"], summary: "Report progress; renews the caller's lease.", body: ProgressBody },
+  { method: "post", path: `${T}/batch`, operationId: "batch", tool: "batch", roles: ["orchestrator", "worker"], summary: "Group commit: commands in order, one transaction, one result each (each with its own token).", body: BatchBody },
   { method: "get", path: `${T}/summary`, operationId: "getTaskSummary", tool: "task_summary", roles: inScope, summary: "Compact DAG summary for a prompt, within token_budget.", query: SummaryQueryParams },
   { method: "get", path: `${T}/wal`, operationId: "exportWal", tool: "task_wal", roles: inScope, summary: "The WAL as JSON Lines after after_seq.", query: WalQueryParams },
 ];

@@ -48,6 +48,8 @@ export function errorResponse(c: Context, error: RuntimeError): Response {
 /** Normalises anything thrown into a domain error: never a 500 for the caller. */
 export function toRuntimeError(e: unknown): RuntimeError {
   if (e instanceof ApiError) return e.error;
+  // decodeURIComponent of a path segment: the caller's malformed request, not a storage fault to retry.
+  if (e instanceof URIError) return runtimeError("validation_error", "the request path is not valid percent-encoding", { cause: e.message.slice(0, 300) });
   const message = e instanceof Error ? e.message : String(e);
   return runtimeError("storage_error", "the service could not complete the request; retry it", { cause: message.slice(0, 300) });
 }

@@ -81,3 +81,22 @@ export const SummaryQueryParams = z.strictObject({
   token_budget: intParam(100, 100_000).optional(),
   access_token: z.string().optional(),
 });
+
+/** Most commands one batch may carry. */
+export const MAX_BATCH_COMMANDS = 256;
+
+/** POST .../batch: commands decided in order and written in one transaction, each with its own token. */
+export const BatchBody = z.strictObject({
+  commands: z
+    .array(
+      z.strictObject({
+        token: z.string().min(1),
+        method: z.enum(["POST", "PATCH", "post", "patch"]),
+        path: z.string().min(1).max(1_000),
+        body: z.record(z.string(), z.unknown()).optional(),
+        idempotency_key: z.string().min(1).max(255).optional(),
+      }),
+    )
+    .min(1)
+    .max(MAX_BATCH_COMMANDS),
+});

@@ -1,35 +1,29 @@
 /** @module Task routes: agent.task_* tools over HTTP, each a call to the task's Durable Object. */
 import { type Context, Hono } from "hono";
-import type { Actor } from "../src/core/index.js";
+import { verifyToken } from "../src/auth/tokens.js";
+import { type RuntimeError, runtimeError } from "../src/core/index.js";
 import { taskObjectName } from "../src/env.js";
-import type { RpcResult } from "../durable-objects/task-graph-object.js";
-import { type AppEnv, requireTaskActor } from "./auth.js";
-import { readCommandBody, validate } from "./body.js";
-import { errorResponse } from "./http-error.js";
-import {
-  CancelRunBody,
-  DispatchWorkerBody,
-  EmptyBody,
-  FinishRunBody,
-  ProgressBody,
-  ReasonBody,
-  StepQueryParams,
-  SummaryQueryParams,
-  UpdateStepBody,
-  UpdateTaskBody,
-  WalQueryParams,
-} from "./schemas.js";
+import type { BatchItem, RpcResult, TaskGraphObject, WriteAnswer } from "../durable-objects/task-graph-object.js";
+import { actorOf, type AppEnv, requireTaskActor } from "./auth.js";
+import { hashRequest, idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
+import { errorResponse, STATUS_OF, toRuntimeError } from "./http-error.js";
+import { BatchBody, StepQueryParams, SummaryQueryParams, WalQueryParams } from "./schemas.js";
+import { finishAnswer, rejected, resolveWrite } from "./task-writes.js";
 
 /** Routes under /v1/sessions/{sid}/tasks/{tid}. */
 export const taskRoutes = new Hono<AppEnv>();
 
 type TaskContext = Context<AppEnv, "/:sid/tasks/:tid">;
 
-function target(c: TaskContext): { actor: Actor; stub: DurableObjectStub<import("../durable-objects/task-graph-object.js").TaskGraphObject> } {
+function stubOf(c: Context<AppEnv>, sid: string, tid: string): DurableObjectStub<TaskGraphObject> {
+  return c.env.TASK_GRAPHS.get(c.env.TASK_GRAPHS.idFromName(taskObjectName(sid, tid)));
+}
+
+function target(c: TaskContext) {
   const sid = c.req.param("sid");
   const tid = c.req.param("tid");
   const actor = requireTaskActor(c, sid, tid);
-  return { actor, stub: c.env.TASK_GRAPHS.get(c.env.TASK_GRAPHS.idFromName(taskObjectName(sid, tid))) };
+  return { actor, stub: stubOf(c, sid, tid) };
 }
 
 function answer<T>(c: Context, result: RpcResult<T>, status: 200 | 201 = 200): Response {
@@ -39,39 +33,6 @@ function answer<T>(c: Context, result: RpcResult<T>, status: 200 | 201 = 200): R
 taskRoutes.get("/:sid/tasks/:tid", async (c) => {
   const { actor, stub } = target(c);
   return answer(c, (await stub.getTask(actor)) as RpcResult<unknown>);
-});
-
-taskRoutes.patch("/:sid/tasks/:tid", async (c) => {
-  const { actor, stub } = target(c);
-  const { body, idem } = await readCommandBody(c, UpdateTaskBody);
-  return answer(c, (await stub.execute(actor, { type: "update_task", ...body }, idem)) as RpcResult<unknown>);
-});
-
-const lifecycle = { complete: "complete_task", fail: "fail_task", cancel: "cancel_task", block: "block_task", reopen: "reopen_task" } as const;
-for (const [path, type] of Object.entries(lifecycle)) {
-  taskRoutes.post(`/:sid/tasks/:tid/${path}`, async (c) => {
-    const { actor, stub } = target(c as TaskContext);
-    const { body, idem } = await readCommandBody(c, ReasonBody);
-    return answer(c, (await stub.execute(actor, { type, ...body }, idem)) as RpcResult<unknown>);
-  });
-}
-
-taskRoutes.post("/:sid/tasks/:tid/workers", async (c) => {
-  const { actor, stub } = target(c);
-  const { body, idem } = await readCommandBody(c, DispatchWorkerBody);
-  return answer(c, (await stub.execute(actor, { type: "dispatch_worker", ...body }, idem)) as RpcResult<unknown>, 201);
-});
-
-taskRoutes.post("/:sid/tasks/:tid/runs/:run/finish", async (c) => {
-  const { actor, stub } = target(c);
-  const { body, idem } = await readCommandBody(c, FinishRunBody);
-  return answer(c, (await stub.execute(actor, { type: "finish_run", run_id: c.req.param("run"), ...body }, idem)) as RpcResult<unknown>);
-});
-
-taskRoutes.post("/:sid/tasks/:tid/runs/:run/cancel", async (c) => {
-  const { actor, stub } = target(c);
-  const { body, idem } = await readCommandBody(c, CancelRunBody);
-  return answer(c, (await stub.execute(actor, { type: "cancel_run", run_id: c.req.param("run"), ...body }, idem)) as RpcResult<unknown>);
 });
 
 taskRoutes.get("/:sid/tasks/:tid/steps", async (c) => {
@@ -92,33 +53,6 @@ taskRoutes.get("/:sid/tasks/:tid/steps", async (c) => {
   return answer(c, (await stub.querySteps(actor, query)) as RpcResult<unknown>);
 });
 
-// claim-next is registered before /steps/:step/claim so the literal path wins.
-taskRoutes.post("/:sid/tasks/:tid/steps/claim-next", async (c) => {
-  const { actor, stub } = target(c);
-  const { idem } = await readCommandBody(c, EmptyBody);
-  return answer(c, (await stub.execute(actor, { type: "claim_next" }, idem)) as RpcResult<unknown>);
-});
-
-taskRoutes.post("/:sid/tasks/:tid/steps/:step/claim", async (c) => {
-  const { actor, stub } = target(c);
-  const { idem } = await readCommandBody(c, EmptyBody);
-  return answer(c, (await stub.execute(actor, { type: "claim_step", step_id: c.req.param("step") }, idem)) as RpcResult<unknown>);
-});
-
-taskRoutes.post("/:sid/tasks/:tid/steps/:step/status", async (c) => {
-  const { actor, stub } = target(c);
-  const { body, idem } = await readCommandBody(c, UpdateStepBody);
-  const { claim_next: claimNext, ...fields } = body;
-  const command = { type: "update_step", step_id: c.req.param("step"), ...fields };
-  return answer(c, (await stub.execute(actor, command, idem, { claimNext: claimNext === true })) as RpcResult<unknown>);
-});
-
-taskRoutes.post("/:sid/tasks/:tid/steps/:step/progress", async (c) => {
-  const { actor, stub } = target(c);
-  const { body, idem } = await readCommandBody(c, ProgressBody);
-  return answer(c, (await stub.execute(actor, { type: "append_progress", step_id: c.req.param("step"), ...body }, idem)) as RpcResult<unknown>);
-});
-
 taskRoutes.get("/:sid/tasks/:tid/wal", async (c) => {
   const { actor, stub } = target(c);
   const q = validate(WalQueryParams, c.req.query());
@@ -132,4 +66,53 @@ taskRoutes.get("/:sid/tasks/:tid/summary", async (c) => {
   const { actor, stub } = target(c);
   const q = validate(SummaryQueryParams, c.req.query());
   return answer(c, (await stub.summary(actor, q.token_budget ?? 2_000)) as RpcResult<unknown>);
+});
+
+taskRoutes.post("/:sid/tasks/:tid/batch", async (c) => {
+  const sid = c.req.param("sid");
+  const tid = c.req.param("tid");
+  requireTaskActor(c, sid, tid);
+  const { body } = await readCommandBody(c, BatchBody);
+  const prefix = `/v1/sessions/${sid}/tasks/${tid}`;
+  // Each command is authenticated with its own token and resolved like its single route; one that fails
+  // here gets its error in place and never reaches the task object.
+  const prepared = await Promise.all(
+    body.commands.map(async (command): Promise<BatchItem | RuntimeError> => {
+      try {
+        const claims = await verifyToken(c.env.TOKEN_SECRET, command.token);
+        if (claims === null) return runtimeError("unauthorized", "the command's token is malformed, forged or expired");
+        const actor = actorOf(claims);
+        if (actor.session_id !== sid || (actor.role === "worker" && actor.task_id !== tid)) return runtimeError("permission_denied", "the command's token is not in this task's scope");
+        const path = command.path.split("?")[0]!;
+        if (!path.startsWith(prefix)) return runtimeError("validation_error", `a batch command's path must be under ${prefix}`, { path: command.path });
+        const resolved = resolveWrite(command.method, path.slice(prefix.length), parseJsonObject(JSON.stringify(command.body ?? {})));
+        const idem = command.idempotency_key === undefined ? null : { key: command.idempotency_key, hash: await hashRequest(command.method.toUpperCase(), path, JSON.stringify(command.body ?? {})) };
+        return { actor, command: resolved.command, idem, claimNext: resolved.claimNext };
+      } catch (e) {
+        return toRuntimeError(e);
+      }
+    }),
+  );
+  const items = prepared.filter((p): p is BatchItem => !("code" in p));
+  const answers = items.length === 0 ? [] : ((await stubOf(c, sid, tid).executeBatch(items)) as RpcResult<WriteAnswer>[]);
+  let next = 0;
+  const results = await Promise.all(
+    prepared.map(async (p) => {
+      const result = "code" in p ? rejected(p) : await finishAnswer(c.env, sid, answers[next++]!);
+      return result.ok ? { ok: true, status: 200, body: result.value } : { ok: false, status: STATUS_OF[result.error.code], body: { error: { ...result.error, details: result.error.details ?? {} } } };
+    }),
+  );
+  return c.json({ results });
+});
+
+taskRoutes.on(["POST", "PATCH"], ["/:sid/tasks/:tid", "/:sid/tasks/:tid/*"], async (c) => {
+  const sid = c.req.param("sid");
+  const tid = c.req.param("tid");
+  const actor = requireTaskActor(c, sid, tid);
+  const text = await readBodyText(c);
+  const rest = new URL(c.req.url).pathname.slice(`/v1/sessions/${sid}/tasks/${tid}`.length);
+  const write = resolveWrite(c.req.method, rest, parseJsonObject(text));
+  const idem = await idempotencyOf(c, text);
+  const result = (await stubOf(c, sid, tid).execute(actor, write.command, idem, { claimNext: write.claimNext })) as RpcResult<WriteAnswer>;
+  return answer(c, await finishAnswer(c.env, sid, result), write.status);
 });

@@ -11,6 +11,7 @@ import {
   indexStep,
   removeDependent,
   setStepStatus,
+  shiftUnmet,
   unindexStep,
 } from "./state.js";
 
@@ -131,14 +132,17 @@ const handlers: Handlers = {
           if (!step.depends_on_step_ids.includes(op.depends_on_step_id)) {
             step.depends_on_step_ids.push(op.depends_on_step_id);
             addDependent(s, op.depends_on_step_id, op.step_id);
+            if (s.steps.get(op.depends_on_step_id)?.status !== "completed") shiftUnmet(s, op.step_id, 1);
           }
           step.updated_at = at;
           break;
         }
         case "remove_dependency": {
           const step = s.steps.get(op.step_id)!;
+          const had = step.depends_on_step_ids.includes(op.depends_on_step_id);
           step.depends_on_step_ids = step.depends_on_step_ids.filter((d) => d !== op.depends_on_step_id);
           removeDependent(s, op.depends_on_step_id, op.step_id);
+          if (had && s.steps.get(op.depends_on_step_id)?.status !== "completed") shiftUnmet(s, op.step_id, -1);
           step.updated_at = at;
           break;
         }

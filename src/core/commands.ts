@@ -70,14 +70,13 @@ export const UpdateTaskSchema = z.strictObject({
   ops: z.array(PatchOpSchema).min(1).max(10_000),
 });
 
-/** Step statuses a caller may write with agent.task_update_step (ready and pending belong to the core). */
-export const WritableStepStatusSchema = StepStatusSchema.exclude(["pending", "ready"]);
 
 /** agent.task_update_step: execution status and results only. */
 export const UpdateStepSchema = z.strictObject({
   type: z.literal("update_step"),
   step_id: IdSchema,
-  status: WritableStepStatusSchema,
+  /** pending and ready belong to the core: asking for them is an invalid_transition, not a bad request. */
+  status: StepStatusSchema,
   result_summary: TextSchema.optional(),
   artifact_ids: ArtifactIdsSchema.optional(),
   reason: TextSchema.optional(),

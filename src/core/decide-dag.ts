@@ -157,7 +157,8 @@ export function decideUpdateTask(state: DagState, cmd: CommandOf<"update_task">,
           required: input.required ?? true,
           worker_pool_id: input.worker_pool_id ?? DEFAULT_WORKER_POOL,
         };
-        scratch.set(step.step_id, { ...step, status: "pending", claimed_by_run_id: null, ordinal: nextOrdinal++ });
+        // The scratch step gets its own dependency list: later ops must not rewrite the recorded patch.
+        scratch.set(step.step_id, { ...step, depends_on_step_ids: [...step.depends_on_step_ids], status: "pending", claimed_by_run_id: null, ordinal: nextOrdinal++ });
         depsChanged.add(step.step_id);
         for (const dep of step.depends_on_step_ids) link(dep, step.step_id);
         normalized.push(op.reason === undefined ? { op: "add_step", step } : { op: "add_step", step, reason: op.reason });
@@ -180,7 +181,7 @@ export function decideUpdateTask(state: DagState, cmd: CommandOf<"update_task">,
         if (f.required !== undefined) step.required = f.required;
         if (f.worker_pool_id !== undefined) step.worker_pool_id = f.worker_pool_id;
         markDispatched(step);
-        const fields = f.depends_on_step_ids === undefined ? f : { ...f, depends_on_step_ids: step.depends_on_step_ids };
+        const fields = f.depends_on_step_ids === undefined ? f : { ...f, depends_on_step_ids: [...step.depends_on_step_ids] };
         normalized.push({ ...op, fields });
         break;
       }

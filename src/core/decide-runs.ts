@@ -54,6 +54,8 @@ export function decideFinishRun(state: DagState, cmd: CommandOf<"finish_run">, c
   if (actor.role === "worker" && actor.run_id !== cmd.run_id) return fail(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
   const run = findRun(state, cmd.run_id);
   if ("code" in run) return fail(run);
+  // Same rule as every other worker guard (requireActiveWorkerRun): the run must be the caller's, agent included.
+  if (actor.role === "worker" && run.agent_id !== actor.agent_id) return fail(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
   const em = new Emitter(state, ctx);
   if (run.status !== "active") {
     // 003: a late run of a terminated task may still persist its result, once; it changes no step.

@@ -17,8 +17,8 @@ export function emitDependantsReady(state: DagState, em: Emitter, completed: Ste
   for (const id of dependants) {
     const step = state.steps.get(id)!;
     if (step.status !== "pending") continue;
-    const satisfied = step.depends_on_step_ids.every((d) => d === completed.step_id || state.steps.get(d)?.status === "completed");
-    if (satisfied) ready.push(step);
+    // `completed` is still unmet in the index (it completes with these events): exactly one unmet left means ready.
+    if (state.index.unmetDeps.get(id) === 1) ready.push(step);
   }
   ready.sort((a, b) => a.ordinal - b.ordinal);
   for (const step of ready) {
@@ -42,8 +42,11 @@ export const RUN_ENDINGS = {
 export function emitRunEnd(state: DagState, em: Emitter, run: WorkerRun, ending: keyof typeof RUN_ENDINGS, result: unknown, reasonOverride?: string): void {
   const how = RUN_ENDINGS[ending];
   const held = run.current_step_id === null ? undefined : state.steps.get(run.current_step_id);
-  if (held !== undefined && held.claimed_by_run_id === run.run_id && (held.status === "claimed" || held.status === "running")) {
+  const holds = held !== undefined && held.claimed_by_run_id === run.run_id && (held.status === "claimed" || held.status === "running");
+  if (holds) {
     em.emit("task_step_failed", held.step_id, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt });
   }
-  em.emit("worker_run_ended", null, { run_id: run.run_id, status: how.status, reason: reasonOverride ?? how.reason, result: result ?? null });
+  // A run that finishes cleanly, holding nothing, just finished: the fallback reason is for a held step.
+  const reason = reasonOverride ?? (ending === "finished" && !holds ? "finished" : how.reason);
+  em.emit("worker_run_ended", null, { run_id: run.run_id, status: how.status, reason, result: result ?? null });
 }

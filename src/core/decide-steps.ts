@@ -21,10 +21,11 @@ function checkClaimer(state: DagState, ctx: DecideContext, tool: string): Worker
   if (ctx.actor.role !== "worker") return runtimeError("tool_not_available", `${tool} is available to worker runs only`, { role: ctx.actor.role });
   const scope = checkScope(task, ctx.actor);
   if (scope !== null) return scope;
-  const run = requireActiveWorkerRun(state, ctx.actor);
-  if (isError(run)) return run;
+  // A terminal task answers task_terminal before the (then ended) run is looked at (003).
   const live = requireLiveTask(task);
   if (live !== null) return live;
+  const run = requireActiveWorkerRun(state, ctx.actor);
+  if (isError(run)) return run;
   if (task.status === "blocked") return runtimeError("task_not_dispatchable", "the task is blocked; the orchestrator must reopen it first", { status: task.status });
   if (run.current_step_id !== null) {
     return runtimeError("step_already_claimed_by_run", `this run already holds step ${run.current_step_id}`, { step_id: run.current_step_id });
@@ -122,6 +123,10 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
   const held = HELD_STEP_STATUSES.has(step.status);
   const to = cmd.status;
   const refuse = () => fail(runtimeError("invalid_transition", `a ${step.status} step cannot become ${to}`, { step_id: step.step_id, from: step.status, to }));
+  // 003: ready is the core's to set, and only the orchestrator reopens (task_update reopen_step).
+  if (to === "pending" || to === "ready") {
+    return fail(runtimeError("invalid_transition", `no caller sets a step ${to}: the core keeps readiness; the orchestrator reopens with task_update reopen_step`, { step_id: step.step_id, from: step.status, to }));
+  }
 
   if (actor.role === "worker") {
     const run = requireActiveWorkerRun(state, actor);

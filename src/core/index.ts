@@ -12,5 +12,6 @@ export * from "./limits.js";
 export * from "./records.js";
 export * from "./state.js";
 export * from "./views.js";
+export * from "./wal-jsonl.js";
 export * from "./normalize.js";
 export * from "./prompt-summary.js";

@@ -21,6 +21,12 @@ export interface DagIndex {
   readonly ready: Map<string, string[]>;
   /** step id → ids of the steps that depend on it. */
   readonly dependents: Map<string, Set<string>>;
+  /**
+   * step id → how many of its dependencies are not completed (an id not created yet counts). Lets a
+   * completion find its newly ready dependants without re-reading their dependency lists: a fan-in over
+   * n steps would otherwise cost O(n) per completion, O(n²) over the DAG.
+   */
+  readonly unmetDeps: Map<string, number>;
   /** How many steps are in each status. */
   readonly statusCounts: Record<StepStatus, number>;
   /** Required steps not completed: zero is the first half of `completeable`. */
@@ -61,6 +67,7 @@ export function emptyState(): DagState {
     index: {
       ready: new Map(),
       dependents: new Map(),
+      unmetDeps: new Map(),
       statusCounts: zeroCounts(),
       requiredNotCompleted: 0,
       held: new Set(),
@@ -99,7 +106,14 @@ function removeReady(state: DagState, step: Step): void {
   if (list[0] === step.step_id) list.shift();
   else {
     const at = readyPosition(state, list, step.ordinal);
-    if (list[at] === step.step_id) list.splice(at, 1);
+    if (list[at] !== step.step_id) return;
+    // Move the cheaper side. Near the head (a worker claiming from the first page of its query), shift the few
+    // entries before it and drop the head, which V8 trims in place; splicing would move the whole tail of a
+    // long queue. Per entry a JS loop costs about twice a splice's move, hence the split at a third.
+    if (at < list.length / 3) {
+      for (let i = at; i > 0; i--) list[i] = list[i - 1]!;
+      list.shift();
+    } else list.splice(at, 1);
   }
   if (list.length === 0) state.index.ready.delete(step.worker_pool_id);
 }
@@ -112,6 +126,20 @@ export function indexStep(state: DagState, step: Step): void {
   if (step.status === "ready") addReady(state, step);
   if (HELD_STEP_STATUSES.has(step.status)) index.held.add(step.step_id);
   for (const dep of step.depends_on_step_ids) addDependent(state, dep, step.step_id);
+  index.unmetDeps.set(step.step_id, countUnmet(state.steps, step));
+}
+
+/** How many of `step`'s dependencies are not completed (unknown ids included). */
+function countUnmet(steps: ReadonlyMap<string, Step>, step: Step): number {
+  let n = 0;
+  for (const dep of step.depends_on_step_ids) if (steps.get(dep)?.status !== "completed") n += 1;
+  return n;
+}
+
+/** Adjusts the unmet-dependency count of `stepId` by `delta` (a dependency added or removed, or completed). */
+export function shiftUnmet(state: DagState, stepId: string, delta: number): void {
+  const n = state.index.unmetDeps.get(stepId);
+  if (n !== undefined) state.index.unmetDeps.set(stepId, n + delta);
 }
 
 /** Takes `step` out of the indexes (on deletion, or before a change of pool or requiredness). */
@@ -122,6 +150,7 @@ export function unindexStep(state: DagState, step: Step): void {
   if (step.status === "ready") removeReady(state, step);
   index.held.delete(step.step_id);
   for (const dep of step.depends_on_step_ids) removeDependent(state, dep, step.step_id);
+  index.unmetDeps.delete(step.step_id);
 }
 
 /** Records that `dependant` depends on `dependency`. */
@@ -154,6 +183,10 @@ export function setStepStatus(state: DagState, step: Step, status: StepStatus): 
   }
   if (step.status === "ready") removeReady(state, step);
   if (HELD_STEP_STATUSES.has(step.status)) index.held.delete(step.step_id);
+  if ((step.status === "completed") !== (status === "completed")) {
+    const delta = status === "completed" ? -1 : 1;
+    for (const id of index.dependents.get(step.step_id) ?? []) shiftUnmet(state, id, delta);
+  }
   step.status = status;
   if (status === "ready") addReady(state, step);
   if (HELD_STEP_STATUSES.has(status)) index.held.add(step.step_id);
@@ -182,6 +215,7 @@ export function rebuildIndex(state: DagState): DagIndex {
     if (step.required && step.status !== "completed") index.requiredNotCompleted += 1;
     if (HELD_STEP_STATUSES.has(step.status)) index.held.add(step.step_id);
     for (const dep of step.depends_on_step_ids) addDependent(fresh, dep, step.step_id);
+    index.unmetDeps.set(step.step_id, countUnmet(state.steps, step));
   }
   const ready = [...state.steps.values()].filter((s) => s.status === "ready").sort((a, b) => a.ordinal - b.ordinal);
   for (const step of ready) addReady(fresh, step);

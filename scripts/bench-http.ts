@@ -1,0 +1,796 @@
+/**
+ * @module HTTP benchmark of the running service: the floor (an empty Worker → Durable Object round trip,
+ * `GET /health/object`) against the per-step cost of the worker loop (complete a step and claim the next
+ * one in the same call), at the same client concurrency, on one task and on 8 tasks in parallel.
+ *
+ * Usage:
+ *   npm run bench:http                      # starts `node scripts/dev.mjs` on a free port, full run
+ *   npm run bench:http -- --quick           # short run (smoke check of the benchmark itself)
+ *   npm run bench:http -- --url http://127.0.0.1:8787   # use an already running server (loopback only)
+ * Options:
+ *   --out <file>           results JSON (default bench/http-results.json)
+ *   --admin-token <token>  admin token (default $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars, else dev-admin-token)
+ *   --server-log-level <l> wrangler --log-level of the server this script starts (default warn: wrangler's
+ *                          per-request log lines, on under `npm start`, cost about 1 ms a request; `info` keeps them)
+ *   --concurrency <list>   comma-separated client concurrencies (default 1,8,32)
+ *
+ * Method: closed loops over Node's global fetch (undici, keep-alive by default). The floor runs each
+ * concurrency for a fixed time; the step scenarios run a fixed amount of work: a task of N independent
+ * steps, W pooled worker runs (max_steps = steps of the task), each doing claim-next once and then
+ * `POST .../steps/{step}/status {status: "completed", claim_next: true}` until `next.no_step_claimed`.
+ * Per-step cost = elapsed / steps completed; floor cost = elapsed / requests; ratio = step cost / floor cost.
+ * Every loop is bounded in count and in time; a request times out after 30 s.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { pathToFileURL } from "node:url";
+
+// ---- options -------------------------------------------------------------------------------------
+
+interface Options {
+  url: string | null;
+  quick: boolean;
+  out: string;
+  adminToken: string;
+  serverLogLevel: string;
+  concurrencies: number[];
+}
+
+const USAGE = `usage: npm run bench:http -- [--quick] [--url http://127.0.0.1:<port>] [--out bench/http-results.json]
+                              [--admin-token <token>] [--server-log-level <level>] [--concurrency 1,8,32]`;
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = { url: null, quick: false, out: "bench/http-results.json", adminToken: defaultAdminToken(), serverLogLevel: "warn", concurrencies: [1, 8, 32] };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${arg} needs a value\n${USAGE}`);
+      return v;
+    };
+    switch (arg) {
+      case "--url":
+        opts.url = value().replace(/\/+$/, "");
+        break;
+      case "--quick":
+        opts.quick = true;
+        break;
+      case "--out":
+        opts.out = value();
+        break;
+      case "--admin-token":
+        opts.adminToken = value();
+        break;
+      case "--server-log-level":
+        opts.serverLogLevel = value();
+        break;
+      case "--concurrency":
+        opts.concurrencies = value().split(",").map((s) => Number(s.trim()));
+        if (opts.concurrencies.some((n) => !Number.isInteger(n) || n < 1 || n > 256)) throw new Error("--concurrency takes integers 1..256");
+        break;
+      case "-h":
+      case "--help":
+        console.log(USAGE);
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`unknown option ${arg}\n${USAGE}`);
+    }
+  }
+  if (opts.url !== null) assertLoopback(opts.url);
+  return opts;
+}
+
+function defaultAdminToken(): string {
+  if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
+  for (const file of [".dev.vars", ".dev.vars.example"]) {
+    if (!existsSync(file)) continue;
+    const match = /^\s*ADMIN_TOKEN\s*=\s*"?([^"\n]+?)"?\s*$/m.exec(readFileSync(file, "utf8"));
+    if (match?.[1]) return match[1];
+  }
+  return "dev-admin-token";
+}
+
+/** The benchmark only ever talks to this machine. */
+function assertLoopback(url: string): void {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+  if (!(host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host))) {
+    throw new Error(`--url must be a loopback address (127.0.0.0/8, localhost, ::1), not ${host}`);
+  }
+}
+
+/** Sizes of one run. Full mode stays well under ~5 minutes on a 2-core machine. */
+export interface Plan {
+  floorMs: number;
+  warmupMs: number;
+  maxRequestsPerLevel: number;
+  stepsPerWorker: number;
+  minSteps: number;
+  scenarioTimeoutMs: number;
+  multiTasks: number;
+  /** Each step scenario runs this many times (fresh session each); the results are pooled. */
+  repeats: number;
+}
+
+export const FULL: Plan = { floorMs: 5_000, warmupMs: 1_000, maxRequestsPerLevel: 500_000, stepsPerWorker: 40, minSteps: 320, scenarioTimeoutMs: 120_000, multiTasks: 8, repeats: 3 };
+export const QUICK: Plan = { floorMs: 1_500, warmupMs: 300, maxRequestsPerLevel: 100_000, stepsPerWorker: 10, minSteps: 80, scenarioTimeoutMs: 60_000, multiTasks: 8, repeats: 1 };
+
+// ---- HTTP ----------------------------------------------------------------------------------------
+
+const REQUEST_TIMEOUT_MS = 30_000;
+
+interface Answer {
+  status: number;
+  body: any;
+  ms: number;
+}
+
+export class Client {
+  constructor(readonly base: string) {}
+
+  /** One JSON call; `ms` is the time from sending to the whole body read. */
+  async call(method: string, path: string, token?: string, body?: unknown, parse = true): Promise<Answer> {
+    const headers: Record<string, string> = {};
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      headers["content-type"] = "application/json";
+      payload = JSON.stringify(body);
+    }
+    const t0 = performance.now();
+    const res = await fetch(this.base + path, { method, headers, body: payload, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    const text = await res.text();
+    const ms = performance.now() - t0;
+    let parsed: unknown = text;
+    if (parse && text !== "") {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // keep the text
+      }
+    }
+    return { status: res.status, body: parsed, ms };
+  }
+
+  /** A call that must answer `expected`; throws with the answer otherwise. */
+  async must(expected: number, method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
+    const a = await this.call(method, path, token, body);
+    if (a.status !== expected) throw new Error(`${method} ${path} answered ${a.status} (wanted ${expected}): ${JSON.stringify(a.body).slice(0, 400)}`);
+    return a;
+  }
+}
+
+// ---- statistics ----------------------------------------------------------------------------------
+
+interface LatencyStats {
+  count: number;
+  p50_ms: number;
+  p90_ms: number;
+  p99_ms: number;
+  mean_ms: number;
+  max_ms: number;
+}
+
+export function stats(samples: number[]): LatencyStats {
+  if (samples.length === 0) return { count: 0, p50_ms: NaN, p90_ms: NaN, p99_ms: NaN, mean_ms: NaN, max_ms: NaN };
+  const sorted = Float64Array.from(samples).sort();
+  const pick = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+  const sum = samples.reduce((a, b) => a + b, 0);
+  return { count: samples.length, p50_ms: round(pick(50)), p90_ms: round(pick(90)), p99_ms: round(pick(99)), mean_ms: round(sum / samples.length), max_ms: round(sorted[sorted.length - 1]!) };
+}
+
+function round(n: number, digits = 3): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+// ---- closed-loop load for the floor and the reference routes ------------------------------------
+
+export interface LoadResult {
+  route: string;
+  concurrency: number;
+  requests: number;
+  errors: number;
+  seconds: number;
+  rps: number;
+  latency: LatencyStats;
+  first_error?: string;
+  /** Throughput of each half when the result merges the measurement before and after the step scenarios. */
+  halves_rps?: number[];
+  /** Raw latencies, kept only in memory (dropped from the JSON). */
+  samples?: number[];
+}
+
+/** `concurrency` loops call `op` back to back for `durationMs` (and at most `maxOps` calls in all). */
+export async function closedLoop(route: string, concurrency: number, durationMs: number, maxOps: number, op: () => Promise<Answer>): Promise<LoadResult> {
+  const latencies: number[] = [];
+  let started = 0;
+  let errors = 0;
+  let firstError: string | undefined;
+  const t0 = performance.now();
+  const end = t0 + durationMs;
+  const loop = async () => {
+    while (performance.now() < end && started < maxOps && errors < 100) {
+      started++;
+      try {
+        const a = await op();
+        if (a.status !== 200) {
+          errors++;
+          firstError ??= `HTTP ${a.status}: ${String(typeof a.body === "string" ? a.body : JSON.stringify(a.body)).slice(0, 200)}`;
+        } else latencies.push(a.ms);
+      } catch (e) {
+        errors++;
+        firstError ??= e instanceof Error ? e.message : String(e);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    route,
+    concurrency,
+    requests: latencies.length,
+    errors,
+    seconds: round(seconds),
+    rps: round(latencies.length / seconds, 1),
+    latency: stats(latencies),
+    ...(firstError === undefined ? {} : { first_error: firstError }),
+    samples: latencies,
+  };
+}
+
+/** Two measurements of one route and concurrency as one: requests and time summed, latencies pooled. */
+function mergeLoads(parts: LoadResult[]): LoadResult {
+  const first = parts[0]!;
+  const requests = parts.reduce((a, p) => a + p.requests, 0);
+  const seconds = parts.reduce((a, p) => a + p.seconds, 0);
+  const samples = parts.flatMap((p) => p.samples ?? []);
+  const errors = parts.reduce((a, p) => a + p.errors, 0);
+  const firstError = parts.find((p) => p.first_error !== undefined)?.first_error;
+  return {
+    route: first.route,
+    concurrency: first.concurrency,
+    requests,
+    errors,
+    seconds: round(seconds),
+    rps: round(requests / seconds, 1),
+    latency: stats(samples),
+    halves_rps: parts.map((p) => p.rps),
+    ...(firstError === undefined ? {} : { first_error: firstError }),
+  };
+}
+
+/** Counts "Reloading local server" lines in the dev server's log (wrangler rebuilds when a source file changes). */
+class ReloadWatch {
+  constructor(private readonly file: string | null) {}
+  count(): number {
+    if (this.file === null) return 0;
+    try {
+      return (readFileSync(this.file, "utf8").match(/Reloading local server/g) ?? []).length;
+    } catch {
+      return 0;
+    }
+  }
+}
+
+// ---- the step scenario -----------------------------------------------------------------------------
+
+export interface StepResult {
+  tasks: number;
+  workers: number;
+  runs: number;
+  steps_planned: number;
+  steps_completed: number;
+  seconds: number;
+  steps_per_s: number;
+  /** Latency of the per-step call: status completed + claim_next. */
+  step_call: LatencyStats;
+  /** The first claim-next of each run. */
+  claim_next: LatencyStats;
+  dispatch: LatencyStats;
+  finish: LatencyStats;
+  create_task_ms: number[];
+  errors: number;
+  first_error?: string;
+  duplicate_completions: number;
+  no_step_reasons: Record<string, number>;
+  verified_completed_on_server: number;
+  timed_out: boolean;
+  server_reloaded?: boolean;
+  /** Per repeat, when several are pooled into this result. */
+  repeats?: { steps_per_s: number; seconds: number; p50_ms: number; p99_ms: number; server_reloaded: boolean }[];
+  /** Raw latencies, kept only in memory (dropped from the JSON). */
+  samples?: { step: number[]; claim: number[]; dispatch: number[]; finish: number[] };
+}
+
+function stepsOf(count: number): { step_id: string; title: string; summary: string; depends_on_step_ids: string[] }[] {
+  return Array.from({ length: count }, (_, i) => ({ step_id: `s${String(i).padStart(5, "0")}`, title: `Step ${i}`, summary: "Independent bench step", depends_on_step_ids: [] }));
+}
+
+/**
+ * One task (or several) of independent steps, `workers` concurrent client loops. With fewer workers than
+ * tasks, each loop works through its runs one after the other, so the concurrency stays `workers`.
+ */
+export async function stepScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan): Promise<StepResult> {
+  const perTask = Math.ceil(Math.max(plan.stepsPerWorker * workers, plan.minSteps) / tasks);
+  const planned = perTask * tasks;
+  const session = await client.must(201, "POST", "/v1/sessions", adminToken, {});
+  const sid: string = session.body.session_id;
+  const orch: string = session.body.orchestrator.token;
+  const createMs: number[] = [];
+  const taskPaths: string[] = [];
+  for (let t = 0; t < tasks; t++) {
+    const tid = `bench-t${t}`;
+    const created = await client.must(201, "POST", `/v1/sessions/${sid}/tasks`, orch, { task_id: tid, wal_name: tid, title: `Bench task ${t}`, summary: "HTTP benchmark", steps: stepsOf(perTask) });
+    createMs.push(round(created.ms));
+    taskPaths.push(`/v1/sessions/${sid}/tasks/${tid}`);
+  }
+  const runCount = Math.max(workers, tasks);
+  const runs: { taskPath: string; token: string; runId: string }[] = [];
+  const dispatchMs: number[] = [];
+  for (let r = 0; r < runCount; r++) {
+    const taskPath = taskPaths[r % tasks]!;
+    const d = await client.must(201, "POST", `${taskPath}/workers`, orch, { agent_id: `bench-w${r}`, max_steps: perTask });
+    dispatchMs.push(d.ms);
+    runs.push({ taskPath, token: d.body.token, runId: d.body.run_id });
+  }
+
+  const stepLatencies: number[] = [];
+  const claimLatencies: number[] = [];
+  const completed = new Set<string>();
+  const reasons: Record<string, number> = {};
+  let duplicates = 0;
+  let errors = 0;
+  let firstError: string | undefined;
+  let timedOut = false;
+  const noteError = (msg: string) => {
+    errors++;
+    firstError ??= msg;
+  };
+  const t0 = performance.now();
+  const deadline = t0 + plan.scenarioTimeoutMs;
+  let lastStepAt = t0;
+
+  const workRun = async (run: (typeof runs)[number]) => {
+    const claim = await client.call("POST", `${run.taskPath}/steps/claim-next`, run.token, {});
+    if (claim.status !== 200) return noteError(`claim-next ${claim.status}: ${JSON.stringify(claim.body).slice(0, 200)}`);
+    claimLatencies.push(claim.ms);
+    let current: string | null = claim.body.step?.step_id ?? null;
+    if (current === null) reasons[String(claim.body.reason ?? "no_step_claimed")] = (reasons[String(claim.body.reason ?? "no_step_claimed")] ?? 0) + 1;
+    let calls = 0;
+    while (current !== null) {
+      if (performance.now() > deadline) {
+        timedOut = true;
+        return;
+      }
+      if (++calls > perTask + 1) return noteError("a run completed more steps than its task has");
+      const a = await client.call("POST", `${run.taskPath}/steps/${current}/status`, run.token, { status: "completed", result_summary: "done", claim_next: true });
+      if (a.status !== 200) return noteError(`status ${a.status}: ${JSON.stringify(a.body).slice(0, 200)}`);
+      stepLatencies.push(a.ms);
+      lastStepAt = performance.now();
+      const key = `${run.taskPath}#${current}`;
+      if (completed.has(key)) duplicates++;
+      completed.add(key);
+      const next = a.body.next;
+      if (next?.step?.step_id !== undefined) current = next.step.step_id;
+      else if (next?.no_step_claimed === true) {
+        reasons[String(next.reason ?? "no_step_claimed")] = (reasons[String(next.reason ?? "no_step_claimed")] ?? 0) + 1;
+        current = null;
+      } else return noteError(`unexpected next: ${JSON.stringify(next).slice(0, 200)}`);
+    }
+  };
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      for (let r = w; r < runs.length; r += workers) {
+        try {
+          await workRun(runs[r]!);
+        } catch (e) {
+          noteError(e instanceof Error ? e.message : String(e)); // e.g. the 30 s request time-out
+        }
+      }
+    }),
+  );
+  const seconds = (lastStepAt - t0) / 1000;
+
+  // Not part of the measured window: end the runs, then check the server's own count of completed steps.
+  const finishMs: number[] = [];
+  for (const run of runs) {
+    const f = await client.call("POST", `${run.taskPath}/runs/${run.runId}/finish`, run.token, { outcome: "finished" });
+    if (f.status === 200) finishMs.push(f.ms);
+    else noteError(`finish ${f.status}: ${JSON.stringify(f.body).slice(0, 200)}`);
+  }
+  let verified = 0;
+  for (const taskPath of taskPaths) {
+    const view = await client.must(200, "GET", taskPath, orch);
+    verified += (view.body.steps as { status: string }[]).filter((s) => s.status === "completed").length;
+  }
+  return {
+    tasks,
+    workers,
+    runs: runs.length,
+    steps_planned: planned,
+    steps_completed: stepLatencies.length,
+    seconds: round(seconds),
+    steps_per_s: round(stepLatencies.length / seconds, 1),
+    step_call: stats(stepLatencies),
+    claim_next: stats(claimLatencies),
+    dispatch: stats(dispatchMs),
+    finish: stats(finishMs),
+    create_task_ms: createMs,
+    errors,
+    ...(firstError === undefined ? {} : { first_error: firstError }),
+    duplicate_completions: duplicates,
+    no_step_reasons: reasons,
+    verified_completed_on_server: verified,
+    timed_out: timedOut,
+    samples: { step: stepLatencies, claim: claimLatencies, dispatch: dispatchMs, finish: finishMs },
+  };
+}
+
+/** Repeats of one scenario as one result: steps and time summed, latencies pooled. */
+function mergeSteps(parts: StepResult[]): StepResult {
+  const first = parts[0]!;
+  if (parts.length === 1) return first;
+  const sum = (f: (p: StepResult) => number) => parts.reduce((a, p) => a + f(p), 0);
+  const pool = (k: "step" | "claim" | "dispatch" | "finish") => parts.flatMap((p) => p.samples?.[k] ?? []);
+  const reasons: Record<string, number> = {};
+  for (const p of parts) for (const [k, v] of Object.entries(p.no_step_reasons)) reasons[k] = (reasons[k] ?? 0) + v;
+  const firstError = parts.find((p) => p.first_error !== undefined)?.first_error;
+  const completed = sum((p) => p.steps_completed);
+  const seconds = sum((p) => p.seconds);
+  return {
+    tasks: first.tasks,
+    workers: first.workers,
+    runs: sum((p) => p.runs),
+    steps_planned: sum((p) => p.steps_planned),
+    steps_completed: completed,
+    seconds: round(seconds),
+    steps_per_s: round(completed / seconds, 1),
+    step_call: stats(pool("step")),
+    claim_next: stats(pool("claim")),
+    dispatch: stats(pool("dispatch")),
+    finish: stats(pool("finish")),
+    create_task_ms: parts.flatMap((p) => p.create_task_ms),
+    errors: sum((p) => p.errors),
+    ...(firstError === undefined ? {} : { first_error: firstError }),
+    duplicate_completions: sum((p) => p.duplicate_completions),
+    no_step_reasons: reasons,
+    verified_completed_on_server: sum((p) => p.verified_completed_on_server),
+    timed_out: parts.some((p) => p.timed_out),
+    server_reloaded: parts.some((p) => p.server_reloaded === true),
+    repeats: parts.map((p) => ({ steps_per_s: p.steps_per_s, seconds: p.seconds, p50_ms: p.step_call.p50_ms, p99_ms: p.step_call.p99_ms, server_reloaded: p.server_reloaded === true })),
+  };
+}
+
+// ---- the server ---------------------------------------------------------------------------------------
+
+interface Server {
+  base: string;
+  child: ChildProcess | null;
+  logFile: string | null;
+  persistDir: string | null;
+  startupMs: number;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startServer(opts: Options): Promise<Server> {
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  mkdirSync("bench/tmp", { recursive: true });
+  const stamp = `${port}-${Date.now()}`;
+  // Own local storage and inspector port: another `npm start` may be running from the same checkout.
+  const persistDir = path.join("bench/tmp", `state-${stamp}`);
+  const logFile = path.join("bench/tmp", `dev-server-${stamp}.log`);
+  const fd = openSync(logFile, "w");
+  const args = ["scripts/dev.mjs", "--persist-to", persistDir, "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false"];
+  args.push("--log-level", opts.serverLogLevel);
+  const t0 = performance.now();
+  // detached: the server gets its own process group, so stopping it reaches npx, wrangler and workerd.
+  const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", fd, fd], env: { ...process.env, PORT: String(port) } });
+  closeSync(fd);
+  let exited: number | null | undefined;
+  child.on("exit", (code) => (exited = code));
+  const base = `http://127.0.0.1:${port}`;
+  const server: Server = { base, child, logFile, persistDir, startupMs: 0 };
+  const until = Date.now() + 180_000;
+  while (Date.now() < until) {
+    if (exited !== undefined) throw new Error(`the dev server exited (${exited}) before answering /health; see ${logFile}:\n${tail(logFile)}`);
+    try {
+      const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2_000) });
+      await res.text();
+      if (res.status === 200) {
+        server.startupMs = Math.round(performance.now() - t0);
+        return server;
+      }
+    } catch {
+      // not up yet
+    }
+    await sleep(250);
+  }
+  await stopServer(server);
+  throw new Error(`the dev server did not answer /health within 180 s; see ${logFile}:\n${tail(logFile)}`);
+}
+
+/** The checked-out commit and the files changed in the work tree (read-only git calls), for the record. */
+function sourceState(): { commit: string | null; changed_files: string[] } {
+  try {
+    const commit = execFileSync("git", ["rev-parse", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    const changed = execFileSync("git", ["status", "--porcelain"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .map((l) => l.slice(3));
+    return { commit, changed_files: changed };
+  } catch {
+    return { commit: null, changed_files: [] };
+  }
+}
+
+function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
+  } catch {
+    return "";
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Stops the whole process group of the server: SIGTERM, then SIGKILL after 5 s. */
+async function stopServer(server: Server): Promise<void> {
+  const pid = server.child?.pid;
+  if (pid === undefined) return;
+  server.child = null;
+  try {
+    process.kill(-pid, "SIGTERM");
+  } catch {
+    // already gone
+  }
+  for (let i = 0; i < 50 && groupAlive(pid); i++) await sleep(100);
+  if (groupAlive(pid)) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    for (let i = 0; i < 20 && groupAlive(pid); i++) await sleep(100);
+  }
+  if (server.persistDir !== null) rmSync(server.persistDir, { recursive: true, force: true });
+}
+
+// ---- report -------------------------------------------------------------------------------------------
+
+function fmt(n: number | undefined, digits = 1): string {
+  return n === undefined || Number.isNaN(n) ? "-" : n.toFixed(digits);
+}
+
+function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
+}
+
+// ---- main ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const plan = opts.quick ? QUICK : FULL;
+  const loadStart = os.loadavg();
+  const source = sourceState();
+  const wallStart = performance.now();
+  let server: Server | null = null;
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`\n${signal}: stopping`);
+    const s = server;
+    void (s === null ? Promise.resolve() : stopServer(s)).finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    if (opts.url === null) {
+      console.log("starting node scripts/dev.mjs on a free port …");
+      server = await startServer(opts);
+      console.log(`server up at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s (log: ${server.logFile})`);
+    } else {
+      const res = await fetch(`${opts.url}/health`, { signal: AbortSignal.timeout(5_000) });
+      await res.text();
+      if (res.status !== 200) throw new Error(`${opts.url}/health answered ${res.status}`);
+    }
+    const base = server?.base ?? opts.url!;
+    const client = new Client(base);
+
+    // A small task whose ready-steps query is the "authenticated read through the task object" reference.
+    const probe = await client.must(201, "POST", "/v1/sessions", opts.adminToken, {});
+    const probeTask = `/v1/sessions/${probe.body.session_id}/tasks/probe`;
+    await client.must(201, "POST", `/v1/sessions/${probe.body.session_id}/tasks`, probe.body.orchestrator.token, { task_id: "probe", wal_name: "probe", title: "Probe", summary: "", steps: stepsOf(10) });
+    const probeWorker = await client.must(201, "POST", `${probeTask}/workers`, probe.body.orchestrator.token, { agent_id: "probe-reader" });
+    const probeToken: string = probeWorker.body.token;
+
+    const routes: { name: string; op: () => Promise<Answer> }[] = [
+      { name: "GET /health/object", op: () => client.call("GET", "/health/object", undefined, undefined, false) },
+      { name: "GET /health", op: () => client.call("GET", "/health", undefined, undefined, false) },
+      { name: "GET .../steps?limit=1 (worker)", op: () => client.call("GET", `${probeTask}/steps?limit=1`, probeToken, undefined, false) },
+    ];
+    // Warm every route (and the isolate, the objects, the connection pool) before measuring.
+    const maxC = Math.max(...opts.concurrencies);
+    for (const r of routes) await closedLoop(r.name, maxC, plan.warmupMs, plan.maxRequestsPerLevel, r.op);
+    await stepScenario(client, opts.adminToken, Math.min(4, maxC), 1, { ...plan, stepsPerWorker: 5, minSteps: 20 });
+
+    const floor: LoadResult[] = [];
+    const reference: LoadResult[] = [];
+    const steps: StepResult[] = [];
+    const reloads = new ReloadWatch(server?.logFile ?? null);
+    // Interleaved per concurrency, so the floor and the step runs it is compared with see the same machine
+    // load: half the floor time before the step scenarios, half after, summed. A scenario during which the
+    // dev server reloaded (someone edited the source) is run once more.
+    for (const c of opts.concurrencies) {
+      const halves: LoadResult[][] = [[], []];
+      const measureRoutes = async (half: 0 | 1) => {
+        for (const r of routes) {
+          const res = await closedLoop(r.name, c, plan.floorMs / 2, plan.maxRequestsPerLevel / 2, r.op);
+          halves[half]!.push(res);
+          console.log(`  ${r.name.padEnd(32)} c=${String(c).padStart(2)}  ${fmt(res.rps).padStart(8)} req/s  p50 ${fmt(res.latency.p50_ms, 2)} ms  p99 ${fmt(res.latency.p99_ms, 2)} ms${res.errors > 0 ? `  errors ${res.errors}: ${res.first_error}` : ""}`);
+        }
+      };
+      await measureRoutes(0);
+      const byTasks = new Map<number, StepResult[]>([[1, []], [plan.multiTasks, []]]);
+      for (let repeat = 0; repeat < plan.repeats; repeat++) {
+        for (const [tasks, list] of byTasks) {
+          let res: StepResult | null = null;
+          for (let attempt = 0; attempt < 2; attempt++) {
+            const mark = reloads.count();
+            res = await stepScenario(client, opts.adminToken, c, tasks, plan);
+            res.server_reloaded = reloads.count() > mark;
+            console.log(
+              `  steps: ${String(tasks).padStart(1)} task(s), ${String(c).padStart(2)} workers  ${res.steps_completed}/${res.steps_planned} steps in ${fmt(res.seconds, 2)} s = ${fmt(res.steps_per_s)} steps/s  p50 ${fmt(res.step_call.p50_ms, 2)} ms  p99 ${fmt(res.step_call.p99_ms, 2)} ms${res.errors > 0 ? `  errors ${res.errors}: ${res.first_error}` : ""}${res.timed_out ? "  TIMED OUT" : ""}${res.server_reloaded ? "  (server reloaded during the run)" : ""}`,
+            );
+            if (!res.server_reloaded) break;
+          }
+          list.push(res!);
+        }
+      }
+      for (const list of byTasks.values()) steps.push(mergeSteps(list));
+      await measureRoutes(1);
+      for (const r of routes) {
+        const parts = [halves[0]!, halves[1]!].map((h) => h.find((x) => x.route === r.name)!);
+        (r.name === "GET /health/object" ? floor : reference).push(mergeLoads(parts));
+      }
+    }
+
+    const ratios = opts.concurrencies.map((c) => {
+      const f = floor.find((x) => x.concurrency === c)!;
+      const one = steps.find((s) => s.workers === c && s.tasks === 1)!;
+      const multi = steps.find((s) => s.workers === c && s.tasks === plan.multiTasks)!;
+      const ratio = (s: StepResult) => round(f.rps / s.steps_per_s, 2);
+      return {
+        concurrency: c,
+        floor_rps: f.rps,
+        floor_cost_ms: round(1000 / f.rps),
+        one_task: { steps_per_s: one.steps_per_s, step_cost_ms: round(1000 / one.steps_per_s), cost_ratio: ratio(one), p50_ratio: round(one.step_call.p50_ms / f.latency.p50_ms, 2) },
+        multi_task: { tasks: plan.multiTasks, steps_per_s: multi.steps_per_s, step_cost_ms: round(1000 / multi.steps_per_s), cost_ratio: ratio(multi), p50_ratio: round(multi.step_call.p50_ms / f.latency.p50_ms, 2) },
+      };
+    });
+
+    const serverLog = server?.logFile ? { file: server.logFile, reloads: reloads.count() } : null;
+    const cpus = os.cpus();
+    const results = {
+      generated_at: new Date().toISOString(),
+      mode: opts.quick ? "quick" : "full",
+      machine: {
+        cpus: cpus.length,
+        cpu_model: cpus[0]?.model ?? "unknown",
+        node: process.version,
+        platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+        total_mem_mb: Math.round(os.totalmem() / 2 ** 20),
+        loadavg_start: loadStart.map((n) => round(n, 2)),
+        loadavg_end: os.loadavg().map((n) => round(n, 2)),
+      },
+      source,
+      server: { url: base, started_by_script: server !== null, startup_ms: server?.startupMs ?? null, log_level: opts.serverLogLevel, log: serverLog },
+      plan,
+      concurrencies: opts.concurrencies,
+      floor: floor.map(({ samples: _, ...r }) => r),
+      reference: reference.map(({ samples: _, ...r }) => r),
+      steps: steps.map(({ samples: _, ...r }) => r),
+      ratios,
+      wall_seconds: round((performance.now() - wallStart) / 1000, 1),
+    };
+
+    console.log(`\nHTTP benchmark (${results.mode}) — ${cpus.length} CPUs, node ${process.version}, load ${loadStart.map((n) => n.toFixed(2)).join(" ")} → ${results.machine.loadavg_end.join(" ")}`);
+    console.log("cost = 1/throughput; ratio = per-step cost / floor cost at the same client concurrency\n");
+    console.log(
+      table(
+        ["conc", "floor req/s", "floor p50/p99 ms", "1 task steps/s", "p50/p99 ms", "ratio", `${plan.multiTasks} tasks steps/s`, "p50/p99 ms", "ratio"],
+        ratios.map((r) => {
+          const f = floor.find((x) => x.concurrency === r.concurrency)!;
+          const one = steps.find((s) => s.workers === r.concurrency && s.tasks === 1)!;
+          const multi = steps.find((s) => s.workers === r.concurrency && s.tasks === plan.multiTasks)!;
+          return [
+            String(r.concurrency),
+            fmt(f.rps),
+            `${fmt(f.latency.p50_ms, 2)}/${fmt(f.latency.p99_ms, 2)}`,
+            fmt(one.steps_per_s),
+            `${fmt(one.step_call.p50_ms, 2)}/${fmt(one.step_call.p99_ms, 2)}`,
+            `${fmt(r.one_task.cost_ratio, 2)}x`,
+            fmt(multi.steps_per_s),
+            `${fmt(multi.step_call.p50_ms, 2)}/${fmt(multi.step_call.p99_ms, 2)}`,
+            `${fmt(r.multi_task.cost_ratio, 2)}x`,
+          ];
+        }),
+      ),
+    );
+    console.log("\nreference routes (same method):");
+    console.log(
+      table(
+        ["route", "conc", "req/s", "p50 ms", "p99 ms", "errors"],
+        [...floor, ...reference]
+          .sort((a, b) => a.route.localeCompare(b.route) || a.concurrency - b.concurrency)
+          .map((r) => [r.route, String(r.concurrency), fmt(r.rps), fmt(r.latency.p50_ms, 2), fmt(r.latency.p99_ms, 2), String(r.errors)]),
+      ),
+    );
+    console.log("\nstep scenarios (setup and other calls, not in the measured window):");
+    console.log(
+      table(
+        ["tasks", "workers", "steps", "seconds", "steps/s per repeat", "claim-next p50", "dispatch p50", "finish p50", "create task ms", "errors", "dups", "server completed"],
+        steps.map((s) => [
+          String(s.tasks),
+          String(s.workers),
+          `${s.steps_completed}/${s.steps_planned}`,
+          fmt(s.seconds, 2),
+          (s.repeats ?? [s]).map((r) => fmt(r.steps_per_s, 0)).join(" "),
+          fmt(s.claim_next.p50_ms, 2),
+          fmt(s.dispatch.p50_ms, 2),
+          fmt(s.finish.p50_ms, 2),
+          s.create_task_ms.length === 1 ? fmt(s.create_task_ms[0], 1) : `${fmt(Math.min(...s.create_task_ms), 1)}..${fmt(Math.max(...s.create_task_ms), 1)}`,
+          String(s.errors),
+          String(s.duplicate_completions),
+          String(s.verified_completed_on_server),
+        ]),
+      ),
+    );
+    if (serverLog !== null && serverLog.reloads > 0) console.log(`\nnote: the dev server reloaded ${serverLog.reloads} time(s) (source edited during the run); step scenarios hit by a reload were rerun once (server_reloaded in the JSON)`);
+    const bad = steps.filter((s) => s.errors > 0 || s.timed_out || s.duplicate_completions > 0 || s.verified_completed_on_server !== s.steps_planned);
+    if (bad.length > 0) console.log(`\nwarning: ${bad.length} step scenario(s) had errors, time-outs, duplicates or a server count that differs from the plan`);
+
+    mkdirSync(path.dirname(opts.out), { recursive: true });
+    writeFileSync(opts.out, `${JSON.stringify(results, null, 2)}\n`);
+    console.log(`\nwrote ${opts.out} (${results.wall_seconds} s)`);
+    if (bad.length > 0) process.exitCode = 1;
+  } finally {
+    if (server !== null) {
+      await stopServer(server);
+    }
+  }
+}
+
+// Runs when executed (npm run bench:http); importing the module (e.g. to reuse stepScenario) runs nothing.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  main().catch((e) => {
+    console.error(e instanceof Error ? (process.env.BENCH_DEBUG ? (e.stack ?? e.message) : e.message) : e);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,432 @@
+/**
+ * @module Abstract command specs for the model tests and their interpreter. A spec holds only numbers and
+ * flags; `interpret` turns it into a concrete (actor, command) against the current DAG, so sequences stay
+ * meaningful while the DAG changes and shrink well.
+ */
+import fc from "fast-check";
+import { type Actor, type DagState, isTerminalTask, type WorkerRun } from "../../../src/core/index.js";
+import { observer, orchestrator, SESSION, stranger, TASK } from "../harness.js";
+import { POOLS } from "./dag-gen.js";
+
+/** Where a step id is picked from: 0 any, 1 ready, 2 held, 3 blocked or failed, 4 the actor's own held step, 5 missing, 6 deletable leaf. */
+export interface StepPick {
+  readonly from: number;
+  readonly n: number;
+}
+
+/** One patch op of update_task, abstractly. */
+export type PatchSpec =
+  | { op: "update_task"; title: boolean; summary: boolean }
+  | { op: "add_step"; id: number; deps: StepPick[]; optional: boolean; gpu: boolean }
+  | { op: "update_step"; step: StepPick; title: boolean; deps: StepPick[] | null; required: boolean | null; pool: number | null }
+  | { op: "delete_step"; step: StepPick }
+  | { op: "add_dependency"; step: StepPick; dep: StepPick }
+  | { op: "remove_dependency"; step: StepPick; dep: StepPick | null }
+  | { op: "cancel_step"; step: StepPick }
+  | { op: "reopen_step"; step: StepPick };
+
+/** The orchestrator's task-level tools. */
+export const TASK_OPS = ["complete_task", "fail_task", "cancel_task", "block_task", "reopen_task"] as const;
+
+/** Statuses update_step is asked for: every step status, plus one that does not exist. */
+export const UPDATE_STATUSES = ["pending", "ready", "claimed", "running", "blocked", "completed", "failed", "cancelled", "exploded"] as const;
+
+/** One abstract command. `who` (0..99) picks the actor. */
+export type Spec =
+  | { k: "claim_step"; who: number; step: StepPick }
+  | { k: "claim_next"; who: number }
+  | { k: "update_step"; who: number; step: StepPick; status: number; result: string | null; artifacts: string[] | null; reason: boolean }
+  | { k: "append_progress"; who: number; step: StepPick | null; phase: string | null; counter: number | null }
+  | { k: "update_task"; who: number; ops: PatchSpec[] }
+  | { k: "dispatch_worker"; who: number; pool: number; maxSteps: number | null; allowed: StepPick[] | null; timeout: number | null; agent: boolean }
+  | { k: "finish_run"; who: number; run: number; outcome: number; result: unknown }
+  | { k: "cancel_run"; who: number; run: number }
+  | { k: "task_op"; who: number; op: (typeof TASK_OPS)[number]; reason: boolean }
+  | { k: "reconcile_leases"; who: number; advance: number }
+  | { k: "tick"; advance: number }
+  | { k: "create_task"; who: number }
+  | { k: "garbage"; mode: number; value: unknown }
+  | { k: "query"; who: number; pool: number };
+
+const who = fc.nat(99);
+/**
+ * Opaque JSON values (run results, garbage), canonicalised by a JSON round trip: fc.jsonValue may produce -0,
+ * which the WAL stores as 0, so a live run result of -0 would differ from its replay (a known, harmless edge:
+ * the core passes opaque values through as given).
+ */
+const json = (maxDepth: number) => fc.jsonValue({ maxDepth }).map((v) => JSON.parse(JSON.stringify(v)) as unknown);
+const pick: fc.Arbitrary<StepPick> = fc.record({
+  from: fc.oneof({ arbitrary: fc.constant(0), weight: 3 }, { arbitrary: fc.constant(1), weight: 4 }, { arbitrary: fc.constant(2), weight: 2 }, { arbitrary: fc.constant(3), weight: 1 }, { arbitrary: fc.constant(4), weight: 3 }, { arbitrary: fc.constant(5), weight: 1 }, { arbitrary: fc.constant(6), weight: 1 }),
+  n: fc.nat(),
+});
+const advance = fc.oneof(fc.constantFrom(0, 999, 1_000, 1_001, 5_000, 30_000, 61_000, 3_600_000), fc.nat(120_000));
+
+const patchArb: fc.Arbitrary<PatchSpec> = fc.oneof(
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("update_task" as const), title: fc.boolean(), summary: fc.nat(3).map((n) => n > 0) }) },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant("add_step" as const), id: fc.nat(9), deps: fc.array(pick, { maxLength: 3 }), optional: fc.boolean(), gpu: fc.nat(4).map((n) => n === 0) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant("update_step" as const),
+      step: pick,
+      title: fc.boolean(),
+      deps: fc.option(fc.array(pick, { maxLength: 3 }), { nil: null }),
+      required: fc.option(fc.boolean(), { nil: null }),
+      pool: fc.option(fc.oneof({ weight: 8, arbitrary: fc.nat(1) }, { weight: 1, arbitrary: fc.constant(2) }), { nil: null }),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("delete_step" as const), step: pick }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("add_dependency" as const), step: pick, dep: pick }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("remove_dependency" as const), step: pick, dep: fc.option(pick, { nil: null }) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("cancel_step" as const), step: pick }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant("reopen_step" as const), step: fc.oneof({ weight: 3, arbitrary: fc.record({ from: fc.constant(3), n: fc.nat() }) }, { weight: 1, arbitrary: pick }) }) },
+);
+
+/** update_step statuses (indexes into UPDATE_STATUSES), weighted; pending and ready are invalid_transition, "exploded" fails the schema. */
+function statusArb(completedWeight: number): fc.Arbitrary<number> {
+  return fc.oneof(
+    { weight: completedWeight, arbitrary: fc.constant(5) }, // completed
+    { weight: 3, arbitrary: fc.constant(3) }, // running
+    { weight: 2, arbitrary: fc.constant(6) }, // failed
+    { weight: 2, arbitrary: fc.constant(4) }, // blocked
+    { weight: 2, arbitrary: fc.constant(2) }, // claimed
+    { weight: 2, arbitrary: fc.constant(7) }, // cancelled
+    { weight: 2, arbitrary: fc.constantFrom(0, 1, 8) },
+  );
+}
+
+/** Command mixes: "mixed" exercises everything, "progress" mostly claims and completes so tasks reach their end. */
+export type Profile = "mixed" | "progress";
+
+const WEIGHTS: Record<Profile, Record<Spec["k"], number>> = {
+  mixed: { claim_step: 10, claim_next: 12, update_step: 22, append_progress: 4, update_task: 8, dispatch_worker: 8, finish_run: 4, cancel_run: 2, task_op: 6, reconcile_leases: 5, tick: 3, create_task: 1, garbage: 3, query: 2 },
+  progress: { claim_step: 4, claim_next: 25, update_step: 35, append_progress: 2, update_task: 3, dispatch_worker: 3, finish_run: 2, cancel_run: 1, task_op: 5, reconcile_leases: 3, tick: 1, create_task: 1, garbage: 1, query: 1 },
+};
+
+/** Random abstract commands with the profile's weights. */
+export function specArb(profile: Profile): fc.Arbitrary<Spec> {
+  const w = WEIGHTS[profile];
+  const progress = profile === "progress";
+  return fc.oneof(
+    { weight: w.claim_step, arbitrary: fc.record({ k: fc.constant("claim_step" as const), who, step: pick }) },
+    { weight: w.claim_next, arbitrary: fc.record({ k: fc.constant("claim_next" as const), who }) },
+    {
+      weight: w.update_step,
+      arbitrary: fc.record({
+        k: fc.constant("update_step" as const),
+        who,
+        step: pick,
+        status: statusArb(progress ? 30 : 8),
+        result: fc.option(fc.constantFrom("ok", "done well", ""), { nil: null }),
+        artifacts: fc.option(fc.array(fc.constantFrom("art_1", "art_2", "s3://bucket/x"), { maxLength: 2 }), { nil: null }),
+        reason: fc.boolean(),
+      }),
+    },
+    { weight: w.append_progress, arbitrary: fc.record({ k: fc.constant("append_progress" as const), who, step: fc.option(pick, { nil: null }), phase: fc.option(fc.constantFrom("plan", "build"), { nil: null }), counter: fc.option(fc.nat(100), { nil: null }) }) },
+    {
+      weight: w.update_task,
+      arbitrary: fc.record({
+        k: fc.constant("update_task" as const),
+        who,
+        // An empty patch is a schema error: rare, so most patches get to the DAG checks.
+        ops: fc.oneof({ weight: 1, arbitrary: fc.constant<PatchSpec[]>([]) }, { weight: 15, arbitrary: fc.array(patchArb, { minLength: 1, maxLength: 3 }) }),
+      }),
+    },
+    {
+      weight: w.dispatch_worker,
+      arbitrary: fc.record({
+        k: fc.constant("dispatch_worker" as const),
+        who,
+        pool: fc.oneof({ weight: 12, arbitrary: fc.constant(0) }, { weight: 6, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }),
+        maxSteps: fc.option(fc.oneof({ weight: 12, arbitrary: fc.integer({ min: 1, max: 4 }) }, { weight: 1, arbitrary: fc.constant(0) }), { nil: null }),
+        allowed: fc.option(
+          fc.oneof(
+            { weight: 1, arbitrary: fc.constant<StepPick[]>([]) },
+            { weight: 1, arbitrary: fc.constant<StepPick[]>([{ from: 5, n: 0 }]) },
+            { weight: 10, arbitrary: fc.array(fc.record({ from: fc.nat(4), n: fc.nat() }), { minLength: 1, maxLength: 4 }) },
+          ),
+          { nil: null, freq: 2 },
+        ),
+        timeout: fc.option(fc.oneof({ weight: 1, arbitrary: fc.constant(10) }, { weight: 8, arbitrary: fc.constantFrom(1_000, 5_000, 120_000) }), { nil: null, freq: 2 }),
+        agent: fc.boolean(),
+      }),
+    },
+    { weight: w.finish_run, arbitrary: fc.record({ k: fc.constant("finish_run" as const), who, run: fc.nat(), outcome: fc.nat(3), result: fc.option(json(1), { nil: null }) }) },
+    { weight: w.cancel_run, arbitrary: fc.record({ k: fc.constant("cancel_run" as const), who, run: fc.nat() }) },
+    {
+      weight: w.task_op,
+      arbitrary: fc.record({
+        k: fc.constant("task_op" as const),
+        who,
+        op: fc.oneof(
+          { weight: progress ? 10 : 4, arbitrary: fc.constant("complete_task" as const) },
+          { weight: 1, arbitrary: fc.constant("fail_task" as const) },
+          { weight: 1, arbitrary: fc.constant("cancel_task" as const) },
+          { weight: 3, arbitrary: fc.constant("block_task" as const) },
+          { weight: 3, arbitrary: fc.constant("reopen_task" as const) },
+        ),
+        reason: fc.boolean(),
+      }),
+    },
+    { weight: w.reconcile_leases, arbitrary: fc.record({ k: fc.constant("reconcile_leases" as const), who, advance }) },
+    { weight: w.tick, arbitrary: fc.record({ k: fc.constant("tick" as const), advance }) },
+    { weight: w.create_task, arbitrary: fc.record({ k: fc.constant("create_task" as const), who }) },
+    { weight: w.garbage, arbitrary: fc.record({ k: fc.constant("garbage" as const), mode: fc.nat(9), value: json(2) }) },
+    { weight: w.query, arbitrary: fc.record({ k: fc.constant("query" as const), who, pool: fc.nat(1) }) },
+  );
+}
+
+/** What the interpreter knows besides the state: the workers dispatched so far and the ids it has handed out. */
+export interface Scene {
+  readonly state: DagState;
+  readonly workers: readonly Actor[];
+  /** Step ids deleted so far (re-adding one is a valid add_step). */
+  readonly deleted: readonly string[];
+  /** Returns a fresh step id for add_step. */
+  freshStepId(): string;
+}
+
+/** A concrete command, or a clock tick, or a read-only query. */
+export type Concrete =
+  | { kind: "command"; actor: Actor; command: unknown; advance: number }
+  | { kind: "tick"; advance: number }
+  | { kind: "query"; actor: Actor; pool: string };
+
+/** A worker token that names a real run but another agent (a forged or stale token). */
+export const IMPOSTOR_AGENT = "impostor";
+
+const MISSING_STEP = "no_such_step";
+
+function runOf(scene: Scene, actor: Actor): WorkerRun | undefined {
+  return actor.run_id === null ? undefined : scene.state.runs.get(actor.run_id);
+}
+
+/** A genuine worker: mostly an active one, with the preference the command wants, sometimes any dispatched one. */
+function worker(scene: Scene, n: number, prefer: "free" | "holding" | "any"): Actor | null {
+  const { workers } = scene;
+  if (workers.length === 0) return null;
+  if (n % 5 !== 0) {
+    const wanted = workers.filter((w) => {
+      const run = runOf(scene, w);
+      if (run === undefined || run.status !== "active") return false;
+      if (prefer === "free") return run.current_step_id === null && run.claims_used < run.max_steps;
+      if (prefer === "holding") return run.current_step_id !== null;
+      return true;
+    });
+    if (wanted.length > 0) return wanted[n % wanted.length]!;
+  }
+  return workers[n % workers.length]!;
+}
+
+/**
+ * Picks the actor from `n` (0..99): ten lanes by `n % 10`, mostly the tool's natural caller, sometimes another
+ * role, the observer or another session's orchestrator; n >= 94 is a worker token naming another task or agent.
+ */
+function actorFor(scene: Scene, n: number, bias: "worker" | "orchestrator", prefer: "free" | "holding" | "any" = "any"): Actor {
+  const forged = (extra: Partial<Actor>): Actor => {
+    const real = worker(scene, n, "any");
+    return real === null ? observer : { ...real, ...extra };
+  };
+  if (n >= 97) return forged({ agent_id: IMPOSTOR_AGENT });
+  if (n >= 94) return forged({ task_id: "task_2" });
+  const lane = n % 10;
+  const w = () => worker(scene, Math.floor(n / 10), prefer) ?? orchestrator;
+  if (bias === "worker") return lane <= 7 ? w() : lane === 8 ? orchestrator : n % 20 < 10 ? observer : stranger;
+  return lane <= 5 || lane === 9 ? orchestrator : lane === 6 ? w() : [observer, stranger][lane - 7]!;
+}
+
+function stepIds(scene: Scene, from: number, actor: Actor | null, extra: readonly string[]): string[] {
+  const { state } = scene;
+  switch (from) {
+    case 1:
+      return [...state.index.ready.values()].flat();
+    case 2:
+      return [...state.index.held];
+    case 3:
+      return [...state.steps.values()].filter((s) => s.status === "blocked" || s.status === "failed").map((s) => s.step_id);
+    case 4: {
+      const held = actor === null ? undefined : runOf(scene, actor)?.current_step_id;
+      return held == null ? [] : [held];
+    }
+    case 5:
+      return [MISSING_STEP];
+    case 6:
+      return [...state.steps.values()]
+        .filter((s) => (s.status === "pending" || s.status === "ready" || s.status === "cancelled") && (state.index.dependents.get(s.step_id)?.size ?? 0) === 0)
+        .map((s) => s.step_id);
+    default:
+      return [...state.steps.keys(), ...extra];
+  }
+}
+
+/** Resolves a pick to a step id; an empty category falls back to any step, an empty DAG to a missing id. */
+function stepId(scene: Scene, p: StepPick, actor: Actor | null = null, extra: readonly string[] = []): string {
+  let ids = stepIds(scene, p.from, actor, extra);
+  if (ids.length === 0) ids = stepIds(scene, 0, actor, extra);
+  return ids.length === 0 ? MISSING_STEP : ids[p.n % ids.length]!;
+}
+
+function patchOp(scene: Scene, spec: PatchSpec, added: string[]): Record<string, unknown> {
+  const id = (p: StepPick) => stepId(scene, p, null, added);
+  switch (spec.op) {
+    case "update_task":
+      return { op: "update_task", ...(spec.title ? { title: "Renamed plan" } : {}), ...(spec.summary ? { summary: "New summary" } : {}) };
+    case "add_step": {
+      let stepIdValue: string;
+      if (spec.id <= 5) stepIdValue = scene.freshStepId();
+      else if (spec.id <= 7 && scene.deleted.length > 0) stepIdValue = scene.deleted[spec.id % scene.deleted.length]!;
+      else if (spec.id === 8) stepIdValue = id({ from: 0, n: spec.id });
+      else stepIdValue = spec.id === 9 ? "Bad/Id" : scene.freshStepId();
+      const step: Record<string, unknown> = { step_id: stepIdValue, title: `Added ${stepIdValue}`, summary: "", depends_on_step_ids: spec.deps.map(id) };
+      if (spec.optional) step.required = false;
+      if (spec.gpu) step.worker_pool_id = "gpu";
+      added.push(stepIdValue);
+      return { op: "add_step", step, reason: "grow the plan" };
+    }
+    case "update_step": {
+      const fields: Record<string, unknown> = {};
+      if (spec.title) fields.title = "Retitled";
+      if (spec.deps !== null) fields.depends_on_step_ids = spec.deps.map(id);
+      if (spec.required !== null) fields.required = spec.required;
+      if (spec.pool !== null) fields.worker_pool_id = spec.pool === 2 ? "Not A Pool" : POOLS[spec.pool];
+      return { op: "update_step", step_id: id(spec.step), fields };
+    }
+    case "delete_step":
+      return { op: "delete_step", step_id: id(spec.step) };
+    case "add_dependency":
+      return { op: "add_dependency", step_id: id(spec.step), depends_on_step_id: id(spec.dep) };
+    case "remove_dependency": {
+      const stepIdValue = id(spec.step);
+      const own = scene.state.steps.get(stepIdValue)?.depends_on_step_ids ?? [];
+      const dep = spec.dep === null && own.length > 0 ? own[spec.step.n % own.length]! : id(spec.dep ?? spec.step);
+      return { op: "remove_dependency", step_id: stepIdValue, depends_on_step_id: dep };
+    }
+    case "cancel_step":
+      return { op: "cancel_step", step_id: id(spec.step), reason: "not needed" };
+    case "reopen_step":
+      return { op: "reopen_step", step_id: id(spec.step) };
+  }
+}
+
+function runId(scene: Scene, n: number, actor: Actor): string {
+  if (actor.role === "worker" && actor.run_id !== null && n % 3 !== 0) return actor.run_id;
+  const runs = [...scene.state.runs.keys()];
+  if (runs.length === 0 || n % 11 === 10) return "run_missing";
+  return runs[n % runs.length]!;
+}
+
+function garbage(scene: Scene, mode: number, value: unknown): unknown {
+  const anyStep = stepId(scene, { from: 0, n: mode });
+  switch (mode) {
+    case 0:
+      return value;
+    case 1:
+      return { type: "claim_step" };
+    case 2:
+      return { type: "update_step", step_id: "../etc/passwd", status: "completed" };
+    case 3:
+      return { type: "claim_step", step_id: anyStep, sneaky: value };
+    case 4:
+      return { type: "drop_database", value };
+    case 5:
+      return { type: "update_task", ops: [] };
+    case 6:
+      return { type: "update_step", step_id: anyStep, status: "completed", artifact_ids: Array.from({ length: 101 }, (_, i) => `a${i}`) };
+    case 7:
+      return { type: "dispatch_worker", allowed_step_ids: [] };
+    case 8:
+      return { type: "update_task", ops: [{ op: "update_step", step_id: anyStep, fields: {} }] };
+    default:
+      return { type: "finish_run", run_id: "", outcome: "finished" };
+  }
+}
+
+/** A claim meant for a worker when no active run could claim: the orchestrator dispatches one instead. */
+function needsWorker(scene: Scene, n: number): boolean {
+  if (n >= 94 || n % 10 > 7 || scene.state.task === null || isTerminalTask(scene.state.task)) return false;
+  return !scene.workers.some((w) => {
+    const run = runOf(scene, w);
+    return run !== undefined && run.status === "active" && run.current_step_id === null && run.claims_used < run.max_steps;
+  });
+}
+
+/** A dispatch aimed at the ready queue: the pool of a ready step, sometimes scoped to it, sometimes pooled. */
+function dispatchFor(scene: Scene, n: number): Record<string, unknown> {
+  const ready = stepIds(scene, 1, null, []);
+  const target = ready.length === 0 ? undefined : scene.state.steps.get(ready[n % ready.length]!);
+  const cmd: Record<string, unknown> = { type: "dispatch_worker", worker_pool_id: target?.worker_pool_id ?? "default", max_steps: 1 + (n % 3) };
+  if (target !== undefined && n % 4 === 0) cmd.allowed_step_ids = [target.step_id, ...ready.slice(0, 2)];
+  return cmd;
+}
+
+/** Turns an abstract spec into a concrete actor and command against the current scene. */
+export function interpret(scene: Scene, spec: Spec): Concrete {
+  const command = (actor: Actor, cmd: unknown, adv = 0): Concrete => ({ kind: "command", actor, command: cmd, advance: adv });
+  switch (spec.k) {
+    case "claim_step": {
+      if (needsWorker(scene, spec.who)) return command(orchestrator, dispatchFor(scene, spec.who));
+      const actor = actorFor(scene, spec.who, "worker", "free");
+      return command(actor, { type: "claim_step", step_id: stepId(scene, spec.step, actor) });
+    }
+    case "claim_next":
+      if (needsWorker(scene, spec.who)) return command(orchestrator, dispatchFor(scene, spec.who));
+      return command(actorFor(scene, spec.who, "worker", "free"), { type: "claim_next" });
+    case "update_step": {
+      const actor = actorFor(scene, spec.who, "worker", "holding");
+      // A worker mostly reports on the step it holds.
+      const own = actor.role === "worker" && spec.step.from !== 5 && spec.step.n % 4 !== 0 ? runOf(scene, actor)?.current_step_id : null;
+      const cmd: Record<string, unknown> = { type: "update_step", step_id: own ?? stepId(scene, spec.step, actor), status: UPDATE_STATUSES[spec.status] };
+      if (spec.result !== null) cmd.result_summary = spec.result;
+      if (spec.artifacts !== null) cmd.artifact_ids = spec.artifacts;
+      if (spec.reason) cmd.reason = "because";
+      return command(actor, cmd);
+    }
+    case "append_progress": {
+      const actor = actorFor(scene, spec.who, "worker", "holding");
+      const cmd: Record<string, unknown> = { type: "append_progress" };
+      if (spec.step !== null) cmd.step_id = stepId(scene, spec.step, actor);
+      if (spec.phase !== null) cmd.phase = spec.phase;
+      if (spec.counter !== null) cmd.counters = { files: spec.counter };
+      return command(actor, cmd);
+    }
+    case "update_task": {
+      const added: string[] = [];
+      return command(actorFor(scene, spec.who, "orchestrator"), { type: "update_task", ops: spec.ops.map((op) => patchOp(scene, op, added)) });
+    }
+    case "dispatch_worker": {
+      const cmd: Record<string, unknown> = { type: "dispatch_worker", worker_pool_id: spec.pool === 2 ? "No Such Pool!" : POOLS[spec.pool] };
+      if (spec.maxSteps !== null) cmd.max_steps = spec.maxSteps;
+      if (spec.allowed !== null) cmd.allowed_step_ids = spec.allowed.map((p) => stepId(scene, p));
+      if (spec.timeout !== null) cmd.timeout_ms = spec.timeout;
+      if (spec.agent) cmd.agent_id = `agent_${spec.who}`;
+      return command(actorFor(scene, spec.who, "orchestrator"), cmd);
+    }
+    case "finish_run": {
+      const actor = actorFor(scene, spec.who, "worker", "any");
+      const cmd: Record<string, unknown> = { type: "finish_run", run_id: runId(scene, spec.run, actor), outcome: ["finished", "cancelled", "timeout", "exploded"][spec.outcome] };
+      if (spec.result !== null) cmd.result = spec.result;
+      return command(actor, cmd);
+    }
+    case "cancel_run": {
+      const actor = actorFor(scene, spec.who, "orchestrator");
+      return command(actor, { type: "cancel_run", run_id: runId(scene, spec.run, actor), reason: "changed my mind" });
+    }
+    case "task_op": {
+      // Blocking and reopening mostly toggle, so a blocked task usually gets reopened later.
+      const blocked = scene.state.task?.status === "blocked";
+      const toggles = (spec.op === "block_task" || spec.op === "reopen_task") && spec.who % 4 !== 0;
+      const op = toggles ? (blocked ? "reopen_task" : "block_task") : spec.op;
+      return command(actorFor(scene, spec.who, "orchestrator"), spec.reason ? { type: op, reason: "the orchestrator says so" } : { type: op });
+    }
+    case "reconcile_leases":
+      return command(spec.who < 80 ? { role: "system", session_id: SESSION, agent_id: "system", run_id: null } : actorFor(scene, spec.who, "worker"), { type: "reconcile_leases" }, spec.advance);
+    case "tick":
+      return { kind: "tick", advance: spec.advance };
+    case "create_task":
+      return command(actorFor(scene, spec.who, "orchestrator"), { type: "create_task", task_id: TASK, wal_name: "again", title: "Again", steps: [] });
+    case "garbage":
+      return command(actorFor(scene, spec.mode * 10, "orchestrator"), garbage(scene, spec.mode, spec.value));
+    case "query":
+      return { kind: "query", actor: actorFor(scene, spec.who, "worker"), pool: POOLS[spec.pool]! };
+  }
+}

@@ -1,0 +1,103 @@
+/** @module Random acyclic step DAGs for the model tests: small ones from fast-check (they shrink), big ones from a seed. */
+import fc from "fast-check";
+
+/** A step as `create_task` takes it. */
+export interface StepIn {
+  step_id: string;
+  title: string;
+  summary: string;
+  depends_on_step_ids: string[];
+  required?: boolean;
+  worker_pool_id?: string;
+}
+
+/** The worker pools the model uses ("default" is the core's default). */
+export const POOLS = ["default", "gpu"] as const;
+
+/** The shapes a seeded DAG can take. */
+export const SHAPES = ["random", "wide", "layered", "chain"] as const;
+/** A seeded DAG shape. */
+export type Shape = (typeof SHAPES)[number];
+
+/** A small deterministic PRNG (mulberry32): the same seed gives the same DAG. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function makeStep(i: number, deps: number[], gpu: boolean, optional: boolean): StepIn {
+  const step: StepIn = { step_id: `s${i}`, title: `Step ${i}`, summary: `Do step ${i}`, depends_on_step_ids: deps.map((d) => `s${d}`) };
+  if (gpu) step.worker_pool_id = "gpu";
+  else if (i % 7 === 3) step.worker_pool_id = "default"; // sometimes explicit, sometimes defaulted
+  if (optional) step.required = false;
+  else if (i % 5 === 1) step.required = true;
+  return step;
+}
+
+/** One small DAG step: dependencies are picked among the steps before it, so the DAG is acyclic by construction. */
+const stepSpecArb = fc.record({
+  deps: fc.array(fc.nat(), { maxLength: 3 }),
+  gpu: fc.nat(9).map((n) => n < 2),
+  optional: fc.nat(9).map((n) => n < 2),
+});
+
+/** Small DAGs (0..maxSteps steps) that shrink towards fewer steps and fewer edges; listed forwards or backwards. */
+export function smallDagArb(maxSteps: number): fc.Arbitrary<StepIn[]> {
+  return fc.record({ specs: fc.array(stepSpecArb, { maxLength: maxSteps }), reversed: fc.boolean() }).map(({ specs, reversed }) => {
+    // Duplicate dependency ids are kept on purpose: create_task de-duplicates them.
+    const steps = specs.map((s, i) => makeStep(i, i === 0 ? [] : s.deps.map((d) => d % i), s.gpu, s.optional));
+    return reversed ? steps.reverse() : steps;
+  });
+}
+
+/** A DAG of `n` steps of the given shape, fully determined by `seed`. */
+export function seededDag(n: number, shape: Shape, seed: number): StepIn[] {
+  const rnd = prng(seed);
+  const int = (k: number) => Math.floor(rnd() * k);
+  const steps: StepIn[] = [];
+  const width = Math.max(2, Math.round(Math.sqrt(n)));
+  const roots = Math.max(1, n - Math.max(1, Math.floor(n / 20)));
+  for (let i = 0; i < n; i++) {
+    const deps: number[] = [];
+    switch (shape) {
+      case "random": {
+        const k = i === 0 ? 0 : int(4);
+        // Mostly near neighbours (long chains), sometimes anywhere earlier (long edges).
+        for (let j = 0; j < k; j++) deps.push(rnd() < 0.7 ? i - 1 - int(Math.min(i, 8)) : int(i));
+        break;
+      }
+      case "wide":
+        // Many independent roots, then a few fan-ins over random roots, the last over many.
+        if (i >= roots) {
+          const k = i === n - 1 ? Math.min(roots, 200) : 1 + int(8);
+          for (let j = 0; j < k; j++) deps.push(int(roots));
+        }
+        break;
+      case "layered":
+        if (i >= width) {
+          const layerStart = Math.floor(i / width) * width - width;
+          const k = 1 + int(3);
+          for (let j = 0; j < k; j++) deps.push(layerStart + int(width));
+        }
+        break;
+      case "chain":
+        if (i > 0) deps.push(i - 1);
+        break;
+    }
+    steps.push(makeStep(i, [...new Set(deps)], rnd() < 0.2, rnd() < 0.15));
+  }
+  return steps;
+}
+
+/** Medium seeded DAGs: a few dozen to `maxSteps` steps of every shape. */
+export function seededDagArb(minSteps: number, maxSteps: number): fc.Arbitrary<StepIn[]> {
+  return fc
+    .record({ n: fc.integer({ min: minSteps, max: maxSteps }), shape: fc.constantFrom(...SHAPES), seed: fc.integer() })
+    .map(({ n, shape, seed }) => seededDag(n, shape, seed));
+}

@@ -1,0 +1,149 @@
+/** @module State invariants the model tests check after every command, each one a plain assertion on a DagState. */
+import { isDeepStrictEqual } from "node:util";
+import { expect } from "vitest";
+import { findCycle } from "../../../src/core/dag.js";
+import { type DagState, HELD_STEP_STATUSES, isTerminalTask, rebuildIndex } from "../../../src/core/index.js";
+
+/** vitest `toEqual`, with a fast structural pre-check so big DAGs stay cheap (strict equality implies toEqual). */
+export function expectSame(actual: unknown, expected: unknown, label: string): void {
+  if (!isDeepStrictEqual(actual, expected)) expect(actual, label).toEqual(expected);
+}
+
+function fail(message: string): never {
+  throw new Error(`invariant broken: ${message}`);
+}
+
+/** The derived indexes equal a from-scratch rebuild (ready queues in creation order included). */
+export function checkIndex(state: DagState): void {
+  expectSame(state.index, rebuildIndex(state), "state.index equals rebuildIndex(state)");
+}
+
+/** Claims: a held step names an active run that names it back; a run holds at most one step; no step has two runs. */
+export function checkClaims(state: DagState): void {
+  const holderOf = new Map<string, string>();
+  for (const step of state.steps.values()) {
+    const held = HELD_STEP_STATUSES.has(step.status);
+    if (!held) {
+      if (step.claimed_by_run_id !== null || step.claimed_by_agent_id !== null || step.lease_expires_at !== null || step.current_attempt_id !== null) {
+        fail(`${step.status} step ${step.step_id} keeps claim fields`);
+      }
+      continue;
+    }
+    const runId = step.claimed_by_run_id;
+    if (runId === null || step.lease_expires_at === null || step.current_attempt_id === null) fail(`held step ${step.step_id} lacks a claim`);
+    const other = holderOf.get(runId);
+    if (other !== undefined) fail(`run ${runId} holds both ${other} and ${step.step_id}`);
+    holderOf.set(runId, step.step_id);
+    const run = state.runs.get(runId);
+    if (run === undefined) fail(`step ${step.step_id} is held by unknown run ${runId}`);
+    if (run.status !== "active") fail(`step ${step.step_id} is held by ${run.status} run ${runId}`);
+    if (run.current_step_id !== step.step_id) fail(`run ${runId} does not name its held step ${step.step_id} (${run.current_step_id})`);
+    if (step.claimed_by_agent_id !== run.agent_id) fail(`step ${step.step_id} names agent ${step.claimed_by_agent_id}, its run is ${run.agent_id}'s`);
+  }
+  for (const run of state.runs.values()) {
+    if (run.current_step_id !== null && holderOf.get(run.run_id) !== run.current_step_id) {
+      fail(`run ${run.run_id} claims to hold ${run.current_step_id}, which it does not`);
+    }
+    if (run.claims_used > run.max_steps) fail(`run ${run.run_id} used ${run.claims_used} of ${run.max_steps} claims`);
+    if ((run.status === "active") !== (run.ended_at === null)) fail(`run ${run.run_id} is ${run.status} with ended_at ${run.ended_at}`);
+  }
+}
+
+/** Attempts: ordinals 1..n per step, exactly the held steps have one open attempt, runs count their claims. */
+export function checkAttempts(state: DagState): void {
+  const claimsByRun = new Map<string, number>();
+  let active = 0;
+  for (const attempt of state.attempts.values()) {
+    claimsByRun.set(attempt.run_id, (claimsByRun.get(attempt.run_id) ?? 0) + 1);
+    if (attempt.status === "active") active += 1;
+    if ((attempt.status === "active") !== (attempt.ended_at === null)) fail(`attempt ${attempt.attempt_id} is ${attempt.status} with ended_at ${attempt.ended_at}`);
+    const run = state.runs.get(attempt.run_id);
+    if (run === undefined) fail(`attempt ${attempt.attempt_id} names unknown run ${attempt.run_id}`);
+    // Scope is checked against the step as the worker saw it when it claimed.
+    if (attempt.step_snapshot.worker_pool_id !== run.worker_pool_id) fail(`attempt ${attempt.attempt_id} claimed a step outside its run's pool`);
+    if (run.allowed_step_ids !== null && !run.allowed_step_ids.includes(attempt.step_id)) fail(`attempt ${attempt.attempt_id} claimed a step outside allowed_step_ids`);
+  }
+  let held = 0;
+  for (const step of state.steps.values()) {
+    step.attempt_ids.forEach((id, i) => {
+      const attempt = state.attempts.get(id);
+      if (attempt === undefined || attempt.step_id !== step.step_id) fail(`step ${step.step_id} lists foreign attempt ${id}`);
+      if (attempt.ordinal !== i + 1) fail(`attempt ${id} of ${step.step_id} has ordinal ${attempt.ordinal}, expected ${i + 1}`);
+      const open = attempt.status === "active";
+      if (open !== (step.current_attempt_id === id)) fail(`attempt ${id} is ${attempt.status} but current is ${step.current_attempt_id}`);
+    });
+    if (HELD_STEP_STATUSES.has(step.status)) {
+      held += 1;
+      if (step.attempt_ids[step.attempt_ids.length - 1] !== step.current_attempt_id) fail(`held step ${step.step_id}'s current attempt is not its last`);
+    }
+  }
+  if (active !== held) fail(`${active} open attempts for ${held} held steps`);
+  for (const run of state.runs.values()) {
+    if ((claimsByRun.get(run.run_id) ?? 0) !== run.claims_used) fail(`run ${run.run_id} counts ${run.claims_used} claims, attempts say ${claimsByRun.get(run.run_id) ?? 0}`);
+  }
+}
+
+/** DAG shape: dependencies name existing steps, no cycle; readiness is exactly "every dependency completed". */
+export function checkShapeAndReadiness(state: DagState): void {
+  for (const step of state.steps.values()) {
+    let allDone = true;
+    for (const dep of step.depends_on_step_ids) {
+      const d = state.steps.get(dep);
+      if (d === undefined) fail(`step ${step.step_id} depends on unknown step ${dep}`);
+      if (d.status !== "completed") allDone = false;
+    }
+    if (step.status === "ready" && !allDone) fail(`step ${step.step_id} is ready with an unfinished dependency`);
+    if (step.status === "pending" && allDone) fail(`step ${step.step_id} is pending although every dependency is completed`);
+  }
+  const cycle = findCycle(state.steps);
+  if (cycle !== null) fail(`the DAG has a cycle: ${cycle.message}`);
+}
+
+/** Task status against the steps: pending means nothing moves yet; terminal means nothing moves ever. */
+export function checkTaskStatus(state: DagState): void {
+  const task = state.task;
+  if (task === null) return;
+  const c = state.index.statusCounts;
+  if (task.status === "pending" && c.ready + c.claimed + c.running > 0) fail("a pending task has ready, claimed or running steps (task_running missing)");
+  if (isTerminalTask(task)) {
+    if (c.pending + c.ready + c.claimed + c.running > 0) fail(`a ${task.status} task still has unfinished steps`);
+    // A forced stop (fail/cancel) finishes blocked steps too; completion only cancels pending/ready optional ones.
+    if (task.status !== "completed" && c.blocked > 0) fail(`a ${task.status} task still has blocked steps`);
+    for (const run of state.runs.values()) if (run.status === "active") fail(`a ${task.status} task has active run ${run.run_id}`);
+    if (task.ended_at === null) fail(`a ${task.status} task has no ended_at`);
+    if (task.status === "completed") {
+      for (const step of state.steps.values()) if (step.required && step.status !== "completed") fail(`completed task with required step ${step.step_id} ${step.status}`);
+    }
+  } else if (task.ended_at !== null) fail(`a ${task.status} task has ended_at`);
+  for (const key of state.progress.keys()) if (key !== "" && !state.steps.has(key)) fail(`progress kept for deleted step ${key}`);
+}
+
+/** The results a completed step had when it completed; they may never change afterwards. */
+export class CompletedResults {
+  private readonly seen = new Map<string, { result_summary: string | null; artifact_ids: string[] }>();
+
+  /** Checks the steps completed earlier, then remembers the newly completed ones. */
+  check(state: DagState): void {
+    for (const [id, results] of this.seen) {
+      const step = state.steps.get(id);
+      if (step === undefined) fail(`completed step ${id} disappeared`);
+      if (step.status !== "completed") fail(`completed step ${id} became ${step.status}`);
+      expectSame({ result_summary: step.result_summary, artifact_ids: step.artifact_ids }, results, `results of completed step ${id} are unchanged`);
+    }
+    if (this.seen.size === state.index.statusCounts.completed) return;
+    for (const step of state.steps.values()) {
+      if (step.status === "completed" && !this.seen.has(step.step_id)) {
+        this.seen.set(step.step_id, { result_summary: step.result_summary, artifact_ids: [...step.artifact_ids] });
+      }
+    }
+  }
+}
+
+/** Every state invariant except replay and completed-results (the driver owns those). */
+export function checkState(state: DagState): void {
+  checkIndex(state);
+  checkClaims(state);
+  checkAttempts(state);
+  checkShapeAndReadiness(state);
+  checkTaskStatus(state);
+}

@@ -1,0 +1,212 @@
+/**
+ * @module The model's own, deliberately naive, view of what a command must do: accept or refuse, with which
+ * code where the rules leave no doubt, and what must hold afterwards. Computed by full scans, independently of
+ * the core's indexes.
+ */
+import { expect } from "vitest";
+import {
+  type Actor,
+  type Command,
+  CommandSchema,
+  type DagState,
+  type Decision,
+  type ErrorCode,
+  HELD_STEP_STATUSES,
+  isTerminalTask,
+  type Step,
+  type WorkerRun,
+} from "../../../src/core/index.js";
+
+/** What the model expects of one command; unset fields are left to the invariants. */
+export interface Prediction {
+  accept?: boolean;
+  code?: ErrorCode;
+  /** claim_step / claim_next: the step that must be claimed, or the no_step_claimed reason. */
+  claim?: { step_id: string } | { none: "no_ready_step" | "run_budget_spent" };
+  /** Accepted events may only be these types (a terminal task takes a late run result and nothing else). */
+  onlyEvents?: readonly string[];
+  /** A check on the state after an accepted command. */
+  after?: (state: DagState) => void;
+}
+
+type Caller = { kind: "orchestrator" } | { kind: "worker"; run: WorkerRun } | { kind: "outsider" } | { kind: "system" };
+
+/** Who the caller really is for this task: a forged, foreign or other-session token is an outsider. */
+function classify(state: DagState, actor: Actor): Caller {
+  const task = state.task!;
+  if (actor.role === "system") return { kind: "system" };
+  if (actor.session_id !== task.session_id || actor.role === "observer") return { kind: "outsider" };
+  if (actor.role === "orchestrator") return { kind: "orchestrator" };
+  const run = actor.run_id === null ? undefined : state.runs.get(actor.run_id);
+  if (actor.task_id !== task.task_id || run === undefined || run.agent_id !== actor.agent_id) return { kind: "outsider" };
+  return { kind: "worker", run };
+}
+
+/** Steps in creation order, by a full scan. */
+function byOrdinal(state: DagState): Step[] {
+  return [...state.steps.values()].sort((a, b) => a.ordinal - b.ordinal);
+}
+
+/** The step claim_next must take: the oldest ready step in the run's pool and scope (naive scan). */
+export function naiveFirstClaimable(state: DagState, run: WorkerRun): Step | undefined {
+  return byOrdinal(state).find((s) => s.status === "ready" && s.worker_pool_id === run.worker_pool_id && (run.allowed_step_ids === null || run.allowed_step_ids.includes(s.step_id)));
+}
+
+const WORKER_TOOLS: ReadonlySet<string> = new Set(["claim_step", "claim_next", "update_step", "append_progress", "finish_run"]);
+const ORCHESTRATOR_TOOLS: ReadonlySet<string> = new Set(["create_task", "update_task", "update_step", "append_progress", "complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "dispatch_worker", "finish_run", "cancel_run"]);
+/** Tools that change the DAG: on a terminal task every one answers task_terminal and writes nothing (003). */
+const STEP_CHANGING: ReadonlySet<string> = new Set(["claim_step", "claim_next", "update_step", "append_progress", "update_task", "complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "dispatch_worker", "cancel_run"]);
+
+const ORCHESTRATOR_UNHELD: Record<string, readonly string[]> = {
+  pending: ["blocked", "failed", "cancelled"],
+  ready: ["blocked", "completed", "failed", "cancelled"],
+};
+
+function predictClaim(state: DagState, run: WorkerRun, cmd: Command): Prediction {
+  const task = state.task!;
+  if (run.status !== "active" || run.current_step_id !== null || task.status === "blocked") return { accept: false };
+  if (cmd.type === "claim_next") {
+    if (run.claims_used >= run.max_steps) return { accept: true, claim: { none: "run_budget_spent" } };
+    const first = naiveFirstClaimable(state, run);
+    return { accept: true, claim: first === undefined ? { none: "no_ready_step" } : { step_id: first.step_id } };
+  }
+  if (cmd.type !== "claim_step") throw new Error("not a claim");
+  const step = state.steps.get(cmd.step_id);
+  const ok =
+    run.claims_used < run.max_steps &&
+    step !== undefined &&
+    step.status === "ready" &&
+    step.worker_pool_id === run.worker_pool_id &&
+    (run.allowed_step_ids === null || run.allowed_step_ids.includes(step.step_id));
+  return ok ? { accept: true, claim: { step_id: step.step_id } } : { accept: false };
+}
+
+function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | "worker" }, cmd: Command): Prediction {
+  const task = state.task!;
+  if (caller.kind === "worker" && !WORKER_TOOLS.has(cmd.type)) return { accept: false, code: "tool_not_available" };
+  if (caller.kind === "orchestrator" && !ORCHESTRATOR_TOOLS.has(cmd.type)) return { accept: false, code: "tool_not_available" };
+  switch (cmd.type) {
+    case "create_task":
+      return { accept: false, code: "task_id_conflict" };
+    case "claim_step":
+    case "claim_next":
+      return predictClaim(state, (caller as { run: WorkerRun }).run, cmd);
+    case "update_step": {
+      const step = state.steps.get(cmd.step_id);
+      const held = step !== undefined && HELD_STEP_STATUSES.has(step.status);
+      const after = (s: DagState) => expect(s.steps.get(cmd.step_id)?.status, "update_step sets the status asked for").toBe(cmd.status);
+      // Readiness is the core's: nobody writes pending or ready (refused by the schema or by decide).
+      const asked: string = cmd.status;
+      if (asked === "pending" || asked === "ready") return { accept: false };
+      // Nobody writes pending or ready: readiness is the core's, reopening the orchestrator's task_update.
+      if (step !== undefined && (cmd.status === "pending" || cmd.status === "ready")) return { accept: false, code: "invalid_transition" };
+      if (caller.kind === "worker") {
+        if (caller.run.status !== "active" || !held || step.claimed_by_run_id !== caller.run.run_id) return { accept: false };
+        return cmd.status === "claimed" && step.status === "running" ? { accept: false, code: "invalid_transition" } : { accept: true, after };
+      }
+      if (step === undefined) return { accept: false, code: "not_found" };
+      if (held) return cmd.status === "cancelled" || (cmd.status === "claimed" && step.status === "running") ? { accept: false, code: "invalid_transition" } : { accept: true, after };
+      return ORCHESTRATOR_UNHELD[step.status]?.includes(cmd.status) ? { accept: true, after } : { accept: false, code: "invalid_transition" };
+    }
+    case "append_progress": {
+      if (caller.kind === "orchestrator") return { accept: cmd.step_id === undefined || state.steps.has(cmd.step_id) };
+      const stepId = cmd.step_id ?? caller.run.current_step_id;
+      const step = stepId === null ? undefined : state.steps.get(stepId);
+      return { accept: caller.run.status === "active" && step !== undefined && HELD_STEP_STATUSES.has(step.status) && step.claimed_by_run_id === caller.run.run_id };
+    }
+    case "complete_task": {
+      const ok = byOrdinal(state).every((s) => (!s.required || s.status === "completed") && !HELD_STEP_STATUSES.has(s.status));
+      return ok ? { accept: true, after: (s) => expect(s.task!.status).toBe("completed") } : { accept: false, code: "task_not_completeable" };
+    }
+    case "fail_task":
+    case "cancel_task": {
+      const status = cmd.type === "fail_task" ? "failed" : "cancelled";
+      return { accept: true, after: (s) => expect(s.task!.status).toBe(status) };
+    }
+    case "block_task":
+      return task.status === "blocked" ? { accept: false, code: "invalid_transition" } : { accept: true, after: (s) => expect(s.task!.status).toBe("blocked") };
+    case "reopen_task":
+      return task.status === "blocked" ? { accept: true, after: (s) => expect(s.task!.status === "pending" || s.task!.status === "running").toBe(true) } : { accept: false, code: "invalid_transition" };
+    case "dispatch_worker": {
+      if (task.status === "blocked") return { accept: false, code: "task_not_dispatchable" };
+      const known = (cmd.allowed_step_ids ?? []).every((id) => state.steps.has(id));
+      return known ? { accept: true } : { accept: false, code: "validation_error" };
+    }
+    case "cancel_run": {
+      const run = state.runs.get(cmd.run_id);
+      return { accept: run?.status === "active", after: (s) => expect(s.runs.get(cmd.run_id)?.status).toBe("cancelled") };
+    }
+    case "finish_run": {
+      const run = state.runs.get(cmd.run_id);
+      if (caller.kind === "worker" && cmd.run_id !== caller.run.run_id) return { accept: false, code: "permission_denied" };
+      if (run === undefined) return { accept: false, code: "not_found" };
+      // An ended run of a live task: refused unless it hands in a late result (the late-result rule is the core's).
+      return run.status === "active" ? { accept: true, after: (s) => expect(s.runs.get(cmd.run_id)?.status).not.toBe("active") } : { onlyEvents: ["worker_run_ended"] };
+    }
+    case "reconcile_leases":
+    case "update_task":
+      return {};
+  }
+}
+
+/** After reconciling at `now`, nothing held is past its lease and no active run is past its deadline. */
+function nothingDue(now: number) {
+  return (state: DagState) => {
+    if (isTerminalTask(state.task!)) return;
+    for (const step of state.steps.values()) {
+      if (HELD_STEP_STATUSES.has(step.status)) expect(Date.parse(step.lease_expires_at!) > now, `lease of ${step.step_id} reconciled`).toBe(true);
+    }
+    for (const run of state.runs.values()) {
+      if (run.status === "active" && run.deadline_at !== null) expect(Date.parse(run.deadline_at) > now, `deadline of ${run.run_id} reconciled`).toBe(true);
+    }
+  };
+}
+
+/** The model's prediction for `command` by `actor` at `now`, before the core decides it. */
+export function predict(state: DagState, actor: Actor, command: unknown, now: number): Prediction {
+  const parsed = CommandSchema.safeParse(command);
+  if (!parsed.success) return { accept: false, code: "validation_error" };
+  const cmd = parsed.data;
+  const task = state.task;
+  if (task === null) return cmd.type === "create_task" && actor.role === "orchestrator" ? {} : { accept: false };
+  if (cmd.type === "reconcile_leases") return { accept: true, after: nothingDue(now), ...(isTerminalTask(task) ? { onlyEvents: [] } : {}) };
+  const caller = classify(state, actor);
+  if (caller.kind === "outsider" || caller.kind === "system") return { accept: false };
+  if (isTerminalTask(task)) {
+    // A run stopped by the task's end may still hand in its result; nothing else is written.
+    if (cmd.type === "finish_run") return { onlyEvents: ["worker_run_ended"] };
+    const mayUse = caller.kind === "orchestrator" ? ORCHESTRATOR_TOOLS.has(cmd.type) : WORKER_TOOLS.has(cmd.type);
+    if (!mayUse) return { accept: false };
+    if (cmd.type === "create_task") return { accept: false, code: "task_id_conflict" };
+    return STEP_CHANGING.has(cmd.type) ? { accept: false, code: "task_terminal" } : { accept: false };
+  }
+  return predictLive(state, caller, cmd);
+}
+
+/** Checks a decision against the prediction; `state` is the state after the events were applied. */
+export function verify(prediction: Prediction, decision: Decision, state: DagState, label: string): void {
+  if (prediction.accept !== undefined && prediction.accept !== decision.ok) {
+    const got = decision.ok ? `accepted (${decision.events.map((e) => e.event_type).join(", ")})` : `refused with ${decision.error.code}: ${decision.error.message}`;
+    throw new Error(`${label}: expected ${prediction.accept ? "acceptance" : "refusal"}, got ${got}`);
+  }
+  if (!decision.ok) {
+    if (prediction.code !== undefined && decision.error.code !== prediction.code) {
+      throw new Error(`${label}: expected ${prediction.code}, got ${decision.error.code}: ${decision.error.message}`);
+    }
+    return;
+  }
+  if (prediction.onlyEvents !== undefined) {
+    const extra = decision.events.filter((e) => !prediction.onlyEvents!.includes(e.event_type));
+    if (extra.length > 0) throw new Error(`${label}: unexpected events ${extra.map((e) => e.event_type).join(", ")}`);
+  }
+  if (prediction.claim !== undefined) {
+    if ("step_id" in prediction.claim) {
+      expect(decision.value, `${label}: claimed step`).toMatchObject({ kind: "claimed", step_id: prediction.claim.step_id });
+      expect(state.steps.get(prediction.claim.step_id)?.status).toBe("claimed");
+    } else {
+      expect(decision.value, `${label}: no step claimed`).toEqual({ kind: "no_step_claimed", reason: prediction.claim.none });
+      expect(decision.events).toEqual([]);
+    }
+  }
+  prediction.after?.(state);
+}

@@ -1,0 +1,1833 @@
+/**
+ * One test per rule of seed 003's "DAG Model" and "Status" sections, named after the rule. Each test asserts
+ * exact statuses, exact emitted event types and exact error codes, and that a rejected command writes nothing.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  type Actor,
+  type Decision,
+  diagnostics,
+  emptyState,
+  querySteps,
+  rebuildIndex,
+  replay,
+  type RuntimeError,
+  STEP_STATUSES,
+  TASK_STATUSES,
+  taskSummary,
+  taskView,
+  type WalEvent,
+} from "../../src/core/index.js";
+import { Harness, observer, orchestrator, step, TASK } from "./harness.js";
+
+type Ok = Extract<Decision, { ok: true }>;
+type Cmd = Record<string, unknown>;
+
+const types = (d: Ok): string[] => d.events.map((e) => e.event_type);
+const stepIds = (d: Ok): (string | null)[] => d.events.map((e) => e.step_id);
+const payload = (e: WalEvent | undefined): Record<string, unknown> => (e?.payload ?? {}) as Record<string, unknown>;
+const upd = (...ops: Cmd[]): Cmd => ({ type: "update_task", ops });
+const setStep = (stepId: string, status: string, extra: Cmd = {}): Cmd => ({ type: "update_step", step_id: stepId, status, ...extra });
+const optional = (id: string, deps: string[] = []) => step(id, deps, { required: false });
+
+/** The DAG rebuilt from the WAL equals the live one, and the live indexes equal freshly rebuilt ones. */
+function consistent(h: Harness): void {
+  expect(replay(h.wal)).toEqual(h.state);
+  expect(rebuildIndex(h.state)).toEqual(h.state.index);
+}
+
+/** The command fails with `code`, and neither the WAL nor the DAG changes. */
+function rejects(h: Harness, command: Cmd, code: RuntimeError["code"], actor: Actor = orchestrator): RuntimeError {
+  const walLength = h.wal.length;
+  const before = replay(h.wal);
+  const error = h.err(command, actor);
+  expect(error.code).toBe(code);
+  expect(h.wal.length).toBe(walLength);
+  expect(h.state).toEqual(before);
+  return error;
+}
+
+/** Claims and completes a ready step, then ends the worker run so no run lingers. */
+function done(h: Harness, id: string): void {
+  const w = h.complete(id);
+  h.ok({ type: "finish_run", run_id: w.run_id, outcome: "finished" }, w);
+}
+
+/**
+ * Moves the ready step `id` to `status` the way 003 allows; "pending" makes it depend on the step `gate`,
+ * which must exist and not be completed. Returns the worker that holds or held the step, if any.
+ */
+function put(h: Harness, id: string, status: string): Actor | null {
+  let worker: Actor | null = null;
+  switch (status) {
+    case "ready":
+      break;
+    case "pending":
+      h.ok(upd({ op: "add_dependency", step_id: id, depends_on_step_id: "gate" }));
+      break;
+    case "claimed":
+      worker = h.claimWith(id);
+      break;
+    case "running":
+      worker = h.claimWith(id);
+      h.ok(setStep(id, "running"), worker);
+      break;
+    case "blocked":
+    case "failed":
+      worker = h.claimWith(id);
+      h.ok(setStep(id, status, { reason: `${status} by worker`, result_summary: `${id} ${status}` }), worker);
+      break;
+    case "completed":
+      done(h, id);
+      break;
+    case "cancelled":
+      h.ok(upd({ op: "cancel_step", step_id: id }));
+      break;
+    default:
+      throw new Error(`cannot put a step in ${status}`);
+  }
+  expect(h.status(id)).toBe(status);
+  return worker;
+}
+
+const INVALID_IDS = ["", "A", "a/b", "..", ".hidden", "a.b", "/abs", "a b", "x".repeat(65), "ünï"];
+
+describe("DAG Model", () => {
+  it("a task is one complete DAG", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c", ["a"]), step("d", ["b", "c"])]);
+    expect(h.state.task!.task_id).toBe(TASK);
+    expect([...h.state.steps.keys()]).toEqual(["a", "b", "c", "d"]);
+    expect([...h.state.index.dependents.get("a")!].sort()).toEqual(["b", "c"]);
+    expect([...h.state.index.dependents.get("b")!]).toEqual(["d"]);
+    expect(h.wal.filter((e) => e.event_type === "task_created")).toHaveLength(1);
+    consistent(h);
+    // The DAG must be whole: a step may not depend on a step outside it.
+    const g = new Harness();
+    const e = rejects(g, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [step("a"), step("b", ["elsewhere"])] }, "unknown_dependency");
+    expect(e.details).toMatchObject({ step_id: "b", depends_on_step_id: "elsewhere" });
+  });
+
+  it("the nodes of the DAG are the schedulable steps", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b")]);
+    expect(h.state.index.ready.get("default")).toEqual(["a", "b"]);
+    const wa = h.claimWith("a");
+    const wb = h.claimWith("b");
+    expect(h.state.steps.get("a")!.claimed_by_run_id).toBe(wa.run_id);
+    expect(h.state.steps.get("b")!.claimed_by_run_id).toBe(wb.run_id);
+    // No node besides the steps: a name that is not a step cannot be claimed.
+    rejects(h, { type: "claim_step", step_id: "task_1" }, "not_found", h.dispatch());
+  });
+
+  it("the task DAG has task_id, wal name, title, summary, status, root_step_ids, steps, creator and timestamps", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c")]);
+    const view = taskView(h.state);
+    expect(view.task).toMatchObject({
+      task_id: TASK,
+      wal_name: "plan",
+      title: "Plan",
+      summary: "A plan",
+      status: "running",
+      root_step_ids: ["a", "c"],
+      created_by_agent_id: orchestrator.agent_id,
+      created_by_run_id: orchestrator.run_id,
+      created_at: "2026-01-01T00:00:00.000Z",
+      updated_at: "2026-01-01T00:00:00.000Z",
+    });
+    expect(view.steps.map((s) => s.step_id)).toEqual(["a", "b", "c"]);
+  });
+
+  it("the task_id is the one the orchestrator gives in task_create", () => {
+    const h = new Harness();
+    h.ok({ type: "create_task", task_id: "my-task_7", wal_name: "plan", title: "Plan", steps: [step("a")] });
+    expect(h.state.task!.task_id).toBe("my-task_7");
+    expect(h.wal.every((e) => e.task_id === "my-task_7")).toBe(true);
+  });
+
+  it("the core never derives the task_id from title, summary or wal name", () => {
+    const h = new Harness();
+    rejects(h, { type: "create_task", wal_name: "plan", title: "Plan", summary: "A plan", steps: [] }, "validation_error");
+    h.ok({ type: "create_task", task_id: "t9", wal_name: "other-name", title: "Some Title", summary: "x", steps: [] });
+    expect(h.state.task!.task_id).toBe("t9");
+    expect(h.state.task!.wal_name).toBe("other-name");
+  });
+
+  it("a task_id is unique among the session's active tasks", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan2", title: "Again", steps: [step("a")] }, "task_id_conflict");
+  });
+
+  it.each(INVALID_IDS.map((id) => [JSON.stringify(id).slice(0, 20), id]))("a task_id must use safe characters a-z0-9-_ (rejects %s)", (_label, id) => {
+    const h = new Harness();
+    rejects(h, { type: "create_task", task_id: id, wal_name: "plan", title: "Plan", steps: [] }, "validation_error");
+    expect(h.state).toEqual(emptyState());
+  });
+
+  it("a task_id may not be empty, longer than 64 characters or carry path semantics", () => {
+    for (const id of ["", "x".repeat(65), "../etc", "a/b", "/root", "."]) {
+      const h = new Harness();
+      rejects(h, { type: "create_task", task_id: id, wal_name: "plan", title: "Plan", steps: [] }, "validation_error");
+    }
+    const h = new Harness();
+    h.ok({ type: "create_task", task_id: "x".repeat(64), wal_name: "plan", title: "Plan", steps: [] });
+    expect(h.state.task!.task_id).toHaveLength(64);
+  });
+
+  it("a step has step_id, title, summary, status, dependencies, required (default true), worker pool (default), claim, lease, result_summary, artifact_ids and updated_at", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"], { required: false, worker_pool_id: "gpu" })]);
+    expect(h.state.steps.get("a")).toMatchObject({
+      step_id: "a",
+      title: "Step a",
+      summary: "Do a",
+      status: "ready",
+      depends_on_step_ids: [],
+      required: true,
+      worker_pool_id: "default",
+      claimed_by_agent_id: null,
+      claimed_by_run_id: null,
+      lease_expires_at: null,
+      result_summary: null,
+      artifact_ids: [],
+      updated_at: "2026-01-01T00:00:00.000Z",
+    });
+    expect(h.state.steps.get("b")).toMatchObject({ status: "pending", depends_on_step_ids: ["a"], required: false, worker_pool_id: "gpu" });
+    const w = h.claimWith("a");
+    expect(h.state.steps.get("a")).toMatchObject({
+      status: "claimed",
+      claimed_by_agent_id: w.agent_id,
+      claimed_by_run_id: w.run_id,
+      lease_expires_at: "2026-01-01T00:01:00.000Z",
+    });
+  });
+
+  it("the step_id is the one the orchestrator gives in task_create or task_update", () => {
+    const h = new Harness();
+    h.create([step("first-step_1")]);
+    h.ok(upd({ op: "add_step", step: step("added_2", ["first-step_1"]) }));
+    expect([...h.state.steps.keys()]).toEqual(["first-step_1", "added_2"]);
+  });
+
+  it("the core never derives a step_id from title or summary", () => {
+    const h = new Harness();
+    rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [{ title: "T", summary: "S", depends_on_step_ids: [] }] }, "validation_error");
+    h.create([step("a")]);
+    rejects(h, upd({ op: "add_step", step: { title: "T", summary: "S", depends_on_step_ids: [] } }), "validation_error");
+  });
+
+  it("a step_id is unique within the task DAG", () => {
+    const h = new Harness();
+    const e = rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [step("a"), step("a")] }, "duplicate_step");
+    expect(e.details).toMatchObject({ step_id: "a" });
+    h.create([step("a")]);
+    rejects(h, upd({ op: "add_step", step: step("a") }), "duplicate_step");
+    rejects(h, upd({ op: "add_step", step: step("n") }, { op: "add_step", step: step("n") }), "duplicate_step");
+  });
+
+  it.each(INVALID_IDS.map((id) => [JSON.stringify(id).slice(0, 20), id]))("a step_id must use safe characters a-z0-9-_ (rejects %s)", (_label, id) => {
+    const h = new Harness();
+    rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [step(id)] }, "validation_error");
+    h.create([step("a")]);
+    rejects(h, upd({ op: "add_step", step: step(id) }), "validation_error");
+  });
+
+  it("a step_id may not be empty, longer than 64 characters or carry path semantics (also in dependencies)", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    for (const id of ["", "x".repeat(65), "../a", "a/b", "/a"]) {
+      rejects(h, upd({ op: "add_step", step: step(id) }), "validation_error");
+      rejects(h, upd({ op: "add_step", step: step("ok", [id]) }), "validation_error");
+    }
+    h.ok(upd({ op: "add_step", step: step("y".repeat(64)) }));
+    expect(h.status("y".repeat(64))).toBe("ready");
+  });
+
+  it("natural-language content (titles, summaries, result summaries) is written and updated by the model through task tools", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    h.ok(upd({ op: "update_task", title: "Renamed plan", summary: "New words" }, { op: "update_step", step_id: "b", fields: { title: "Better b", summary: "Clearer" } }));
+    const w = h.claimWith("a");
+    h.ok(setStep("a", "completed", { result_summary: "All good, see report", artifact_ids: ["art_1"] }), w);
+    expect(h.state.task).toMatchObject({ title: "Renamed plan", summary: "New words" });
+    expect(h.state.steps.get("b")).toMatchObject({ title: "Better b", summary: "Clearer" });
+    expect(h.state.steps.get("a")).toMatchObject({ result_summary: "All good, see report", artifact_ids: ["art_1"] });
+  });
+
+  it("the core never reads natural-language text to decide DAG state (titles do not affect readiness)", () => {
+    const plain = new Harness();
+    const wordy = new Harness();
+    const words = (id: string, deps: string[] = []) => ({ ...step(id, deps), title: "DONE - completed", summary: `status: cancelled; depends on nothing; blocked by ${id}` });
+    const p = plain.create([step("a"), step("b", ["a"]), step("c")]);
+    const q = wordy.create([words("a"), words("b", ["a"]), words("c")]);
+    expect(types(q)).toEqual(types(p));
+    expect(stepIds(q)).toEqual(stepIds(p));
+    for (const id of ["a", "b", "c"]) expect(wordy.status(id)).toBe(plain.status(id));
+    expect(wordy.status("b")).toBe("pending");
+    const w = wordy.claimWith("a");
+    const d = wordy.ok(setStep("a", "completed", { result_summary: "FAILED. cancelled. b must not run" }), w);
+    expect(types(d)).toEqual(["task_step_completed", "task_step_ready"]);
+    expect(wordy.status("b")).toBe("ready");
+  });
+
+  it("machine fields (topology, status, pool, claim, lease, artifacts) change only through structured tool input under the state rules", () => {
+    const h = new Harness();
+    rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [step("a", [], { status: "completed" })] }, "validation_error");
+    rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [step("a", [], { claimed_by_agent_id: "w" })] }, "validation_error");
+    h.create([step("a"), step("b", ["a"])]);
+    rejects(h, upd({ op: "update_step", step_id: "b", fields: { status: "ready" } }), "validation_error");
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { lease_expires_at: "2030-01-01T00:00:00.000Z" } }), "validation_error");
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { artifact_ids: ["x"] } }), "validation_error");
+    // Status, claim and lease come from claims and workers only: the orchestrator cannot start a ready step itself.
+    rejects(h, setStep("a", "claimed"), "invalid_transition");
+    rejects(h, setStep("a", "running"), "invalid_transition");
+    h.ok(upd({ op: "update_step", step_id: "b", fields: { summary: "status=ready, depends_on none, worker_pool gpu" } }));
+    expect(h.state.steps.get("b")).toMatchObject({ status: "pending", depends_on_step_ids: ["a"], worker_pool_id: "default" });
+  });
+
+  it("v1 has no step priority, order or reorder", () => {
+    const h = new Harness();
+    rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [step("a", [], { priority: 1 })] }, "validation_error");
+    rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [step("a", [], { order: 1 })] }, "validation_error");
+    h.create([step("a"), step("b")]);
+    rejects(h, upd({ op: "reorder", step_ids: ["b", "a"] }), "validation_error");
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { priority: 5 } }), "validation_error");
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { order: 0 } }), "validation_error");
+    expect("priority" in h.state.steps.get("a")!).toBe(false);
+    expect("order" in h.state.steps.get("a")!).toBe(false);
+  });
+
+  it("execution order is expressed through depends_on_step_ids", () => {
+    const h = new Harness();
+    // b is listed first but depends on a: only a can run.
+    h.create([step("b", ["a"]), step("a")]);
+    expect(h.status("b")).toBe("pending");
+    const w = h.dispatch();
+    const d = h.ok({ type: "claim_next" }, w);
+    expect(d.value).toMatchObject({ kind: "claimed", step_id: "a" });
+    const idle = h.dispatch();
+    expect(h.ok({ type: "claim_next" }, idle).value).toEqual({ kind: "no_step_claimed", reason: "no_ready_step" });
+    h.ok(setStep("a", "completed"), w);
+    expect(h.ok({ type: "claim_next" }, idle).value).toMatchObject({ kind: "claimed", step_id: "b" });
+  });
+
+  it("the orchestrator limits what a worker run may handle with dispatch_worker.allowed_step_ids", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b"), step("c")]);
+    const w = h.dispatch({ allowed_step_ids: ["c", "c"] });
+    expect(h.state.runs.get(w.run_id!)!.allowed_step_ids).toEqual(["c"]);
+    const page = querySteps(h.state, w, {});
+    expect("steps" in page && page.steps.map((s) => s.step_id)).toEqual(["c"]);
+    rejects(h, { type: "claim_step", step_id: "a" }, "permission_denied", w);
+    expect(h.ok({ type: "claim_next" }, w).value).toMatchObject({ kind: "claimed", step_id: "c" });
+    rejects(h, { type: "dispatch_worker", allowed_step_ids: [] }, "validation_error");
+  });
+
+  it("step status, result_summary and artifact_ids in the DAG/WAL are the source of truth of scheduling", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    const w = h.claimWith("a");
+    h.ok(setStep("a", "completed", { result_summary: "made it", artifact_ids: ["art_a", "art_b"] }), w);
+    const rebuilt = replay(h.wal);
+    expect(rebuilt.steps.get("a")).toMatchObject({ status: "completed", result_summary: "made it", artifact_ids: ["art_a", "art_b"] });
+    expect(rebuilt.steps.get("b")!.status).toBe("ready");
+    const completedEvent = h.wal.find((e) => e.event_type === "task_step_completed")!;
+    expect(payload(completedEvent)).toEqual({ result_summary: "made it", artifact_ids: ["art_a", "art_b"] });
+    consistent(h);
+  });
+
+  it("a worker run's final result is returned to the orchestrator but never overwrites the step's status", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b")]);
+    const wa = h.claimWith("a");
+    const claimedResult = { status: "completed", result_summary: "I finished a", artifact_ids: ["art"] };
+    const d = h.ok({ type: "finish_run", run_id: wa.run_id, outcome: "finished", result: claimedResult }, wa);
+    expect(types(d)).toEqual(["task_step_failed", "worker_run_ended"]);
+    expect(h.state.steps.get("a")).toMatchObject({ status: "failed", result_summary: "worker_finished_without_terminal_step_status", artifact_ids: [] });
+    expect(h.state.runs.get(wa.run_id!)!.result).toEqual(claimedResult);
+    const wb = h.claimWith("b");
+    h.ok(setStep("b", "blocked", { reason: "needs input" }), wb);
+    h.ok({ type: "finish_run", run_id: wb.run_id, outcome: "finished", result: { status: "completed" } }, wb);
+    expect(h.status("b")).toBe("blocked");
+    consistent(h);
+  });
+});
+
+describe("Status", () => {
+  it("task statuses are pending, running, blocked, completed, failed, cancelled", () => {
+    expect([...TASK_STATUSES]).toEqual(["pending", "running", "blocked", "completed", "failed", "cancelled"]);
+  });
+
+  it("step statuses are pending, ready, claimed, running, blocked, completed, failed, cancelled", () => {
+    expect([...STEP_STATUSES]).toEqual(["pending", "ready", "claimed", "running", "blocked", "completed", "failed", "cancelled"]);
+  });
+
+  it("required=false marks an optional exploration/helper step (required defaults to true)", () => {
+    const h = new Harness();
+    h.create([step("a"), optional("o"), step("r", [], { required: true })]);
+    expect(h.state.steps.get("a")!.required).toBe(true);
+    expect(h.state.steps.get("o")!.required).toBe(false);
+    expect(h.state.steps.get("r")!.required).toBe(true);
+    expect(h.state.index.requiredNotCompleted).toBe(2);
+  });
+
+  it("a task can be completed only once every required step is completed", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b"), step("c")]);
+    done(h, "a");
+    const e = rejects(h, { type: "complete_task" }, "task_not_completeable");
+    expect(e.details).toMatchObject({ required_not_completed: ["b", "c"] });
+    done(h, "b");
+    h.ok(upd({ op: "cancel_step", step_id: "c" }));
+    rejects(h, { type: "complete_task" }, "task_not_completeable");
+    // A cancelled required step is not completed; removing it from the DAG makes the task completeable.
+    h.ok(upd({ op: "delete_step", step_id: "c" }));
+    expect(types(h.ok({ type: "complete_task" }))).toEqual(["task_completed"]);
+    expect(h.state.task!.status).toBe("completed");
+  });
+
+  it("an unfinished required=false step does not block agent.task_complete", () => {
+    const h = new Harness();
+    h.create([step("a"), optional("o"), optional("p", ["o"])]);
+    done(h, "a");
+    const d = h.ok({ type: "complete_task" });
+    expect(h.state.task!.status).toBe("completed");
+    expect(types(d).at(-1)).toBe("task_completed");
+  });
+
+  it("required=false does not change dependency semantics: only completed satisfies a dependency", () => {
+    const h = new Harness();
+    h.create([optional("o"), step("d", ["o"]), optional("od", ["o"])]);
+    expect(h.status("d")).toBe("pending");
+    expect(h.status("od")).toBe("pending");
+    const w = h.claimWith("o");
+    expect(h.status("d")).toBe("pending");
+    h.ok(setStep("o", "failed"), w);
+    expect(h.status("d")).toBe("pending");
+    expect(h.status("od")).toBe("pending");
+    h.ok(upd({ op: "reopen_step", step_id: "o" }));
+    const d = h.ok(setStep("o", "completed"), h.claimWith("o"));
+    expect(types(d)).toEqual(["task_step_completed", "task_step_ready", "task_step_ready"]);
+    expect(stepIds(d)).toEqual(["o", "d", "od"]);
+  });
+
+  it.each(["claimed", "running"])("an optional step that is %s still blocks agent.task_complete", (status) => {
+    const h = new Harness();
+    h.create([step("a"), optional("o")]);
+    done(h, "a");
+    const w = put(h, "o", status)!;
+    const e = rejects(h, { type: "complete_task" }, "task_not_completeable");
+    expect(e.details).toMatchObject({ required_not_completed: [], held_step_ids: ["o"] });
+    h.ok(setStep("o", "completed"), w);
+    h.ok({ type: "complete_task" });
+    expect(h.state.task!.status).toBe("completed");
+  });
+
+  it("optional steps still pending or ready are cancelled automatically when agent.task_complete succeeds", () => {
+    const h = new Harness();
+    h.create([step("a"), optional("o1"), optional("o2", ["o1"]), optional("ob"), optional("of"), optional("oc")]);
+    done(h, "a");
+    const wb = put(h, "ob", "blocked")!;
+    h.ok({ type: "finish_run", run_id: wb.run_id, outcome: "finished" }, wb);
+    const wf = put(h, "of", "failed")!;
+    h.ok({ type: "finish_run", run_id: wf.run_id, outcome: "finished" }, wf);
+    done(h, "oc");
+    h.ok({ type: "complete_task" });
+    expect(h.status("o1")).toBe("cancelled");
+    expect(h.status("o2")).toBe("cancelled");
+    expect(h.status("ob")).toBe("blocked");
+    expect(h.status("of")).toBe("failed");
+    expect(h.status("oc")).toBe("completed");
+    expect(h.status("a")).toBe("completed");
+    consistent(h);
+  });
+
+  it("a required step that depends on an optional step waits until the optional step is completed", () => {
+    const h = new Harness();
+    h.create([optional("o"), step("r", ["o"])]);
+    expect(h.status("r")).toBe("pending");
+    rejects(h, { type: "complete_task" }, "task_not_completeable");
+    rejects(h, { type: "claim_step", step_id: "r" }, "invalid_transition", h.dispatch());
+    const d = h.ok(setStep("o", "completed"), h.claimWith("o"));
+    expect(types(d)).toEqual(["task_step_completed", "task_step_ready"]);
+    expect(h.status("r")).toBe("ready");
+    // Cancelling the optional step instead leaves the required step pending for good.
+    const g = new Harness();
+    g.create([optional("o"), step("r", ["o"])]);
+    g.ok(upd({ op: "cancel_step", step_id: "o" }));
+    expect(g.status("r")).toBe("pending");
+    rejects(g, { type: "complete_task" }, "task_not_completeable");
+  });
+
+  it("a task starts in status pending", () => {
+    const empty = new Harness();
+    const d = empty.create([]);
+    expect(types(d)).toEqual(["task_created"]);
+    expect(empty.state.task!.status).toBe("pending");
+    const h = new Harness();
+    h.create([step("a", ["b"]), step("b")]);
+    expect(h.wal[0]!.event_type).toBe("task_created");
+    expect(replay(h.wal.slice(0, 1)).task!.status).toBe("pending");
+  });
+
+  it("the task becomes running automatically when a ready, claimed or running step first appears", () => {
+    const h = new Harness();
+    const c = h.create([step("a"), step("b", ["a"])]);
+    expect(types(c)).toEqual(["task_created", "task_step_ready", "task_running"]);
+    expect(h.state.task!.status).toBe("running");
+    const empty = new Harness();
+    empty.create([]);
+    const d = empty.ok(upd({ op: "add_step", step: step("x") }));
+    expect(types(d)).toEqual(["task_updated", "task_step_ready", "task_running"]);
+    expect(empty.state.task!.status).toBe("running");
+    // Later ready steps do not write task_running again.
+    const later = h.ok(setStep("a", "completed"), h.claimWith("a"));
+    expect(types(later)).toEqual(["task_step_completed", "task_step_ready"]);
+  });
+
+  it("the automatic running transition is written as a task_running WAL event", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    done(h, "a");
+    done(h, "b");
+    const at = h.wal.findIndex((e) => e.event_type === "task_running");
+    expect(h.wal.filter((e) => e.event_type === "task_running")).toHaveLength(1);
+    expect(h.wal[at]).toMatchObject({ task_id: TASK, step_id: null, payload: {} });
+    expect(replay(h.wal.slice(0, at)).task!.status).toBe("pending");
+    expect(replay(h.wal.slice(0, at + 1)).task!.status).toBe("running");
+  });
+
+  it("task status blocked is set only explicitly by the orchestrator", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.dispatch();
+    rejects(h, { type: "block_task" }, "tool_not_available", w);
+    rejects(h, { type: "block_task" }, "tool_not_available", observer);
+    const d = h.ok({ type: "block_task", reason: "waiting for user" });
+    expect(types(d)).toEqual(["task_blocked"]);
+    expect(h.state.task).toMatchObject({ status: "blocked", status_reason: "waiting for user" });
+    rejects(h, { type: "block_task" }, "invalid_transition");
+  });
+
+  it("the core never sets the task blocked by itself", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b"), step("c", ["a"])]);
+    for (const id of ["a", "b"]) {
+      const w = h.claimWith(id);
+      h.ok(setStep(id, "blocked", { reason: "stuck" }), w);
+      h.ok({ type: "finish_run", run_id: w.run_id, outcome: "finished" }, w);
+    }
+    expect(h.state.task!.status).toBe("running");
+    expect(h.wal.some((e) => e.event_type === "task_blocked")).toBe(false);
+  });
+
+  it("blocking the task changes only the task status, never a step status", () => {
+    const h = new Harness();
+    h.create([step("gate"), step("r"), step("c"), step("x", ["gate"])]);
+    h.claimWith("c");
+    const before = [...h.state.steps.values()].map((s) => ({ ...s }));
+    const d = h.ok({ type: "block_task" });
+    expect(types(d)).toEqual(["task_blocked"]);
+    expect(stepIds(d)).toEqual([null]);
+    expect(h.state.task!.status).toBe("blocked");
+    expect([...h.state.steps.values()].map((s) => s.status)).toEqual(before.map((s) => s.status));
+    expect([...h.state.steps.values()].map((s) => s.claimed_by_run_id)).toEqual(before.map((s) => s.claimed_by_run_id));
+  });
+
+  it("blocking the task does not cancel the worker runs of claimed or running steps", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b")]);
+    const wa = put(h, "a", "claimed")!;
+    const wb = put(h, "b", "running")!;
+    h.ok({ type: "block_task" });
+    expect(h.state.runs.get(wa.run_id!)!.status).toBe("active");
+    expect(h.state.runs.get(wb.run_id!)!.status).toBe("active");
+    expect(h.state.index.activeRuns.size).toBe(2);
+    expect(h.state.steps.get("b")).toMatchObject({ status: "running", claimed_by_run_id: wb.run_id });
+  });
+
+  it("a worker run already running may still finish and write back its step result while the task is blocked", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    const w = put(h, "a", "running")!;
+    h.ok({ type: "block_task" });
+    const d = h.ok(setStep("a", "completed", { result_summary: "done while blocked", artifact_ids: ["r1"] }), w);
+    expect(types(d)).toEqual(["task_step_completed", "task_step_ready"]);
+    expect(types(h.ok({ type: "finish_run", run_id: w.run_id, outcome: "finished", result: { ok: true } }, w))).toEqual(["worker_run_ended"]);
+    expect(h.state.steps.get("a")).toMatchObject({ status: "completed", result_summary: "done while blocked", artifact_ids: ["r1"] });
+    expect(h.state.runs.get(w.run_id!)).toMatchObject({ status: "finished", result: { ok: true } });
+  });
+
+  it("existing claimed/running workers of a blocked task may still write their step status and results", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b")]);
+    const wa = put(h, "a", "claimed")!;
+    const wb = put(h, "b", "running")!;
+    h.ok({ type: "block_task" });
+    expect(types(h.ok(setStep("a", "running", { result_summary: "half way" }), wa))).toEqual(["task_step_started"]);
+    expect(types(h.ok(setStep("b", "running", { artifact_ids: ["draft"] }), wb))).toEqual(["task_step_updated"]);
+    expect(types(h.ok({ type: "append_progress", summary: "50%" }, wa))).toEqual(["task_progress"]);
+    expect(h.state.steps.get("a")).toMatchObject({ status: "running", result_summary: "half way" });
+    expect(h.state.steps.get("b")).toMatchObject({ status: "running", artifact_ids: ["draft"] });
+    expect(h.state.task!.status).toBe("blocked");
+  });
+
+  it.each([
+    ["completed", "task_step_completed"],
+    ["failed", "task_step_failed"],
+    ["blocked", "task_step_blocked"],
+    ["cancelled", "task_step_cancelled"],
+  ])("a worker writing its step %s in a blocked task does not unblock the task", (status, event) => {
+    const h = new Harness();
+    h.create([step("a"), step("b")]);
+    const w = put(h, "a", "claimed")!;
+    h.ok({ type: "block_task" });
+    const d = h.ok(setStep("a", status), w);
+    expect(types(d)).toEqual([event]);
+    expect(h.status("a")).toBe(status);
+    expect(h.state.task!.status).toBe("blocked");
+  });
+
+  it("the orchestrator cannot dispatch workers for a blocked task", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const idle = h.dispatch();
+    h.ok({ type: "block_task" });
+    rejects(h, { type: "dispatch_worker" }, "task_not_dispatchable");
+    // Nor may an already dispatched idle run pick up new work.
+    rejects(h, { type: "claim_step", step_id: "a" }, "task_not_dispatchable", idle);
+    rejects(h, { type: "claim_next" }, "task_not_dispatchable", idle);
+  });
+
+  it("the task must go back to pending through task_reopened before workers can be dispatched again", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    h.ok({ type: "block_task" });
+    rejects(h, { type: "dispatch_worker" }, "task_not_dispatchable");
+    const d = h.ok({ type: "reopen_task" });
+    expect(types(d)[0]).toBe("task_reopened");
+    const w = h.dispatch();
+    expect(h.ok({ type: "claim_step", step_id: "a" }, w).events.map((e) => e.event_type)).toEqual(["task_step_claimed"]);
+  });
+
+  it("the stalled diagnostic: nothing ready, claimed or running while failed, blocked or pending steps remain", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b"), step("c", ["a"])]);
+    expect(diagnostics(h.state)).toEqual({ completeable: false, stalled: false });
+    put(h, "a", "failed");
+    expect(diagnostics(h.state).stalled).toBe(false); // b is ready
+    const wb = put(h, "b", "claimed")!;
+    expect(diagnostics(h.state).stalled).toBe(false); // b is claimed
+    h.ok(setStep("b", "blocked"), wb);
+    expect(diagnostics(h.state)).toEqual({ completeable: false, stalled: true });
+    expect(taskSummary(h.state).diagnostics.stalled).toBe(true);
+    expect(taskView(h.state).diagnostics.stalled).toBe(true);
+    h.ok(upd({ op: "reopen_step", step_id: "a" }));
+    expect(diagnostics(h.state).stalled).toBe(false);
+  });
+
+  it("the stalled diagnostic is not the source of truth and writes nothing to the WAL", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.claimWith("a");
+    h.ok(setStep("a", "blocked"), w);
+    const walLength = h.wal.length;
+    const before = replay(h.wal);
+    expect(diagnostics(h.state).stalled).toBe(true);
+    taskSummary(h.state);
+    taskView(h.state);
+    expect(h.wal.length).toBe(walLength);
+    expect(h.state).toEqual(before);
+    expect(h.state.task!.status).toBe("running");
+    expect(JSON.stringify(h.wal)).not.toMatch(/stalled/);
+  });
+
+  it("a blocked task can be restored by the orchestrator only", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.dispatch();
+    h.ok({ type: "block_task" });
+    rejects(h, { type: "reopen_task" }, "tool_not_available", w);
+    rejects(h, { type: "reopen_task" }, "tool_not_available", observer);
+    h.ok({ type: "reopen_task" });
+    expect(h.state.task!.status).toBe("running");
+    rejects(h, { type: "reopen_task" }, "invalid_transition");
+  });
+
+  it("restoring a blocked task sets it back to pending and writes task_reopened", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.claimWith("a");
+    h.ok(setStep("a", "blocked"), w);
+    h.ok({ type: "block_task" });
+    const d = h.ok({ type: "reopen_task", reason: "user answered" });
+    expect(types(d)).toEqual(["task_reopened"]);
+    expect(h.state.task).toMatchObject({ status: "pending", status_reason: "user answered" });
+  });
+
+  it("after a task is reopened the core re-runs step readiness and the task running transition", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    h.ok({ type: "block_task" });
+    let d = h.ok({ type: "reopen_task" });
+    expect(types(d)).toEqual(["task_reopened", "task_running"]);
+    expect(h.state.task!.status).toBe("running");
+    // A claimed step alone is enough to move the reopened task to running.
+    h.claimWith("a");
+    h.ok({ type: "block_task" });
+    d = h.ok({ type: "reopen_task" });
+    expect(types(d)).toEqual(["task_reopened", "task_running"]);
+    // A step reopened later becomes ready and moves a pending task to running.
+    const g = new Harness();
+    g.create([step("a")]);
+    const w = g.claimWith("a");
+    g.ok(setStep("a", "failed"), w);
+    g.ok({ type: "block_task" });
+    expect(types(g.ok({ type: "reopen_task" }))).toEqual(["task_reopened"]);
+    expect(types(g.ok(upd({ op: "reopen_step", step_id: "a" })))).toEqual(["task_updated", "task_step_reopened", "task_step_ready", "task_running"]);
+  });
+
+  it("task_reopened only restores the task's eligibility for scheduling; it never dispatches a worker", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b")]);
+    h.ok({ type: "block_task" });
+    const d = h.ok({ type: "reopen_task" });
+    expect(types(d)).not.toContain("worker_dispatched");
+    expect(types(d)).not.toContain("task_step_claimed");
+    expect(h.state.runs.size).toBe(0);
+    expect(h.status("a")).toBe("ready");
+    expect(h.status("b")).toBe("ready");
+  });
+
+  it("task status completed is set only explicitly by the orchestrator through agent.task_complete", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    done(h, "a");
+    const w = h.dispatch();
+    rejects(h, { type: "complete_task" }, "tool_not_available", w);
+    rejects(h, { type: "complete_task" }, "tool_not_available", observer);
+    const d = h.ok({ type: "complete_task", reason: "all good" });
+    expect(types(d)).toEqual(["worker_run_ended", "task_completed"]);
+    expect(h.state.task).toMatchObject({ status: "completed", status_reason: "all good" });
+  });
+
+  it("the core never sets the task completed by itself", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    done(h, "a");
+    done(h, "b");
+    expect(h.state.task!.status).toBe("running");
+    expect(h.wal.some((e) => e.event_type === "task_completed")).toBe(false);
+  });
+
+  it("the completeable diagnostic is true once every required step is completed", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b"), optional("o")]);
+    expect(diagnostics(h.state).completeable).toBe(false);
+    done(h, "a");
+    expect(diagnostics(h.state).completeable).toBe(false);
+    done(h, "b");
+    expect(diagnostics(h.state)).toEqual({ completeable: true, stalled: false });
+    expect(taskSummary(h.state).diagnostics.completeable).toBe(true);
+    expect(taskView(h.state).diagnostics.completeable).toBe(true);
+  });
+
+  it("the completeable diagnostic is not the source of truth and writes nothing to the WAL", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    done(h, "a");
+    const walLength = h.wal.length;
+    const before = replay(h.wal);
+    expect(diagnostics(h.state).completeable).toBe(true);
+    taskSummary(h.state);
+    expect(h.wal.length).toBe(walLength);
+    expect(h.state).toEqual(before);
+    expect(h.state.task!.status).toBe("running");
+    expect(JSON.stringify(h.wal)).not.toMatch(/completeable/);
+  });
+
+  it("completeable also requires that no step is claimed or running", () => {
+    const h = new Harness();
+    h.create([step("a"), optional("o"), optional("p")]);
+    done(h, "a");
+    const wo = put(h, "o", "claimed")!;
+    expect(diagnostics(h.state).completeable).toBe(false);
+    h.ok(setStep("o", "running"), wo);
+    expect(diagnostics(h.state).completeable).toBe(false);
+    h.ok(setStep("o", "completed"), wo);
+    expect(diagnostics(h.state).completeable).toBe(true);
+  });
+
+  it("agent.task_complete rejects a task with a claimed or running step, optional ones included", () => {
+    const h = new Harness();
+    h.create([step("a"), optional("oc"), optional("or")]);
+    done(h, "a");
+    const wc = put(h, "oc", "claimed")!;
+    const wr = put(h, "or", "running")!;
+    const e = rejects(h, { type: "complete_task" }, "task_not_completeable");
+    expect(e.details).toMatchObject({ held_step_ids: ["oc", "or"] });
+    h.ok(setStep("oc", "failed"), wc);
+    rejects(h, { type: "complete_task" }, "task_not_completeable");
+    h.ok({ type: "cancel_run", run_id: wr.run_id });
+    h.ok({ type: "complete_task" });
+    expect(h.state.task!.status).toBe("completed");
+  });
+
+  it("on a successful agent.task_complete the core cancels the optional steps still pending or ready", () => {
+    const h = new Harness();
+    h.create([step("a"), optional("o1"), optional("o2", ["o1"]), step("b", ["a"])]);
+    done(h, "a");
+    done(h, "b");
+    expect(h.status("o1")).toBe("ready");
+    expect(h.status("o2")).toBe("pending");
+    h.ok({ type: "complete_task" });
+    expect(h.state.steps.get("o1")).toMatchObject({ status: "cancelled", status_reason: "optional_step_cancelled_on_task_complete" });
+    expect(h.state.steps.get("o2")).toMatchObject({ status: "cancelled", status_reason: "optional_step_cancelled_on_task_complete" });
+    expect(h.state.index.ready.size).toBe(0);
+  });
+
+  it("each optional step cancelled on completion gets its own task_step_cancelled WAL event", () => {
+    const h = new Harness();
+    h.create([step("a"), optional("o1"), optional("o2", ["o1"]), optional("o3")]);
+    done(h, "a");
+    const d = h.ok({ type: "complete_task" });
+    expect(types(d)).toEqual(["task_step_cancelled", "task_step_cancelled", "task_step_cancelled", "task_completed"]);
+    expect(stepIds(d)).toEqual(["o1", "o2", "o3", null]);
+    consistent(h);
+  });
+
+  it("task status failed is set only explicitly by the orchestrator", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.dispatch();
+    rejects(h, { type: "fail_task" }, "tool_not_available", w);
+    rejects(h, { type: "fail_task" }, "tool_not_available", observer);
+    h.ok({ type: "fail_task" });
+    expect(h.state.task!.status).toBe("failed");
+  });
+
+  it("the core never sets the task failed by itself: step failures only change steps", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b"), step("c", ["a"])]);
+    put(h, "a", "failed");
+    const wb = h.claimWith("b");
+    h.ok({ type: "finish_run", run_id: wb.run_id, outcome: "timeout" }, wb);
+    expect(h.status("b")).toBe("failed");
+    expect(h.status("c")).toBe("pending");
+    expect(h.state.task!.status).toBe("running");
+    expect(h.wal.some((e) => e.event_type === "task_failed")).toBe(false);
+  });
+
+  it("the task is failed through agent.task_fail", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    done(h, "a");
+    const d = h.ok({ type: "fail_task", reason: "gave up" });
+    expect(types(d)).toEqual(["task_failed"]);
+    expect(h.state.task).toMatchObject({ status: "failed", status_reason: "gave up", ended_at: "2026-01-01T00:00:00.000Z" });
+  });
+
+  /** One step in every status, two of them held by worker runs. */
+  function everyStatus(): { h: Harness; wc: Actor; wr: Actor } {
+    const h = new Harness();
+    h.create([step("c1"), step("f1"), step("x1"), step("r"), step("p", ["r"]), step("b"), step("cl"), step("ru")]);
+    done(h, "c1");
+    const wf = put(h, "f1", "failed")!;
+    h.ok({ type: "finish_run", run_id: wf.run_id, outcome: "finished" }, wf);
+    put(h, "x1", "cancelled");
+    const wb = put(h, "b", "blocked")!;
+    h.ok({ type: "finish_run", run_id: wb.run_id, outcome: "finished" }, wb);
+    const wc = put(h, "cl", "claimed")!;
+    const wr = put(h, "ru", "running")!;
+    return { h, wc, wr };
+  }
+
+  it("agent.task_fail force-ends every unfinished step, claimed and running ones included", () => {
+    const { h } = everyStatus();
+    const d = h.ok({ type: "fail_task" });
+    expect(types(d)).toEqual(["worker_run_ended", "worker_run_ended", "task_step_failed", "task_step_failed", "task_step_failed", "task_step_failed", "task_step_failed", "task_failed"]);
+    expect(stepIds(d).filter((id) => id !== null)).toEqual(["r", "p", "b", "cl", "ru"]);
+    for (const id of ["r", "p", "b", "cl", "ru"]) expect(h.status(id)).toBe("failed");
+    expect(h.state.index.held.size).toBe(0);
+    consistent(h);
+  });
+
+  it("agent.task_fail cancels the worker runs of claimed/running steps and writes those steps failed", () => {
+    const { h, wc, wr } = everyStatus();
+    h.ok({ type: "fail_task" });
+    expect(h.state.runs.get(wc.run_id!)).toMatchObject({ status: "cancelled", status_reason: "task_failed" });
+    expect(h.state.runs.get(wr.run_id!)).toMatchObject({ status: "cancelled", status_reason: "task_failed" });
+    for (const id of ["cl", "ru"]) {
+      const s = h.state.steps.get(id)!;
+      expect(s).toMatchObject({ status: "failed", claimed_by_run_id: null, claimed_by_agent_id: null, lease_expires_at: null });
+      expect(h.state.attempts.get(s.attempt_ids[0]!)!.status).toBe("cancelled");
+    }
+    expect(h.state.index.activeRuns.size).toBe(0);
+  });
+
+  it("agent.task_fail writes task_step_failed for pending, ready and blocked steps", () => {
+    const { h } = everyStatus();
+    const d = h.ok({ type: "fail_task" });
+    const failed = d.events.filter((e) => e.event_type === "task_step_failed").map((e) => e.step_id);
+    expect(failed).toEqual(expect.arrayContaining(["p", "r", "b"]));
+    for (const id of ["p", "r", "b"]) expect(h.status(id)).toBe("failed");
+  });
+
+  it("completed, failed and cancelled steps keep their status under agent.task_fail", () => {
+    const { h } = everyStatus();
+    const d = h.ok({ type: "fail_task" });
+    expect(stepIds(d)).not.toContain("c1");
+    expect(stepIds(d)).not.toContain("f1");
+    expect(stepIds(d)).not.toContain("x1");
+    expect(h.state.steps.get("c1")).toMatchObject({ status: "completed", result_summary: "c1 done" });
+    expect(h.state.steps.get("f1")).toMatchObject({ status: "failed", status_reason: "failed by worker", result_summary: "f1 failed" });
+    expect(h.state.steps.get("x1")).toMatchObject({ status: "cancelled" });
+  });
+
+  it("every step failed by agent.task_fail gets reason and result_summary task_failed", () => {
+    const { h } = everyStatus();
+    const d = h.ok({ type: "fail_task" });
+    for (const e of d.events.filter((x) => x.event_type === "task_step_failed")) {
+      expect(payload(e)).toMatchObject({ reason: "task_failed", result_summary: "task_failed" });
+    }
+    for (const id of ["r", "p", "b", "cl", "ru"]) expect(h.state.steps.get(id)).toMatchObject({ status_reason: "task_failed", result_summary: "task_failed" });
+    // Not the ordinary worker_cancelled fallback.
+    expect(JSON.stringify(d.events)).not.toMatch(/worker_cancelled/);
+  });
+
+  it("a failed task is terminal and cannot be restored", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    h.ok({ type: "fail_task" });
+    rejects(h, { type: "reopen_task" }, "task_terminal");
+    rejects(h, upd({ op: "reopen_step", step_id: "a" }), "task_terminal");
+    rejects(h, { type: "block_task" }, "task_terminal");
+    expect(h.state.task!.status).toBe("failed");
+  });
+
+  it("a cancelled task is terminal and cannot be restored", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const d = h.ok({ type: "cancel_task" });
+    expect(types(d)).toEqual(["task_step_cancelled", "task_cancelled"]);
+    rejects(h, { type: "reopen_task" }, "task_terminal");
+    rejects(h, { type: "complete_task" }, "task_terminal");
+    expect(h.state.task!.status).toBe("cancelled");
+  });
+
+  const TERMINATE: Record<string, (h: Harness) => void> = {
+    completed: (h) => h.ok({ type: "complete_task" }),
+    failed: (h) => h.ok({ type: "fail_task" }),
+    cancelled: (h) => h.ok({ type: "cancel_task" }),
+  };
+
+  it.each(Object.keys(TERMINATE))("after the task is %s every step update tool answers task_terminal", (end) => {
+    const h = new Harness();
+    h.create([step("a"), optional("o")]);
+    done(h, "a");
+    const w = h.dispatch();
+    TERMINATE[end]!(h);
+    expect(h.state.task!.status).toBe(end);
+    const attempts: [Cmd, Actor][] = [
+      [upd({ op: "update_step", step_id: "a", fields: { title: "x" } }), orchestrator],
+      [upd({ op: "add_step", step: step("n") }), orchestrator],
+      [upd({ op: "cancel_step", step_id: "o" }), orchestrator],
+      [upd({ op: "reopen_step", step_id: "o" }), orchestrator],
+      [upd({ op: "delete_step", step_id: "o" }), orchestrator],
+      [setStep("a", "failed"), orchestrator],
+      [setStep("o", "blocked"), orchestrator],
+      [setStep("o", "running"), w],
+      [{ type: "claim_step", step_id: "o" }, w],
+      [{ type: "claim_next" }, w],
+      [{ type: "append_progress", step_id: "a", summary: "late" }, orchestrator],
+      [{ type: "dispatch_worker" }, orchestrator],
+      [{ type: "cancel_run", run_id: w.run_id }, orchestrator],
+      [{ type: "block_task" }, orchestrator],
+      [{ type: "reopen_task" }, orchestrator],
+      [{ type: "complete_task" }, orchestrator],
+      [{ type: "fail_task" }, orchestrator],
+      [{ type: "cancel_task" }, orchestrator],
+    ];
+    for (const [command, actor] of attempts) rejects(h, command, "task_terminal", actor);
+  });
+
+  it.each(Object.keys(TERMINATE))("after the task is %s no step status change is written to the WAL", (end) => {
+    const h = new Harness();
+    h.create([step("a"), optional("o"), optional("q")]);
+    done(h, "a");
+    TERMINATE[end]!(h);
+    const walLength = h.wal.length;
+    h.now += 10 * 60_000;
+    expect(types(h.ok({ type: "reconcile_leases" }))).toEqual([]);
+    expect(h.wal.length).toBe(walLength);
+  });
+
+  it("a late worker run of a terminal task may end and persist its result but cannot change the DAG", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b")]);
+    const w = put(h, "a", "running")!;
+    h.ok({ type: "fail_task" });
+    const statuses = [...h.state.steps.values()].map((s) => s.status);
+    const d = h.ok({ type: "finish_run", run_id: w.run_id, outcome: "finished", result: { transcript: "t", summary: "a is done" } }, w);
+    expect(types(d)).toEqual(["worker_run_ended"]);
+    expect(payload(d.events[0])).toMatchObject({ reason: "late_result", status: "cancelled" });
+    expect(h.state.runs.get(w.run_id!)!.result).toEqual({ transcript: "t", summary: "a is done" });
+    expect([...h.state.steps.values()].map((s) => s.status)).toEqual(statuses);
+    rejects(h, setStep("a", "completed", { result_summary: "late" }), "task_terminal", w);
+    rejects(h, { type: "finish_run", run_id: w.run_id, outcome: "finished", result: { again: true } }, "invalid_transition", w);
+    consistent(h);
+  });
+
+  it("a step with an incomplete dependency never becomes ready, claimed or running", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c")]);
+    const w = h.dispatch({ allowed_step_ids: ["b"] });
+    rejects(h, { type: "claim_step", step_id: "b" }, "invalid_transition", w);
+    expect(h.ok({ type: "claim_next" }, w).value).toEqual({ kind: "no_step_claimed", reason: "no_ready_step" });
+    rejects(h, setStep("b", "claimed"), "invalid_transition");
+    rejects(h, setStep("b", "running"), "invalid_transition");
+    rejects(h, setStep("b", "ready"), "invalid_transition");
+    // A held step given an unmet dependency goes back to pending, not ready, when its lease lapses.
+    const wc = h.claimWith("c");
+    h.ok(upd({ op: "add_dependency", step_id: "c", depends_on_step_id: "a" }));
+    expect(h.status("c")).toBe("claimed");
+    h.now += 61_000;
+    const d = h.ok({ type: "reconcile_leases" });
+    expect(types(d)).toEqual(["task_step_lease_expired"]);
+    expect(h.status("c")).toBe("pending");
+    expect(h.state.runs.get(wc.run_id!)!.current_step_id).toBeNull();
+    // A reopened step with an unmet dependency stays pending.
+    h.ok(setStep("c", "blocked"));
+    expect(types(h.ok(upd({ op: "reopen_step", step_id: "c" })))).toEqual(["task_updated", "task_step_reopened"]);
+    expect(h.status("c")).toBe("pending");
+  });
+
+  it.each(["ready", "claimed", "running", "blocked", "failed", "cancelled"])("only completed satisfies a dependency (a %s dependency does not)", (status) => {
+    const h = new Harness();
+    h.create([step("gate"), step("a"), step("c"), step("d", ["a"]), step("e", ["c", "a"])]);
+    put(h, "a", status);
+    expect(h.status("d")).toBe("pending");
+    // e's other dependency completes: the one in `status` still holds it back.
+    done(h, "c");
+    expect(h.status("e")).toBe("pending");
+    expect(h.state.index.ready.get("default")).not.toContain("d");
+    expect(h.state.index.ready.get("default")).not.toContain("e");
+  });
+
+  it("ready is maintained automatically by the core from dependency completion", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c", ["a", "b"])]);
+    expect([h.status("a"), h.status("b"), h.status("c")]).toEqual(["ready", "pending", "pending"]);
+    done(h, "a");
+    expect([h.status("b"), h.status("c")]).toEqual(["ready", "pending"]);
+    done(h, "b");
+    expect(h.status("c")).toBe("ready");
+    expect(h.wal.filter((e) => e.event_type === "task_step_ready").map((e) => e.step_id)).toEqual(["a", "b", "c"]);
+  });
+
+  it("the orchestrator neither needs nor may set a step ready by hand", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    rejects(h, setStep("b", "ready"), "invalid_transition");
+    rejects(h, setStep("b", "pending"), "invalid_transition");
+    rejects(h, setStep("a", "ready"), "invalid_transition");
+    rejects(h, upd({ op: "update_step", step_id: "b", fields: { status: "ready" } }), "validation_error");
+    const w = h.claimWith("a");
+    rejects(h, setStep("a", "ready"), "invalid_transition", w);
+  });
+
+  it("a pending step whose dependencies are all completed becomes ready unless it is blocked or cancelled", () => {
+    const h = new Harness();
+    h.create([step("a"), step("p", ["a"]), step("b", ["a"]), step("x", ["a"]), step("f", ["a"])]);
+    h.ok(setStep("b", "blocked"));
+    h.ok(upd({ op: "cancel_step", step_id: "x" }));
+    h.ok(setStep("f", "failed"));
+    done(h, "a");
+    expect(h.status("p")).toBe("ready");
+    expect(h.status("b")).toBe("blocked");
+    expect(h.status("x")).toBe("cancelled");
+    expect(h.status("f")).toBe("failed");
+  });
+
+  it("each automatic ready transition writes a task_step_ready WAL event", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c", ["a"]), step("d", ["b"])]);
+    const w = h.claimWith("a");
+    const d = h.ok(setStep("a", "completed"), w);
+    expect(types(d)).toEqual(["task_step_completed", "task_step_ready", "task_step_ready"]);
+    expect(stepIds(d)).toEqual(["a", "b", "c"]);
+    expect(d.events[1]).toMatchObject({ task_id: TASK, step_id: "b", payload: {} });
+  });
+
+  it("only the orchestrator lifts a blocked step", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = put(h, "a", "blocked")!;
+    rejects(h, setStep("a", "running"), "permission_denied", w);
+    rejects(h, setStep("a", "claimed"), "permission_denied", w);
+    rejects(h, upd({ op: "reopen_step", step_id: "a" }), "tool_not_available", w);
+    rejects(h, setStep("a", "running"), "invalid_transition");
+    const d = h.ok(upd({ op: "reopen_step", step_id: "a" }));
+    expect(types(d)).toEqual(["task_updated", "task_step_reopened", "task_step_ready"]);
+  });
+
+  it("a worker may mark its claimed step blocked with a reason and result_summary", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.claimWith("a");
+    const d = h.ok(setStep("a", "blocked", { reason: "needs credentials", result_summary: "got halfway", artifact_ids: ["log_1"] }), w);
+    expect(types(d)).toEqual(["task_step_blocked"]);
+    expect(payload(d.events[0])).toEqual({ reason: "needs credentials", result_summary: "got halfway", artifact_ids: ["log_1"] });
+    expect(h.state.steps.get("a")).toMatchObject({ status: "blocked", status_reason: "needs credentials", result_summary: "got halfway", artifact_ids: ["log_1"] });
+  });
+
+  it("marking a step blocked clears claimed_by_agent_id, claimed_by_run_id and lease_expires_at", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = put(h, "a", "running")!;
+    expect(h.state.steps.get("a")!.lease_expires_at).not.toBeNull();
+    h.ok(setStep("a", "blocked"), w);
+    expect(h.state.steps.get("a")).toMatchObject({ claimed_by_agent_id: null, claimed_by_run_id: null, lease_expires_at: null, current_attempt_id: null });
+  });
+
+  it("a blocked step is no longer held by its worker and needs the orchestrator", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b")]);
+    const w = h.claimWith("a");
+    h.ok(setStep("a", "blocked"), w);
+    expect(h.state.runs.get(w.run_id!)!.current_step_id).toBeNull();
+    expect(h.state.index.held.has("a")).toBe(false);
+    rejects(h, setStep("a", "completed"), "permission_denied", w);
+    rejects(h, { type: "append_progress", step_id: "a", summary: "still on it" }, "permission_denied", w);
+    const other = h.dispatch();
+    rejects(h, { type: "claim_step", step_id: "a" }, "invalid_transition", other);
+    h.now += 10 * 60_000;
+    expect(types(h.ok({ type: "reconcile_leases" }))).toEqual([]);
+    expect(h.status("a")).toBe("blocked");
+  });
+
+  it("a worker cannot move a blocked step back to pending or ready", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = put(h, "a", "blocked")!;
+    rejects(h, setStep("a", "pending"), "invalid_transition", w);
+    rejects(h, setStep("a", "ready"), "invalid_transition", w);
+    rejects(h, setStep("a", "running"), "permission_denied", w);
+    rejects(h, upd({ op: "reopen_step", step_id: "a" }), "tool_not_available", w);
+    expect(h.status("a")).toBe("blocked");
+  });
+
+  it("lifting a blocked step sets it pending, then the core moves it to ready from its dependencies", () => {
+    const h = new Harness();
+    h.create([step("gate"), step("a"), step("b")]);
+    put(h, "a", "blocked");
+    put(h, "b", "blocked");
+    h.ok(upd({ op: "add_dependency", step_id: "b", depends_on_step_id: "gate" }));
+    let d = h.ok(upd({ op: "reopen_step", step_id: "a" }));
+    expect(types(d)).toEqual(["task_updated", "task_step_reopened", "task_step_ready"]);
+    expect(h.status("a")).toBe("ready");
+    d = h.ok(upd({ op: "reopen_step", step_id: "b" }));
+    expect(types(d)).toEqual(["task_updated", "task_step_reopened"]);
+    expect(h.status("b")).toBe("pending");
+    done(h, "gate");
+    expect(h.status("b")).toBe("ready");
+  });
+
+  it("lifting a blocked step writes task_step_reopened", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    put(h, "a", "blocked");
+    const d = h.ok(upd({ op: "reopen_step", step_id: "a", reason: "credentials provided" }));
+    expect(d.events[1]).toMatchObject({ event_type: "task_step_reopened", step_id: "a", payload: { reason: "credentials provided" } });
+    const reopenedAt = h.wal.indexOf(d.events[1]!);
+    expect(replay(h.wal.slice(0, reopenedAt + 1)).steps.get("a")!.status).toBe("pending");
+  });
+
+  it.each(["blocked", "failed"])("the orchestrator may change a %s step's title, summary, dependencies, worker pool and required", (status) => {
+    const h = new Harness();
+    h.create([step("gate"), step("z"), step("a")]);
+    done(h, "z");
+    put(h, "a", status);
+    const fields = { title: "New a", summary: "New plan", depends_on_step_ids: ["z"], worker_pool_id: "gpu", required: false };
+    const d = h.ok(upd({ op: "update_step", step_id: "a", fields }));
+    expect(types(d)).toEqual(["task_updated"]);
+    expect(h.state.steps.get("a")).toMatchObject({ ...fields, status });
+    h.ok(upd({ op: "add_dependency", step_id: "a", depends_on_step_id: "gate" }, { op: "remove_dependency", step_id: "a", depends_on_step_id: "z" }));
+    expect(h.state.steps.get("a")!.depends_on_step_ids).toEqual(["gate"]);
+    consistent(h);
+  });
+
+  it.each(["blocked", "failed"])("a worker cannot change a %s step's content or dependencies", (status) => {
+    const h = new Harness();
+    h.create([step("gate"), step("a")]);
+    const w = put(h, "a", status)!;
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { title: "mine" } }), "tool_not_available", w);
+    rejects(h, upd({ op: "add_dependency", step_id: "a", depends_on_step_id: "gate" }), "tool_not_available", w);
+    rejects(h, setStep("a", status, { title: "mine" }), "validation_error", w);
+    rejects(h, setStep("a", status, { depends_on_step_ids: [] }), "validation_error", w);
+  });
+
+  it("only the orchestrator may restore a failed step", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = put(h, "a", "failed")!;
+    rejects(h, upd({ op: "reopen_step", step_id: "a" }), "tool_not_available", w);
+    rejects(h, upd({ op: "reopen_step", step_id: "a" }), "tool_not_available", observer);
+    rejects(h, setStep("a", "running"), "invalid_transition");
+    h.ok(upd({ op: "reopen_step", step_id: "a" }));
+    expect(h.status("a")).toBe("ready");
+  });
+
+  it("a worker may mark its claimed step failed with a reason", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.claimWith("a");
+    const d = h.ok(setStep("a", "failed", { reason: "tests fail", result_summary: "3 failing tests" }), w);
+    expect(types(d)).toEqual(["task_step_failed"]);
+    expect(payload(d.events[0])).toMatchObject({ reason: "tests fail", result_summary: "3 failing tests", attempt_status: "failed" });
+    expect(h.state.steps.get("a")).toMatchObject({ status: "failed", status_reason: "tests fail", claimed_by_run_id: null });
+  });
+
+  it("a worker cannot move a failed step back to pending, ready or running", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = put(h, "a", "failed")!;
+    rejects(h, setStep("a", "pending"), "invalid_transition", w);
+    rejects(h, setStep("a", "ready"), "invalid_transition", w);
+    rejects(h, setStep("a", "running"), "permission_denied", w);
+    rejects(h, setStep("a", "completed"), "permission_denied", w);
+    expect(h.status("a")).toBe("failed");
+  });
+
+  it("restoring a failed step sets it pending, then the core moves it to ready from its dependencies", () => {
+    const h = new Harness();
+    h.create([step("gate"), step("a"), step("b")]);
+    put(h, "a", "failed");
+    put(h, "b", "failed");
+    h.ok(upd({ op: "add_dependency", step_id: "b", depends_on_step_id: "gate" }));
+    expect(types(h.ok(upd({ op: "reopen_step", step_id: "a" })))).toEqual(["task_updated", "task_step_reopened", "task_step_ready"]);
+    expect(h.status("a")).toBe("ready");
+    expect(types(h.ok(upd({ op: "reopen_step", step_id: "b" })))).toEqual(["task_updated", "task_step_reopened"]);
+    expect(h.status("b")).toBe("pending");
+  });
+
+  it("restoring a failed step writes task_step_reopened", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    put(h, "a", "failed");
+    const d = h.ok(upd({ op: "reopen_step", step_id: "a", reason: "retry" }));
+    expect(d.events[1]).toMatchObject({ event_type: "task_step_reopened", step_id: "a", payload: { reason: "retry" } });
+    expect(h.state.steps.get("a")!.status_reason).toBe("retry");
+  });
+
+  it("failed does not satisfy a dependency", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    put(h, "a", "failed");
+    expect(h.status("b")).toBe("pending");
+    expect(diagnostics(h.state)).toEqual({ completeable: false, stalled: true });
+  });
+
+  it("a step depending on a failed step never becomes ready by itself", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c")]);
+    put(h, "a", "failed");
+    done(h, "c");
+    h.now += 10 * 60_000;
+    h.ok({ type: "reconcile_leases" });
+    expect(h.status("b")).toBe("pending");
+    expect(h.wal.some((e) => e.event_type === "task_step_ready" && e.step_id === "b")).toBe(false);
+  });
+
+  it("after a failed step the orchestrator restores it, changes the DAG or adds a remedy step", () => {
+    const restore = new Harness();
+    restore.create([step("a"), step("b", ["a"])]);
+    put(restore, "a", "failed");
+    restore.ok(upd({ op: "reopen_step", step_id: "a" }));
+    done(restore, "a");
+    expect(restore.status("b")).toBe("ready");
+
+    const remedy = new Harness();
+    remedy.create([step("a"), step("b", ["a"])]);
+    put(remedy, "a", "failed");
+    const d = remedy.ok(upd({ op: "add_step", step: step("a2") }, { op: "update_step", step_id: "b", fields: { depends_on_step_ids: ["a2"] } }));
+    expect(types(d)).toEqual(["task_updated", "task_step_ready"]);
+    expect(stepIds(d)).toEqual([null, "a2"]);
+    done(remedy, "a2");
+    expect(remedy.status("b")).toBe("ready");
+    expect(remedy.status("a")).toBe("failed");
+    consistent(remedy);
+  });
+
+  it("a cancelled step is terminal at step level and cannot be restored", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    put(h, "a", "cancelled");
+    rejects(h, upd({ op: "reopen_step", step_id: "a" }), "invalid_transition");
+    for (const to of ["claimed", "running", "blocked", "completed", "failed", "cancelled"]) rejects(h, setStep("a", to), "invalid_transition");
+    rejects(h, { type: "claim_step", step_id: "a" }, "invalid_transition", h.dispatch());
+    expect(h.status("a")).toBe("cancelled");
+  });
+
+  it("the orchestrator may retitle a cancelled step but not make it runnable again", () => {
+    const h = new Harness();
+    h.create([step("gate"), step("a")]);
+    put(h, "a", "cancelled");
+    const d = h.ok(upd({ op: "update_step", step_id: "a", fields: { title: "Dropped a", summary: "not needed" } }));
+    expect(types(d)).toEqual(["task_updated"]);
+    expect(h.state.steps.get("a")).toMatchObject({ status: "cancelled", title: "Dropped a", summary: "not needed" });
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { depends_on_step_ids: [] } }), "invalid_transition");
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { required: false } }), "invalid_transition");
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { worker_pool_id: "gpu" } }), "invalid_transition");
+    rejects(h, upd({ op: "add_dependency", step_id: "a", depends_on_step_id: "gate" }), "invalid_transition");
+    rejects(h, upd({ op: "reopen_step", step_id: "a" }), "invalid_transition");
+  });
+
+  it("a cancelled step's dependencies, worker pool and required no longer affect scheduling", () => {
+    const h = new Harness();
+    h.create([step("a"), step("x", ["a"], { worker_pool_id: "gpu" })]);
+    h.ok(upd({ op: "cancel_step", step_id: "x" }));
+    done(h, "a");
+    expect(h.status("x")).toBe("cancelled");
+    expect(h.state.index.ready.get("gpu")).toBeUndefined();
+    const gpu = h.dispatch({ worker_pool_id: "gpu" });
+    expect(h.ok({ type: "claim_next" }, gpu).value).toEqual({ kind: "no_step_claimed", reason: "no_ready_step" });
+    const page = querySteps(h.state, gpu, {});
+    expect("steps" in page && page.steps).toEqual([]);
+  });
+
+  it("when a cancelled step's work is still needed the orchestrator adds a replacement step", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    put(h, "a", "cancelled");
+    const d = h.ok(upd({ op: "add_step", step: step("a_v2") }, { op: "remove_dependency", step_id: "b", depends_on_step_id: "a" }, { op: "add_dependency", step_id: "b", depends_on_step_id: "a_v2" }));
+    expect(types(d)).toEqual(["task_updated", "task_step_ready"]);
+    expect(h.state.steps.get("a_v2")!.status).toBe("ready");
+    done(h, "a_v2");
+    expect(h.status("b")).toBe("ready");
+    expect(h.status("a")).toBe("cancelled");
+  });
+
+  it("the orchestrator may cancel a pending or ready step directly", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c")]);
+    let d = h.ok(upd({ op: "cancel_step", step_id: "a", reason: "not needed" }, { op: "cancel_step", step_id: "b" }));
+    expect(types(d)).toEqual(["task_updated", "task_step_cancelled", "task_step_cancelled"]);
+    expect(stepIds(d)).toEqual([null, "a", "b"]);
+    expect(h.state.steps.get("a")).toMatchObject({ status: "cancelled", status_reason: "not needed" });
+    expect(h.status("b")).toBe("cancelled");
+    d = h.ok(setStep("c", "cancelled"));
+    expect(types(d)).toEqual(["task_step_cancelled"]);
+    expect(h.status("c")).toBe("cancelled");
+    consistent(h);
+  });
+
+  it("the orchestrator cannot cancel a completed step", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    done(h, "a");
+    rejects(h, upd({ op: "cancel_step", step_id: "a" }), "invalid_transition");
+    rejects(h, setStep("a", "cancelled"), "invalid_transition");
+    expect(h.status("a")).toBe("completed");
+  });
+
+  it.each(["claimed", "running"])("the orchestrator does not cancel a single %s step directly", (status) => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = put(h, "a", status)!;
+    const e = rejects(h, upd({ op: "cancel_step", step_id: "a" }), "invalid_transition");
+    expect(e.message).toMatch(/worker run/);
+    rejects(h, setStep("a", "cancelled"), "invalid_transition");
+    expect(h.state.steps.get("a")).toMatchObject({ status, claimed_by_run_id: w.run_id });
+  });
+
+  it.each([
+    ["cancelled", "worker_cancelled"],
+    ["finished", "worker_finished_without_terminal_step_status"],
+    ["timeout", "worker_timeout"],
+  ])("to stop a held step the orchestrator ends its worker run and the core fails the step with the fallback reason (run %s)", (outcome, reason) => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    const w = put(h, "a", "running")!;
+    const d = outcome === "cancelled" ? h.ok({ type: "cancel_run", run_id: w.run_id }) : h.ok({ type: "finish_run", run_id: w.run_id, outcome }, w);
+    expect(types(d)).toEqual(["task_step_failed", "worker_run_ended"]);
+    expect(payload(d.events[0])).toMatchObject({ reason, result_summary: reason });
+    expect(h.state.steps.get("a")).toMatchObject({ status: "failed", status_reason: reason, claimed_by_run_id: null });
+    expect(h.status("b")).toBe("pending");
+    // Or the orchestrator changes the DAG afterwards.
+    h.ok(upd({ op: "remove_dependency", step_id: "b", depends_on_step_id: "a" }));
+    expect(h.status("b")).toBe("ready");
+  });
+
+  it("agent.task_cancel and agent.task_fail are the exception: they force-end claimed and running steps", () => {
+    const { h, wc, wr } = everyStatus();
+    const d = h.ok({ type: "cancel_task", reason: "user stop" });
+    expect(types(d)).toEqual(["worker_run_ended", "worker_run_ended", "task_step_cancelled", "task_step_cancelled", "task_step_cancelled", "task_step_cancelled", "task_step_cancelled", "task_cancelled"]);
+    expect(stepIds(d).filter((id) => id !== null)).toEqual(["r", "p", "b", "cl", "ru"]);
+    for (const id of ["r", "p", "b", "cl", "ru"]) expect(h.state.steps.get(id)).toMatchObject({ status: "cancelled", status_reason: "task_cancelled", claimed_by_run_id: null });
+    expect(h.state.steps.get("c1")!.status).toBe("completed");
+    expect(h.state.steps.get("f1")!.status).toBe("failed");
+    expect(h.state.runs.get(wc.run_id!)).toMatchObject({ status: "cancelled", status_reason: "task_cancelled" });
+    expect(h.state.runs.get(wr.run_id!)).toMatchObject({ status: "cancelled", status_reason: "task_cancelled" });
+    consistent(h);
+  });
+
+  it("after a cancelled step the orchestrator changes the DAG or adds an alternative step to continue", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c", ["b"])]);
+    put(h, "a", "cancelled");
+    const d = h.ok(upd({ op: "update_step", step_id: "b", fields: { depends_on_step_ids: [] } }));
+    expect(types(d)).toEqual(["task_updated", "task_step_ready"]);
+    expect(h.status("b")).toBe("ready");
+  });
+
+  it("cancelled does not satisfy a dependency", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    put(h, "a", "cancelled");
+    expect(h.status("b")).toBe("pending");
+    expect(diagnostics(h.state).stalled).toBe(true);
+  });
+
+  it("a step depending on a cancelled step never becomes ready by itself", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c")]);
+    put(h, "a", "cancelled");
+    done(h, "c");
+    h.ok(upd({ op: "update_step", step_id: "b", fields: { title: "retitled" } }));
+    expect(h.status("b")).toBe("pending");
+    expect(h.wal.some((e) => e.event_type === "task_step_ready" && e.step_id === "b")).toBe(false);
+  });
+
+  it("downstream of a cancelled step the orchestrator must explicitly edit the DAG, cancel the downstream steps or add another path", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c", ["b"])]);
+    put(h, "a", "cancelled");
+    expect(h.status("b")).toBe("pending");
+    const d = h.ok(upd({ op: "cancel_step", step_id: "b" }, { op: "cancel_step", step_id: "c" }));
+    expect(types(d)).toEqual(["task_updated", "task_step_cancelled", "task_step_cancelled"]);
+    expect([h.status("b"), h.status("c")]).toEqual(["cancelled", "cancelled"]);
+  });
+
+  it.each([
+    ["blocked", "task_step_blocked"],
+    ["completed", "task_step_completed"],
+    ["failed", "task_step_failed"],
+    ["cancelled", "task_step_cancelled"],
+  ])("a worker may move its claimed step straight to %s", (status, event) => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.claimWith("a");
+    const d = h.ok(setStep("a", status), w);
+    expect(types(d)).toEqual([event]);
+    expect(h.state.steps.get("a")).toMatchObject({ status, claimed_by_run_id: null, lease_expires_at: null });
+    expect(h.state.runs.get(w.run_id!)!.current_step_id).toBeNull();
+  });
+
+  it.each([
+    ["blocked", "task_step_blocked"],
+    ["completed", "task_step_completed"],
+    ["failed", "task_step_failed"],
+    ["cancelled", "task_step_cancelled"],
+  ])("running is an optional start state, not a precondition (running -> %s)", (status, event) => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.claimWith("a");
+    expect(h.status("a")).toBe("claimed");
+    expect(types(h.ok(setStep("a", "running"), w))).toEqual(["task_step_started"]);
+    const d = h.ok(setStep("a", status), w);
+    expect(types(d)).toEqual([event]);
+    expect(h.status("a")).toBe(status);
+    rejects(h, setStep("a", "claimed"), "permission_denied", w);
+  });
+
+  it("a completed step is a fact of execution history", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    done(h, "a");
+    for (const to of ["claimed", "running", "blocked", "failed", "cancelled", "completed"]) rejects(h, setStep("a", to), "invalid_transition");
+    rejects(h, upd({ op: "reopen_step", step_id: "a" }), "invalid_transition");
+    rejects(h, upd({ op: "cancel_step", step_id: "a" }), "invalid_transition");
+    expect(h.status("a")).toBe("completed");
+  });
+
+  it("a completed step cannot be deleted nor its result_summary/artifact_ids changed", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.claimWith("a");
+    h.ok(setStep("a", "completed", { result_summary: "v1", artifact_ids: ["art1"] }), w);
+    rejects(h, upd({ op: "delete_step", step_id: "a" }), "invalid_transition");
+    rejects(h, setStep("a", "completed", { result_summary: "v2" }), "invalid_transition");
+    rejects(h, setStep("a", "completed", { artifact_ids: ["art2"] }), "invalid_transition");
+    rejects(h, setStep("a", "completed", { result_summary: "v2" }), "permission_denied", w);
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { result_summary: "v2" } }), "validation_error");
+    rejects(h, { type: "append_progress", step_id: "a", summary: "redo" }, "permission_denied", w);
+    expect(h.state.steps.get("a")).toMatchObject({ status: "completed", result_summary: "v1", artifact_ids: ["art1"] });
+  });
+
+  it("the orchestrator may retitle a completed step but not change that it is completed", () => {
+    const h = new Harness();
+    h.create([step("gate"), step("a")]);
+    done(h, "a");
+    const d = h.ok(upd({ op: "update_step", step_id: "a", fields: { title: "Clearer a", summary: "what a did" } }));
+    expect(types(d)).toEqual(["task_updated"]);
+    expect(h.state.steps.get("a")).toMatchObject({ status: "completed", title: "Clearer a", summary: "what a did", result_summary: "a done" });
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { depends_on_step_ids: ["gate"] } }), "invalid_transition");
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { required: false } }), "invalid_transition");
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { worker_pool_id: "gpu" } }), "invalid_transition");
+    rejects(h, upd({ op: "add_dependency", step_id: "a", depends_on_step_id: "gate" }), "invalid_transition");
+  });
+
+  it("to correct a completed step's result the orchestrator adds a remedy step or edits the downstream DAG", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"])]);
+    done(h, "a");
+    const d = h.ok(upd({ op: "add_step", step: step("fix_a", ["a"]) }, { op: "add_dependency", step_id: "b", depends_on_step_id: "fix_a" }));
+    expect(types(d)).toEqual(["task_updated", "task_step_pending", "task_step_ready"]);
+    expect(stepIds(d)).toEqual([null, "b", "fix_a"]);
+    expect(h.status("b")).toBe("pending");
+    done(h, "fix_a");
+    expect(h.status("b")).toBe("ready");
+    expect(h.state.steps.get("a")).toMatchObject({ status: "completed", result_summary: "a done" });
+  });
+
+  it.each(["pending", "ready", "blocked", "failed", "claimed", "running"])(
+    "the orchestrator may change a %s step's title, summary, dependencies, worker pool and required",
+    (status) => {
+      const h = new Harness();
+      h.create([step("gate"), step("z"), step("x")]);
+      done(h, "z");
+      put(h, "x", status);
+      const fields = { title: "X2", summary: "S2", depends_on_step_ids: ["z"], worker_pool_id: "pool2", required: false };
+      const d = h.ok(upd({ op: "update_step", step_id: "x", fields }));
+      const after = status === "pending" ? "ready" : status;
+      expect(types(d)).toEqual(status === "pending" ? ["task_updated", "task_step_ready"] : ["task_updated"]);
+      expect(h.state.steps.get("x")).toMatchObject({ ...fields, status: after });
+      if (after === "ready") expect(h.state.index.ready.get("pool2")).toEqual(["x"]);
+      consistent(h);
+    },
+  );
+
+  it.each(["claimed", "running"])("changing a %s step does not touch the dispatched worker run", (status) => {
+    const h = new Harness();
+    h.create([step("gate"), step("x")]);
+    const w = put(h, "x", status)!;
+    const before = h.state.runs.get(w.run_id!)!;
+    const runBefore = { ...before };
+    h.ok(upd({ op: "update_step", step_id: "x", fields: { title: "Changed", summary: "Do it differently", worker_pool_id: "other" } }));
+    expect(h.state.runs.get(w.run_id!)).toEqual(runBefore);
+    expect(h.state.steps.get("x")).toMatchObject({ status, claimed_by_run_id: w.run_id, claimed_by_agent_id: w.agent_id });
+    const attempt = h.state.attempts.get(h.state.steps.get("x")!.current_attempt_id!)!;
+    expect(attempt).toMatchObject({ status: "active", step_snapshot: { title: "Step x", summary: "Do x", worker_pool_id: "default" } });
+    // The worker keeps working on it.
+    expect(types(h.ok(setStep("x", "completed"), w))).toEqual(["task_step_completed"]);
+  });
+
+  it("changing a claimed or running step injects no message into the running worker", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b")]);
+    put(h, "a", "claimed");
+    put(h, "b", "running");
+    const d = h.ok(upd({ op: "update_step", step_id: "a", fields: { title: "A2" } }, { op: "update_step", step_id: "b", fields: { summary: "B2" } }));
+    expect(types(d)).toEqual(["task_updated"]);
+    expect(h.state.progress.size).toBe(0);
+  });
+
+  it.each(["claimed", "running"])("a %s step given unmet dependencies keeps its status and its worker run", (status) => {
+    const h = new Harness();
+    h.create([step("gate"), step("x")]);
+    const w = put(h, "x", status)!;
+    const d = h.ok(upd({ op: "add_dependency", step_id: "x", depends_on_step_id: "gate" }));
+    expect(types(d)).toEqual(["task_updated"]);
+    expect(h.state.steps.get("x")).toMatchObject({ status, depends_on_step_ids: ["gate"], claimed_by_run_id: w.run_id });
+    expect(h.state.runs.get(w.run_id!)!.status).toBe("active");
+    expect(types(h.ok(setStep("x", "completed"), w))).toEqual(["task_step_completed"]);
+  });
+
+  it("changing a claimed or running step records in task_updated that it was updated after dispatch", () => {
+    const h = new Harness();
+    h.create([step("gate"), step("a"), step("b"), step("c")]);
+    const wa = put(h, "a", "claimed")!;
+    const wb = put(h, "b", "running")!;
+    const d = h.ok(
+      upd(
+        { op: "update_step", step_id: "a", fields: { title: "A2" } },
+        { op: "add_dependency", step_id: "b", depends_on_step_id: "gate" },
+        { op: "update_step", step_id: "c", fields: { title: "C2" } },
+      ),
+    );
+    expect(payload(d.events[0]).updated_after_dispatch).toEqual([
+      { step_id: "a", run_id: wa.run_id },
+      { step_id: "b", run_id: wb.run_id },
+    ]);
+    expect(h.state.steps.get("a")!.updated_after_dispatch).toBe(true);
+    expect(h.state.steps.get("b")!.updated_after_dispatch).toBe(true);
+    expect(h.state.steps.get("c")!.updated_after_dispatch).toBe(false);
+    consistent(h);
+  });
+
+  it("inspect shows both the dispatch-time step the worker saw and the current step", () => {
+    const h = new Harness();
+    h.create([step("gate"), step("x")]);
+    const w = put(h, "x", "running")!;
+    h.ok(upd({ op: "update_step", step_id: "x", fields: { title: "Now", summary: "Current", depends_on_step_ids: ["gate"] } }));
+    const view = taskView(h.state);
+    const current = view.steps.find((s) => s.step_id === "x")!;
+    const attempt = view.attempts.find((a) => a.step_id === "x")!;
+    expect(current).toMatchObject({ title: "Now", summary: "Current", depends_on_step_ids: ["gate"], updated_after_dispatch: true });
+    expect(attempt).toMatchObject({ run_id: w.run_id, step_snapshot: { title: "Step x", summary: "Do x", depends_on_step_ids: [], required: true, worker_pool_id: "default" } });
+  });
+
+  it("changes to content, dependencies, worker pool and required are recorded as a task_updated patch, never as task_step_updated", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b"), step("c")]);
+    put(h, "c", "running");
+    const ops = [
+      { op: "update_step", step_id: "a", fields: { title: "A2", required: false, worker_pool_id: "p2" } },
+      { op: "add_dependency", step_id: "b", depends_on_step_id: "a" },
+      { op: "update_step", step_id: "c", fields: { summary: "C2" } },
+    ];
+    const d = h.ok(upd(...ops));
+    expect(types(d)).toEqual(["task_updated", "task_step_pending"]);
+    expect(payload(d.events[0]).ops).toEqual(ops);
+    expect(d.events.some((e) => e.event_type === "task_step_updated")).toBe(false);
+    expect(h.wal.filter((e) => e.event_type === "task_updated")).toHaveLength(1);
+  });
+
+  it("after a dependency change the core recomputes ready/pending only for pending and ready steps", () => {
+    const h = new Harness();
+    h.create([step("gate"), step("z"), step("r"), step("p", ["gate"]), step("bl"), step("fl"), step("cl")]);
+    done(h, "z");
+    put(h, "bl", "blocked");
+    put(h, "fl", "failed");
+    put(h, "cl", "claimed");
+    const d = h.ok(
+      upd(
+        { op: "add_dependency", step_id: "r", depends_on_step_id: "gate" },
+        { op: "update_step", step_id: "p", fields: { depends_on_step_ids: ["z"] } },
+        { op: "add_dependency", step_id: "bl", depends_on_step_id: "gate" },
+        { op: "update_step", step_id: "fl", fields: { depends_on_step_ids: ["z"] } },
+        { op: "add_dependency", step_id: "cl", depends_on_step_id: "gate" },
+      ),
+    );
+    expect(types(d)).toEqual(["task_updated", "task_step_pending", "task_step_ready"]);
+    expect(stepIds(d)).toEqual([null, "r", "p"]);
+    expect(d.events[1]).toMatchObject({ payload: { reason: "dependencies_not_completed" } });
+    expect([h.status("r"), h.status("p"), h.status("bl"), h.status("fl"), h.status("cl")]).toEqual(["pending", "ready", "blocked", "failed", "claimed"]);
+    consistent(h);
+  });
+
+  it.each(["blocked", "failed"])("a %s step keeps its status after a dependency change until explicitly reopened", (status) => {
+    const h = new Harness();
+    h.create([step("gate"), step("z"), step("x", ["gate"])]);
+    done(h, "z");
+    h.ok(setStep("x", status));
+    expect(h.status("x")).toBe(status);
+    const d = h.ok(upd({ op: "update_step", step_id: "x", fields: { depends_on_step_ids: ["z"] } }));
+    expect(types(d)).toEqual(["task_updated"]);
+    expect(h.status("x")).toBe(status);
+    expect(types(h.ok(upd({ op: "reopen_step", step_id: "x" })))).toEqual(["task_updated", "task_step_reopened", "task_step_ready"]);
+  });
+
+  it("a cancelled step stays cancelled and out of scheduling after its title or summary changes", () => {
+    const h = new Harness();
+    h.create([step("z"), step("x", ["z"])]);
+    h.ok(upd({ op: "cancel_step", step_id: "x" }));
+    done(h, "z");
+    const d = h.ok(upd({ op: "update_step", step_id: "x", fields: { title: "Renamed", summary: "Still dropped" } }));
+    expect(types(d)).toEqual(["task_updated"]);
+    expect(h.status("x")).toBe("cancelled");
+    expect(h.state.index.ready.size).toBe(0);
+  });
+
+  it("a worker can never change a step's title, summary, dependencies, worker pool or required", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b")]);
+    const w = h.claimWith("a");
+    for (const fields of [{ title: "t" }, { summary: "s" }, { depends_on_step_ids: ["b"] }, { worker_pool_id: "p" }, { required: false }]) {
+      rejects(h, upd({ op: "update_step", step_id: "a", fields }), "tool_not_available", w);
+      rejects(h, setStep("a", "running", fields), "validation_error", w);
+    }
+    rejects(h, upd({ op: "add_dependency", step_id: "a", depends_on_step_id: "b" }), "tool_not_available", w);
+    rejects(h, upd({ op: "add_step", step: step("c") }), "tool_not_available", w);
+    rejects(h, upd({ op: "delete_step", step_id: "b" }), "tool_not_available", w);
+    // Nor can the orchestrator through agent.task_update_step.
+    rejects(h, setStep("a", "running", { title: "t" }), "validation_error");
+  });
+
+  it("after any step change the core re-checks dependencies and DAG constraints", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c")]);
+    rejects(h, upd({ op: "update_step", step_id: "c", fields: { depends_on_step_ids: ["nope"] } }), "unknown_dependency");
+    rejects(h, upd({ op: "add_dependency", step_id: "c", depends_on_step_id: "nope" }), "unknown_dependency");
+    rejects(h, upd({ op: "add_step", step: step("d", ["nope"]) }), "unknown_dependency");
+    rejects(h, upd({ op: "update_step", step_id: "a", fields: { depends_on_step_ids: ["b"] } }), "dependency_cycle");
+    rejects(h, upd({ op: "remove_dependency", step_id: "c", depends_on_step_id: "a" }), "validation_error");
+    // Atomic: one bad op rejects the whole patch, including the good ops before it.
+    rejects(h, upd({ op: "add_step", step: step("e") }, { op: "update_task", title: "T" }, { op: "add_dependency", step_id: "a", depends_on_step_id: "b" }), "dependency_cycle");
+    rejects(h, upd({ op: "add_step", step: step("f") }, { op: "delete_step", step_id: "a" }), "step_has_dependents");
+    expect(h.state.steps.has("e")).toBe(false);
+    expect(h.state.task!.title).toBe("Plan");
+  });
+
+  it("for a pending or ready step an unmet dependency after a change means pending, a met one ready", () => {
+    const h = new Harness();
+    h.create([step("gate"), step("z"), step("r"), step("p", ["gate"])]);
+    done(h, "z");
+    let d = h.ok(upd({ op: "add_dependency", step_id: "r", depends_on_step_id: "gate" }));
+    expect(types(d)).toEqual(["task_updated", "task_step_pending"]);
+    expect(h.status("r")).toBe("pending");
+    d = h.ok(upd({ op: "update_step", step_id: "p", fields: { depends_on_step_ids: ["z"] } }));
+    expect(types(d)).toEqual(["task_updated", "task_step_ready"]);
+    expect(h.status("p")).toBe("ready");
+    // Still met: stays ready with no status event.
+    d = h.ok(upd({ op: "add_dependency", step_id: "p", depends_on_step_id: "z" }, { op: "update_step", step_id: "p", fields: { title: "P" } }));
+    expect(types(d)).toEqual(["task_updated"]);
+    expect(h.status("p")).toBe("ready");
+    consistent(h);
+  });
+
+  it.each(["pending", "ready", "cancelled"])("the orchestrator may delete a %s step", (status) => {
+    const h = new Harness();
+    h.create([step("gate"), step("x")]);
+    put(h, "x", status);
+    const d = h.ok(upd({ op: "delete_step", step_id: "x" }));
+    expect(types(d)).toEqual(["task_updated"]);
+    expect(h.state.steps.has("x")).toBe(false);
+    expect(h.state.index.ready.get("default")).toEqual(["gate"]);
+    expect(h.state.index.dependents.has("gate")).toBe(false);
+    consistent(h);
+  });
+
+  it.each(["blocked", "failed", "completed", "claimed", "running"])("the orchestrator cannot delete a %s step", (status) => {
+    const h = new Harness();
+    h.create([step("gate"), step("x")]);
+    put(h, "x", status);
+    rejects(h, upd({ op: "delete_step", step_id: "x" }), "invalid_transition");
+    expect(h.status("x")).toBe(status);
+  });
+
+  it("deleting a step that other steps still depend on fails with step_has_dependents", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c", ["a"]), step("d")]);
+    let e = rejects(h, upd({ op: "delete_step", step_id: "a" }), "step_has_dependents");
+    expect((e.details!.dependents as string[]).sort()).toEqual(["b", "c"]);
+    // Even a cancelled dependant still counts, and a cancelled dependency is still "not completed".
+    h.ok(upd({ op: "cancel_step", step_id: "a" }, { op: "cancel_step", step_id: "b" }));
+    e = rejects(h, upd({ op: "delete_step", step_id: "a" }), "step_has_dependents");
+    expect(e.details).toMatchObject({ step_id: "a" });
+  });
+
+  it("the orchestrator must first change the dependants' depends_on_step_ids, then delete the step", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c", ["a"])]);
+    // Patch ops apply in the given order; the core does not reorder them.
+    rejects(
+      h,
+      upd({ op: "delete_step", step_id: "a" }, { op: "update_step", step_id: "b", fields: { depends_on_step_ids: [] } }, { op: "remove_dependency", step_id: "c", depends_on_step_id: "a" }),
+      "step_has_dependents",
+    );
+    const d = h.ok(
+      upd({ op: "update_step", step_id: "b", fields: { depends_on_step_ids: [] } }, { op: "remove_dependency", step_id: "c", depends_on_step_id: "a" }, { op: "delete_step", step_id: "a" }),
+    );
+    expect(types(d)).toEqual(["task_updated", "task_step_ready", "task_step_ready"]);
+    expect([...h.state.steps.keys()]).toEqual(["b", "c"]);
+    consistent(h);
+  });
+
+  it("the core neither removes downstream dependencies nor cascades deletion", () => {
+    const h = new Harness();
+    h.create([step("a"), step("b", ["a"]), step("c", ["b"])]);
+    rejects(h, upd({ op: "delete_step", step_id: "a" }), "step_has_dependents");
+    expect(h.state.steps.get("b")!.depends_on_step_ids).toEqual(["a"]);
+    expect([...h.state.steps.keys()]).toEqual(["a", "b", "c"]);
+    h.ok(upd({ op: "remove_dependency", step_id: "c", depends_on_step_id: "b" }, { op: "delete_step", step_id: "b" }));
+    expect([...h.state.steps.keys()]).toEqual(["a", "c"]);
+    expect(h.state.steps.get("c")!.depends_on_step_ids).toEqual([]);
+  });
+
+  it.each(Object.keys(TERMINATE))("a %s task is terminal as a whole and does not follow the step restore rules", (end) => {
+    const h = new Harness();
+    h.create([step("a"), optional("o"), optional("f")]);
+    done(h, "a");
+    put(h, "f", "failed");
+    TERMINATE[end]!(h);
+    rejects(h, upd({ op: "reopen_step", step_id: "f" }), "task_terminal");
+    rejects(h, upd({ op: "reopen_step", step_id: "o" }), "task_terminal");
+    rejects(h, { type: "reopen_task" }, "task_terminal");
+    expect(h.state.task!.status).toBe(end);
+  });
+
+  it("every DAG create and change is cycle-checked", () => {
+    const h = new Harness();
+    rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [step("a", ["b"]), step("b", ["a"])] }, "dependency_cycle");
+    rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [step("a", ["a"])] }, "dependency_cycle");
+    expect(h.state).toEqual(emptyState());
+    h.create([step("a"), step("b", ["a"]), step("c", ["b"])]);
+    rejects(h, upd({ op: "add_dependency", step_id: "a", depends_on_step_id: "c" }), "dependency_cycle");
+    rejects(h, upd({ op: "add_dependency", step_id: "a", depends_on_step_id: "a" }), "dependency_cycle");
+    rejects(h, upd({ op: "update_step", step_id: "b", fields: { depends_on_step_ids: ["c"] } }), "dependency_cycle");
+    rejects(h, upd({ op: "add_step", step: step("n", ["c"]) }, { op: "add_dependency", step_id: "a", depends_on_step_id: "n" }), "dependency_cycle");
+    // A cycle introduced and then broken within one patch is fine: the final DAG is what counts.
+    h.ok(upd({ op: "add_dependency", step_id: "a", depends_on_step_id: "c" }, { op: "remove_dependency", step_id: "a", depends_on_step_id: "c" }));
+    consistent(h);
+  });
+
+  it("a detected dependency cycle returns dependency_cycle", () => {
+    const h = new Harness();
+    const e = rejects(h, { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", steps: [step("root"), step("a", ["root", "c"]), step("b", ["a"]), step("c", ["b"])] }, "dependency_cycle");
+    expect((e.details!.step_ids as string[]).sort()).toEqual(expect.arrayContaining(["a", "b", "c"]));
+    expect(e.details!.step_ids).not.toContain("root");
+    expect(h.wal).toHaveLength(0);
+  });
+});
+
+describe("replay and indexes", () => {
+  const scenarios: Record<string, (h: Harness) => void> = {
+    "complete with optional steps": (h) => {
+      h.create([step("a"), step("b", ["a"]), optional("o"), optional("o2", ["o"])]);
+      done(h, "a");
+      done(h, "b");
+      h.ok({ type: "complete_task" });
+    },
+    "block, reopen, edit and fail": (h) => {
+      h.create([step("gate"), step("a"), step("b", ["a"]), step("c", ["a", "b"])]);
+      const w = put(h, "a", "running")!;
+      h.ok({ type: "block_task" });
+      h.ok(upd({ op: "update_step", step_id: "a", fields: { title: "A!", depends_on_step_ids: ["gate"] } }));
+      h.ok(setStep("a", "completed", { result_summary: "ok" }), w);
+      h.ok({ type: "reopen_task" });
+      put(h, "b", "blocked");
+      h.ok(upd({ op: "reopen_step", step_id: "b" }, { op: "add_step", step: step("d", ["b"], { worker_pool_id: "gpu" }) }));
+      h.claimWith("b");
+      h.ok({ type: "fail_task" });
+    },
+    "delete, cancel, replace, lease expiry and cancel": (h) => {
+      h.create([step("a"), step("b", ["a"]), step("c", ["b"]), step("x")]);
+      h.ok(upd({ op: "cancel_step", step_id: "x" }, { op: "delete_step", step_id: "x" }));
+      put(h, "a", "cancelled");
+      h.ok(upd({ op: "add_step", step: step("a2") }, { op: "update_step", step_id: "b", fields: { depends_on_step_ids: ["a2"] } }, { op: "delete_step", step_id: "a" }));
+      h.claimWith("a2");
+      h.now += 61_000;
+      h.ok({ type: "reconcile_leases" });
+      done(h, "a2");
+      const w = h.claimWith("b");
+      h.ok(upd({ op: "add_step", step: step("e") }, { op: "add_dependency", step_id: "b", depends_on_step_id: "e" }));
+      h.ok({ type: "cancel_run", run_id: w.run_id });
+      h.ok({ type: "cancel_task" });
+    },
+  };
+
+  it.each(Object.keys(scenarios))("replay(WAL) rebuilds the live DAG and the indexes match a rebuild (%s)", (name) => {
+    const h = new Harness();
+    scenarios[name]!(h);
+    expect(replay(h.wal)).toEqual(h.state);
+    expect(rebuildIndex(h.state)).toEqual(h.state.index);
+    for (let i = 1; i <= h.wal.length; i++) {
+      const partial = replay(h.wal.slice(0, i));
+      expect(rebuildIndex(partial)).toEqual(partial.index);
+    }
+  });
+});

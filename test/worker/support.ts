@@ -1,0 +1,104 @@
+/** @module Extra helpers for the service tests: error-envelope assertions, WAL reads, tokens, task objects, polling. */
+import { env, SELF } from "cloudflare:test";
+import { sign } from "hono/jwt";
+import { expect } from "vitest";
+import type { WalEvent } from "../../src/core/index.js";
+import { WalEventSchema } from "../../src/core/index.js";
+import type { Env } from "../../src/env.js";
+import type { JsonAnswer } from "./helpers.js";
+
+/** The origin the helpers call. */
+export const BASE = "http://runtime.test";
+
+/** The Worker's bindings, typed as the service sees them. */
+export const bindings = env as unknown as Env;
+
+/** The test configuration's token secret. */
+export const TOKEN_SECRET = "test-token-secret";
+
+/** Asserts a non-2xx answer: its status and the `{"error": {code, message, details}}` envelope, nothing else. */
+export function expectError(res: JsonAnswer, status: number, code: string): void {
+  expect(res.status, JSON.stringify(res.body)).toBe(status);
+  expect(res.body).toEqual({ error: { code, message: expect.any(String), details: expect.any(Object) } });
+  expect(res.body.error.message.length).toBeGreaterThan(0);
+}
+
+/** Asserts a 2xx answer with this status and returns its body. */
+export function expectOk<T = any>(res: JsonAnswer<T>, status = 200): T {
+  expect(res.status, JSON.stringify(res.body)).toBe(status);
+  return res.body;
+}
+
+/** Asserts the 003 "Tool Return Shape" of a write answer: task summary, event ids, wal_seq. */
+export function expectWriteAnswer(body: any, taskId: string): void {
+  expect(body.task).toMatchObject({
+    task_id: taskId,
+    title: expect.any(String),
+    status: expect.any(String),
+    step_counts: expect.any(Object),
+    total_steps: expect.any(Number),
+    active_runs: expect.any(Number),
+    diagnostics: { completeable: expect.any(Boolean), stalled: expect.any(Boolean) },
+    updated_at: expect.any(String),
+    wal_seq: expect.any(Number),
+  });
+  expect(Array.isArray(body.event_ids)).toBe(true);
+  for (const id of body.event_ids) expect(typeof id).toBe("string");
+  expect(body.wal_seq).toBe(body.task.wal_seq);
+}
+
+/** Parses an NDJSON WAL export: one WalEvent per line, each validated by the core's schema. */
+export function parseWal(text: string): WalEvent[] {
+  return text
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => WalEventSchema.parse(JSON.parse(line)));
+}
+
+/** The task's WAL as events (GET .../wal reads without reconciling leases). */
+export async function walOf(taskPath: string, token: string, query = ""): Promise<WalEvent[]> {
+  const res = await walText(taskPath, token, query);
+  expect(res.status, res.text).toBe(200);
+  return parseWal(res.text);
+}
+
+/** GET .../wal as raw text with its headers. */
+export async function walText(taskPath: string, token: string, query = ""): Promise<{ status: number; text: string; headers: Headers }> {
+  const res = await SELF.fetch(`${BASE}${taskPath}/wal${query}`, { headers: { authorization: `Bearer ${token}` } });
+  return { status: res.status, text: await res.text(), headers: res.headers };
+}
+
+/** Signs arbitrary claims (for forged, expired or foreign-session tokens). */
+export async function signClaims(claims: Record<string, unknown>, secret = TOKEN_SECRET): Promise<string> {
+  return sign(claims, secret, "HS256");
+}
+
+/** The task's Durable Object stub. */
+export function taskStub(sid: string, tid: string) {
+  return bindings.TASK_GRAPHS.get(bindings.TASK_GRAPHS.idFromName(`${sid}/${tid}`));
+}
+
+/** Waits `ms` real milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Retries an assertion until it passes (the session index hears of task changes asynchronously). */
+export async function eventually<T>(check: () => Promise<T>, timeoutMs = 3_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (e) {
+      if (Date.now() > until) throw e;
+      await sleep(20);
+    }
+  }
+}
+
+let counter = 0;
+/** A task id unique within this test file's shared session. */
+export function uniqueId(prefix = "t"): string {
+  counter += 1;
+  return `${prefix}${counter.toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+}
