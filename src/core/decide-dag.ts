@@ -271,7 +271,7 @@ export function decideUpdateTask(state: DagState, cmd: CommandOf<"update_task">,
   for (const mark of statusMarks) {
     // A step deleted later in the same patch is gone: its earlier status change is moot.
     if ((lastDelete.get(mark.step_id) ?? -1) > mark.index) continue;
-    if (mark.op === "cancel_step") em.emit("task_step_cancelled", mark.step_id, { reason: mark.reason });
+    if (mark.op === "cancel_step") em.emit("task_step_cancelled", mark.step_id, { reason: mark.reason, attempt_id: null, run_id: null });
     else em.emit("task_step_reopened", mark.step_id, { reason: mark.reason });
   }
   // Readiness is recomputed for pending and ready steps only (003: blocked/failed stay until reopened).

@@ -2,6 +2,7 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
+import { closing } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { requireLiveTask, requireOrchestrator } from "./guards.js";
 import type { Step } from "./records.js";
@@ -38,7 +39,7 @@ export function decideCompleteTask(state: DagState, cmd: CommandOf<"complete_tas
   if (guard !== null) return fail(guard);
   const em = new Emitter(state, ctx);
   for (const step of stepsInOrder(state, (s) => !s.required && (s.status === "pending" || s.status === "ready"))) {
-    em.emit("task_step_cancelled", step.step_id, { reason: "optional_step_cancelled_on_task_complete" });
+    em.emit("task_step_cancelled", step.step_id, { reason: "optional_step_cancelled_on_task_complete", ...closing(step) });
   }
   emitEndRuns(state, em, "task_completed");
   em.emit("task_completed", null, { reason: cmd.reason ?? null });
@@ -60,9 +61,9 @@ export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | Co
   emitEndRuns(state, em, reason);
   for (const step of stepsInOrder(state, (s) => s.status !== "completed" && s.status !== "failed" && s.status !== "cancelled")) {
     if (failing) {
-      em.emit("task_step_failed", step.step_id, { reason, result_summary: reason, artifact_ids: null, attempt_status: "cancelled" });
+      em.emit("task_step_failed", step.step_id, { reason, result_summary: reason, artifact_ids: null, attempt_status: "cancelled", ...closing(step) });
     } else {
-      em.emit("task_step_cancelled", step.step_id, { reason });
+      em.emit("task_step_cancelled", step.step_id, { reason, ...closing(step) });
     }
   }
   if (failing) em.emit("task_failed", null, { reason: cmd.reason ?? null });

@@ -2,7 +2,7 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
-import { emitRunEnd } from "./decide-shared.js";
+import { closing, emitRunEnd } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { checkScope, requireLiveTask, requireOrchestrator } from "./guards.js";
 import type { Step, WorkerRun } from "./records.js";
@@ -120,7 +120,7 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
       const held = run.current_step_id;
       if (held !== null && !released.has(held)) {
         released.add(held);
-        em.emit("task_step_failed", held, { reason: "worker_timeout", result_summary: "worker_timeout", artifact_ids: null, attempt_status: "timed_out" });
+        em.emit("task_step_failed", held, { reason: "worker_timeout", result_summary: "worker_timeout", artifact_ids: null, attempt_status: "timed_out", ...closing(state.steps.get(held)!) });
       }
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: "timed_out", reason: "worker_timeout", result: null });
     }

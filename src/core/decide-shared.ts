@@ -3,6 +3,11 @@ import type { Emitter } from "./context.js";
 import type { AttemptStatus, Step, WorkerRun } from "./records.js";
 import type { DagState } from "./state.js";
 
+/** The attempt and run a step event closes: the step's open claim, if any. */
+export function closing(step: Step): { attempt_id: string | null; run_id: string | null } {
+  return { attempt_id: step.current_attempt_id, run_id: step.claimed_by_run_id };
+}
+
 /** 003: the first time a ready, claimed or running step exists, a pending task becomes running. */
 export function emitRunningIfFirstActive(state: DagState, em: Emitter, anyActive: boolean): void {
   if (anyActive && state.task!.status === "pending") em.emit("task_running", null, {});
@@ -44,7 +49,7 @@ export function emitRunEnd(state: DagState, em: Emitter, run: WorkerRun, ending:
   const held = run.current_step_id === null ? undefined : state.steps.get(run.current_step_id);
   const holds = held !== undefined && held.claimed_by_run_id === run.run_id && (held.status === "claimed" || held.status === "running");
   if (holds) {
-    em.emit("task_step_failed", held.step_id, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt });
+    em.emit("task_step_failed", held.step_id, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt, ...closing(held) });
   }
   // A run that finishes cleanly, holding nothing, just finished: the fallback reason is for a held step.
   const reason = reasonOverride ?? (ending === "finished" && !holds ? "finished" : how.reason);

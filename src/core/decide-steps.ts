@@ -2,7 +2,7 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
-import { emitDependantsReady, emitRunningIfFirstActive } from "./decide-shared.js";
+import { closing, emitDependantsReady, emitRunningIfFirstActive } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { checkScope, isError, requireActiveWorkerRun, requireLiveTask } from "./guards.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, type WorkerRun } from "./records.js";
@@ -154,17 +154,17 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
       else em.emit("task_step_started", step.step_id, { lease_expires_at: leaseUntil(state, ctx), ...results });
       break;
     case "blocked":
-      em.emit("task_step_blocked", step.step_id, { reason: cmd.reason ?? null, ...results });
+      em.emit("task_step_blocked", step.step_id, { reason: cmd.reason ?? null, ...results, ...closing(step) });
       break;
     case "completed":
-      em.emit("task_step_completed", step.step_id, results);
+      em.emit("task_step_completed", step.step_id, { ...results, ...closing(step) });
       emitRunningIfFirstActive(state, em, emitDependantsReady(state, em, step));
       break;
     case "failed":
-      em.emit("task_step_failed", step.step_id, { reason: cmd.reason ?? null, ...results, attempt_status: "failed" });
+      em.emit("task_step_failed", step.step_id, { reason: cmd.reason ?? null, ...results, attempt_status: "failed", ...closing(step) });
       break;
     case "cancelled":
-      em.emit("task_step_cancelled", step.step_id, { reason: cmd.reason ?? null });
+      em.emit("task_step_cancelled", step.step_id, { reason: cmd.reason ?? null, ...closing(step) });
       break;
   }
   return { ok: true, events: em.events, value: { kind: "none" } };

@@ -27,6 +27,15 @@ const event = <T extends string, P extends z.ZodType>(type: T, payload: P) =>
 
 const reasonOnly = z.object({ reason: TextSchema.nullable() });
 
+/**
+ * The attempt and run a step event closed, when a run held the step (null when none did). Added after the
+ * first WAL format, so optional: older rows decode, and the runtime-event projection reads ids from here.
+ */
+const closes = {
+  attempt_id: z.string().nullable().optional(),
+  run_id: z.string().nullable().optional(),
+};
+
 /** The task as task_created records it (its status starts pending). */
 export const CreatedTaskSchema = z.object({
   task_id: IdSchema,
@@ -78,8 +87,8 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
   ),
   event("task_step_started", z.object({ lease_expires_at: TimestampSchema.nullable(), result_summary: TextSchema.nullable(), artifact_ids: ArtifactIdsSchema.nullable() })),
   event("task_step_updated", z.object({ lease_expires_at: TimestampSchema.nullable(), result_summary: TextSchema.nullable(), artifact_ids: ArtifactIdsSchema.nullable() })),
-  event("task_step_blocked", z.object({ reason: TextSchema.nullable(), result_summary: TextSchema.nullable(), artifact_ids: ArtifactIdsSchema.nullable() })),
-  event("task_step_completed", z.object({ result_summary: TextSchema.nullable(), artifact_ids: ArtifactIdsSchema.nullable() })),
+  event("task_step_blocked", z.object({ reason: TextSchema.nullable(), result_summary: TextSchema.nullable(), artifact_ids: ArtifactIdsSchema.nullable(), ...closes })),
+  event("task_step_completed", z.object({ result_summary: TextSchema.nullable(), artifact_ids: ArtifactIdsSchema.nullable(), ...closes })),
   event(
     "task_step_failed",
     z.object({
@@ -88,9 +97,10 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
       artifact_ids: ArtifactIdsSchema.nullable(),
       /** How the open attempt, if any, ends: failed, cancelled (task-level stop, worker cancelled) or timed_out. */
       attempt_status: AttemptStatusSchema,
+      ...closes,
     }),
   ),
-  event("task_step_cancelled", z.object({ reason: TextSchema.nullable() })),
+  event("task_step_cancelled", z.object({ reason: TextSchema.nullable(), ...closes })),
   event("task_step_reopened", reasonOnly),
   event("task_step_lease_expired", z.object({ run_id: z.string(), attempt_id: z.string(), lease_expires_at: TimestampSchema })),
   event(

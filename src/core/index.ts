@@ -15,3 +15,4 @@ export * from "./views.js";
 export * from "./wal-jsonl.js";
 export * from "./normalize.js";
 export * from "./prompt-summary.js";
+export * from "./runtime-events.js";

@@ -13,6 +13,7 @@ import { observer, orchestrator, TASK } from "./harness.js";
 import { interpret, type Spec, specArb } from "./model/commands.js";
 import { seededDag, seededDagArb, SHAPES, smallDagArb, type StepIn } from "./model/dag-gen.js";
 import { Stats, World } from "./model/world.js";
+import { expectConformingProjection } from "./runtime-event-contract.js";
 
 const DEEP = !["", "0", "false", undefined].includes(process.env.DEEP);
 /** How many times more runs DEEP does. */
@@ -75,6 +76,8 @@ function runSequence({ steps, bad, leaseMs, tight, specs }: Setup): World {
   const created = world.exec(orchestrator, create, "create");
   if (!created.ok) throw new Error(`create_task refused: ${created.error.code} ${created.error.message}`);
   specs.forEach((spec, i) => world.step(interpret(world, spec), `#${i}`));
+  // Every runtime event projected from the WAL meets the Agent Runtime draft's published schema.
+  expectConformingProjection(world.wal);
   return world;
 }
 

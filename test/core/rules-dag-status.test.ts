@@ -334,7 +334,8 @@ describe("DAG Model", () => {
     expect(rebuilt.steps.get("a")).toMatchObject({ status: "completed", result_summary: "made it", artifact_ids: ["art_a", "art_b"] });
     expect(rebuilt.steps.get("b")!.status).toBe("ready");
     const completedEvent = h.wal.find((e) => e.event_type === "task_step_completed")!;
-    expect(payload(completedEvent)).toEqual({ result_summary: "made it", artifact_ids: ["art_a", "art_b"] });
+    const attemptId = h.state.steps.get("a")!.attempt_ids[0];
+    expect(payload(completedEvent)).toEqual({ result_summary: "made it", artifact_ids: ["art_a", "art_b"], attempt_id: attemptId, run_id: w.run_id });
     consistent(h);
   });
 
@@ -1077,9 +1078,10 @@ describe("Status", () => {
     const h = new Harness();
     h.create([step("a")]);
     const w = h.claimWith("a");
+    const attemptId = h.state.steps.get("a")!.current_attempt_id;
     const d = h.ok(setStep("a", "blocked", { reason: "needs credentials", result_summary: "got halfway", artifact_ids: ["log_1"] }), w);
     expect(types(d)).toEqual(["task_step_blocked"]);
-    expect(payload(d.events[0])).toEqual({ reason: "needs credentials", result_summary: "got halfway", artifact_ids: ["log_1"] });
+    expect(payload(d.events[0])).toEqual({ reason: "needs credentials", result_summary: "got halfway", artifact_ids: ["log_1"], attempt_id: attemptId, run_id: w.run_id });
     expect(h.state.steps.get("a")).toMatchObject({ status: "blocked", status_reason: "needs credentials", result_summary: "got halfway", artifact_ids: ["log_1"] });
   });
 

@@ -542,8 +542,8 @@ describe("Task Tools", () => {
       const h = base();
       const d = h.ok({ type: "update_task", ops: [{ op: "cancel_step", step_id: "b", reason: "drop" }, { op: "cancel_step", step_id: "c" }] });
       expect(h.types(d)).toEqual(["task_updated", "task_step_cancelled", "task_step_cancelled"]);
-      expect(d.events[1]!.payload).toEqual({ reason: "drop" });
-      expect(d.events[2]!.payload).toEqual({ reason: null });
+      expect(d.events[1]!.payload).toEqual({ reason: "drop", attempt_id: null, run_id: null });
+      expect(d.events[2]!.payload).toEqual({ reason: null, attempt_id: null, run_id: null });
       expect(st(h, "b")).toMatchObject({ status: "cancelled", status_reason: "drop" });
       h.claimWith("d");
       rejects(h, { type: "update_task", ops: [{ op: "cancel_step", step_id: "d" }] }, orchestrator, "invalid_transition");
@@ -1266,9 +1266,10 @@ describe("Task Tools", () => {
       const h = base();
       const w = h.claimWith("a");
       h.ok({ type: "update_step", step_id: "a", status: "running" }, w);
+      const attemptId = st(h, "a").current_attempt_id;
       const d = h.ok({ type: "update_step", step_id: "a", status: "blocked", reason: "why", result_summary: "half" }, w);
       expect(h.types(d)).toEqual(["task_step_blocked"]);
-      expect(d.events[0]!.payload).toEqual({ reason: "why", result_summary: "half", artifact_ids: null });
+      expect(d.events[0]!.payload).toEqual({ reason: "why", result_summary: "half", artifact_ids: null, attempt_id: attemptId, run_id: w.run_id });
     });
 
     it.each([

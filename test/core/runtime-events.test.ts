@@ -1,0 +1,144 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { ATTEMPT_STATUS_MAP, parseWalJsonl, projectEvent, type RuntimeEvent, TASK_STATUS_MAP, WalEventSchema } from "../../src/core/index.js";
+import { GOLDEN_WAL_PATH } from "../fixtures/golden-wal.js";
+import { Harness, step } from "./harness.js";
+import { expectConformingProjection } from "./runtime-event-contract.js";
+
+const MINUTE = 60_000;
+
+/** A DAG that goes through every WAL event type. */
+function everyEventScenario(): Harness {
+  const h = new Harness();
+  h.create([step("plan"), step("a", ["plan"]), step("b", ["plan"]), step("opt", ["plan"], { required: false }), step("join", ["a", "b"])], { step_lease_timeout_ms: 60_000 });
+  const w1 = h.claimWith("plan");
+  h.ok({ type: "update_step", step_id: "plan", status: "running" }, w1);
+  h.ok({ type: "append_progress", phase: "working", summary: "half", counters: { pages: 2 }, output_refs: ["r2://log"] }, w1);
+  h.ok({ type: "update_step", step_id: "plan", status: "running", result_summary: "still going" }, w1);
+  h.ok({ type: "update_step", step_id: "plan", status: "completed", result_summary: "outline", artifact_ids: ["outline.md"] }, w1);
+  h.ok({ type: "finish_run", run_id: w1.run_id!, outcome: "finished", result: { ok: true } }, w1);
+  const w2 = h.claimWith("a");
+  h.ok({ type: "update_step", step_id: "a", status: "failed", reason: "source down" }, w2);
+  h.ok({ type: "update_task", ops: [{ op: "reopen_step", step_id: "a", reason: "retry" }] });
+  h.claimWith("a");
+  h.now += 2 * MINUTE;
+  h.ok({ type: "reconcile_leases" });
+  const w4 = h.claimWith("a", { timeout_ms: 30_000 });
+  h.now += 31_000;
+  h.ok({ type: "reconcile_leases" });
+  expect(h.state.runs.get(w4.run_id!)!.status).toBe("timed_out");
+  h.ok({ type: "update_task", ops: [{ op: "reopen_step", step_id: "a" }] });
+  h.complete("a");
+  const w6 = h.claimWith("b");
+  h.ok({ type: "update_step", step_id: "b", status: "blocked", reason: "needs key" }, w6);
+  h.ok({ type: "update_task", ops: [{ op: "add_dependency", step_id: "join", depends_on_step_id: "opt" }] });
+  h.ok({ type: "update_task", ops: [{ op: "remove_dependency", step_id: "join", depends_on_step_id: "opt" }, { op: "update_task", title: "Plan v2" }] });
+  h.ok({ type: "update_task", ops: [{ op: "reopen_step", step_id: "b" }] });
+  h.ok({ type: "block_task", reason: "waiting for budget" });
+  h.ok({ type: "reopen_task" });
+  h.complete("b");
+  const w7 = h.claimWith("join");
+  h.ok({ type: "cancel_run", run_id: w7.run_id!, reason: "replan" });
+  h.ok({ type: "update_task", ops: [{ op: "reopen_step", step_id: "join" }] });
+  h.complete("join");
+  h.ok({ type: "complete_task" });
+  return h;
+}
+
+describe("runtime events (the Agent Runtime draft's envelope)", () => {
+  it("Should validate every projected event of the golden WAL against the published schema", () => {
+    const events = expectConformingProjection(parseWalJsonl(readFileSync(GOLDEN_WAL_PATH, "utf8")));
+    expect(events.length).toBeGreaterThan(0);
+  });
+
+  it("Should validate every event of scenarios that together write every WAL event type", () => {
+    const h = everyEventScenario();
+    const failed = new Harness();
+    failed.create([step("a"), step("b")]);
+    failed.ok({ type: "update_task", ops: [{ op: "add_dependency", step_id: "a", depends_on_step_id: "b" }] });
+    failed.claimWith("b");
+    failed.ok({ type: "fail_task", reason: "out of budget" });
+    const cancelled = new Harness();
+    cancelled.create([step("a")]);
+    cancelled.claimWith("a");
+    cancelled.ok({ type: "cancel_task" });
+    const wals = [h.wal, failed.wal, cancelled.wal];
+    const walTypes = new Set(wals.flat().map((e) => e.event_type));
+    expect(walTypes.size).toBe(WalEventSchema.options.length);
+    const events = wals.flatMap((wal) => expectConformingProjection(wal));
+    const types = new Set(events.map((e) => e.type));
+    for (const t of [
+      "task.created", "task.accepted", "task.queued", "task.started", "task.updated", "task.progress", "task.waiting", "task.blocked",
+      "task.resumed", "task.retrying", "task.cancel_requested", "task.timed_out", "task.lost", "task.completed", "task.failed", "task.cancelled", "task.delegated",
+      "task.dependency.updated", "task.attempt.started", "task.attempt.completed", "task.attempt.failed",
+      "subagent.spawned", "subagent.completed", "subagent.failed", "subagent.closed",
+    ]) {
+      expect(types, t).toContain(t);
+    }
+  });
+
+  it("Should carry sequence = wal_seq, the session and task ids and the schema version on every event", () => {
+    const h = everyEventScenario();
+    for (const e of h.wal) {
+      for (const r of projectEvent(e)) {
+        expect(r).toMatchObject({ sequence: e.wal_seq, sessionId: e.session_id, taskId: e.task_id, timestamp: e.created_at, schemaVersion: "0.4.0" });
+        if (e.step_id !== null) expect(r.stepId).toBe(e.step_id);
+      }
+    }
+  });
+
+  it("Should give a claim its attempt and run ids, and close the same attempt on completion", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const w = h.claimWith("a");
+    h.ok({ type: "update_step", step_id: "a", status: "completed", result_summary: "done", artifact_ids: ["x"] }, w);
+    const events = expectConformingProjection(h.wal);
+    const started = events.find((e) => e.type === "task.attempt.started")!;
+    const completed = events.find((e) => e.type === "task.attempt.completed")!;
+    const attemptId = h.state.steps.get("a")!.attempt_ids[0];
+    expect(started).toMatchObject({ attemptId, runId: w.run_id, stepId: "a", nativeStatus: "claimed", status: "running" });
+    expect(completed).toMatchObject({ attemptId, runId: w.run_id, nativeStatus: "completed", status: "completed", refs: { artifactIds: ["x"] } });
+  });
+
+  it("Should report an expired lease as task.lost with the lost attempt", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    h.claimWith("a");
+    h.now += 2 * MINUTE;
+    const d = h.ok({ type: "reconcile_leases" });
+    const lost = d.events.flatMap(projectEvent).find((e) => e.type === "task.lost")!;
+    const attempt = [...h.state.attempts.values()][0]!;
+    expect(attempt.status).toBe("lost");
+    expect(lost).toMatchObject({ status: ATTEMPT_STATUS_MAP[attempt.status], attemptId: attempt.attempt_id, statusReason: "lease_expired" });
+  });
+
+  it("Should report a worker timeout as a timed_out attempt and task.timed_out", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    h.claimWith("a", { timeout_ms: 5_000 });
+    h.now += 6_000;
+    const d = h.ok({ type: "reconcile_leases" });
+    const projected = d.events.flatMap(projectEvent);
+    expect(projected.map((e) => e.type)).toEqual(["task.attempt.failed", "task.timed_out", "subagent.failed"]);
+    expect(projected[0]).toMatchObject({ status: "timed_out", nativeStatus: "failed", statusReason: "worker_timeout" });
+  });
+
+  it("Should not invent an attempt for a step that failed without one", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const d = h.ok({ type: "fail_task", reason: "abandoned" });
+    const projected = d.events.flatMap(projectEvent);
+    expect(projected.map((e) => e.type)).toEqual(["task.updated", "task.failed"]);
+    expect(projected[0]!.attemptId).toBeUndefined();
+    expect(projected[1]).toMatchObject({ status: TASK_STATUS_MAP.failed, statusReason: "abandoned" });
+  });
+
+  it("Should give every event of one WAL event a distinct eventId", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const d = h.ok({ type: "dispatch_worker" });
+    const projected: RuntimeEvent[] = projectEvent(d.events[0]!);
+    expect(projected.map((e) => e.type)).toEqual(["task.delegated", "subagent.spawned"]);
+    expect(projected[1]!.eventId).toBe(`${projected[0]!.eventId}.1`);
+  });
+});
