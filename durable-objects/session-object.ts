@@ -3,15 +3,14 @@
  * index that agent.task_list pages through. Never on the hot path of a claim or a step update.
  */
 import { DurableObject } from "cloudflare:workers";
-import { type RuntimeError, runtimeError, type TaskStatus } from "../src/core/index.js";
+import { type RuntimeError, runtimeError } from "../src/core/index.js";
 import { type Env, taskObjectName } from "../src/env.js";
 import type { IndexEntry } from "./index-entry.js";
+import { buildSessionSnapshot, type ListedTask, type SessionSnapshot } from "./session-snapshot.js";
 import type { RpcResult } from "./task-graph-object.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
 const RESERVATION_CHECK_MS = 60_000;
-/** Terminal tasks listed in the session snapshot's `recent_terminal`. */
-const RECENT_TERMINAL = 10;
 
 /** Filters of agent.task_list. */
 export interface TaskListQuery {
@@ -21,9 +20,6 @@ export interface TaskListQuery {
   readonly offset?: number;
 }
 
-/** One row of agent.task_list: the index entry plus whether it may lag the task. */
-export type ListedTask = IndexEntry & { readonly index_state: "current" | "stale" | "reserved" };
-
 /** A page of agent.task_list. */
 export interface TaskListPage {
   readonly tasks: ListedTask[];
@@ -31,22 +27,6 @@ export interface TaskListPage {
   readonly limit: number;
   readonly offset: number;
   readonly next_offset: number | null;
-}
-
-/** Seed 001's task_summary read model for a session. */
-export interface SessionSnapshot {
-  readonly session_id: string;
-  readonly created_at: string;
-  readonly task_summary: {
-    readonly active: number;
-    readonly terminal: number;
-    readonly failed: number;
-    readonly lost: number;
-    readonly waiting: number;
-    readonly blocked: number;
-    readonly stale: number;
-    readonly recent_terminal: ListedTask[];
-  };
 }
 
 type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };
@@ -147,26 +127,16 @@ export class SessionObject extends DurableObject<Env> {
     return { tasks, total, limit, offset, next_offset: offset + tasks.length < total ? offset + tasks.length : null };
   }
 
-  /** The session snapshot: seed 001's task_summary counts and recent terminal tasks. */
+  /**
+   * The session snapshot: seed 001's read model in the Agent Runtime snapshot shape (schemaVersion,
+   * sessionId, threads, taskSummary, tasks, blockedTasks, deliveryState), plus the snake_case
+   * `task_summary` counts. This runtime has no threads, so `threads` is empty.
+   */
   async snapshot(): Promise<SessionSnapshot | null> {
     const session = await this.describe();
     if (session === null) return null;
-    const rows = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE state = 'confirmed'").toArray().map((r) => this.listed(r));
-    const terminal = rows.filter((t) => t.terminal).sort((a, b) => b.updated_at.localeCompare(a.updated_at));
-    const active = rows.filter((t) => !t.terminal);
-    return {
-      ...session,
-      task_summary: {
-        active: active.length,
-        terminal: terminal.length,
-        failed: rows.filter((t) => t.native_status === "failed").length,
-        lost: active.filter((t) => t.lost_attempts > 0).length,
-        waiting: active.filter((t) => t.native_status === "pending").length,
-        blocked: active.filter((t) => t.native_status === "blocked").length,
-        stale: rows.filter((t) => t.index_state === "stale").length,
-        recent_terminal: terminal.slice(0, RECENT_TERMINAL),
-      },
-    };
+    const rows = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE state = 'confirmed' ORDER BY seq").toArray().map((r) => this.listed(r));
+    return buildSessionSnapshot(session, rows);
   }
 
   /** An entry is stale when it still shows held steps or live runs past the task's own next deadline. */
@@ -198,4 +168,5 @@ export class SessionObject extends DurableObject<Env> {
     if (remaining > 0) await this.armCleanup();
   }
 }
+
 

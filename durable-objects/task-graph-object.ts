@@ -25,6 +25,7 @@ import {
   taskSummary,
   type TaskSummary,
   taskView,
+  taskReadModel,
   type WalEvent,
 } from "../src/core/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
@@ -360,10 +361,11 @@ export class TaskGraphObject extends DurableObject<Env> {
   }
 
   /** agent.task_get: the DAG after reconciling leases. */
-  async getTask(actor: Actor): Promise<RpcResult<ReturnType<typeof taskView>>> {
+  async getTask(actor: Actor): Promise<RpcResult<ReturnType<typeof taskView> & { snapshot: ReturnType<typeof taskReadModel> }>> {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
-    return ok(taskView(this.state));
+    // The DAG itself, plus seed 001's snapshot projection of it (task record, graph, attempts, blockers).
+    return ok({ ...taskView(this.state), snapshot: taskReadModel(this.state) });
   }
 
   /** agent.task_query_steps after reconciling leases. */

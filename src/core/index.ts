@@ -16,3 +16,4 @@ export * from "./wal-jsonl.js";
 export * from "./normalize.js";
 export * from "./prompt-summary.js";
 export * from "./runtime-events.js";
+export * from "./read-models.js";

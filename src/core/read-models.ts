@@ -1,0 +1,140 @@
+/**
+ * @module Read models of seeds 001/004 over one task DAG: the compact task record, the task graph edges,
+ * attempts with output refs, blocked steps with their blockers, and delivery state. Pure projections of the
+ * DAG in the draft's camelCase; facts the runtime does not hold are said to be unknown or not applicable.
+ */
+import { ATTEMPT_STATUS_MAP, STEP_STATUS_MAP, TASK_STATUS_MAP } from "./runtime-events.js";
+import type { Attempt, Step } from "./records.js";
+import type { DagState } from "./state.js";
+import { diagnostics } from "./views.js";
+
+/** Attempt statuses of the snapshot schema's `statusValue` (it has no lost or timed_out: those keep nativeStatus). */
+const SNAPSHOT_ATTEMPT_STATUS: Record<Attempt["status"], string> = {
+  active: "running",
+  completed: "completed",
+  failed: "failed",
+  cancelled: "cancelled",
+  blocked: "blocked",
+  // The runtime cannot prove what a worker whose lease lapsed did: unknown, never inferred success.
+  lost: "unknown",
+  timed_out: "failed",
+};
+
+/** Most recent attempts a read model lists besides the active ones. */
+const RECENT_ATTEMPTS = 50;
+
+const defined = <T extends Record<string, unknown>>(v: T): T => Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null && x !== undefined)) as T;
+
+/** One attempt as the snapshot's taskAttempt. */
+export function attemptRecord(state: DagState, a: Attempt) {
+  const step = state.steps.get(a.step_id);
+  const artifacts = a.status === "completed" && step !== undefined ? step.artifact_ids : [];
+  const progress = state.progress.get(a.step_id);
+  const outputRefs = [...artifacts.map((id) => ({ kind: "artifact", artifactId: id })), ...(a.status === "active" && progress !== undefined ? progress.output_refs.map((ref) => ({ kind: "output", ref })) : [])];
+  return defined({
+    runId: a.run_id,
+    attemptId: a.attempt_id,
+    stepId: a.step_id,
+    status: SNAPSHOT_ATTEMPT_STATUS[a.status],
+    nativeStatus: a.status,
+    normalizedStatus: ATTEMPT_STATUS_MAP[a.status],
+    worker: { agentId: a.agent_id, runId: a.run_id },
+    outputRefs,
+    startedAt: a.started_at,
+    endedAt: a.ended_at,
+    attemptCount: a.ordinal,
+    lastError: a.last_error === null ? null : { code: a.last_error },
+    completionSummary: a.result_summary,
+    stepSnapshot: a.step_snapshot,
+  });
+}
+
+/** Active attempts and the most recent others, newest last. */
+export function attemptRecords(state: DagState) {
+  const all = [...state.attempts.values()];
+  const active = all.filter((a) => a.status === "active");
+  const ended = all.filter((a) => a.status !== "active").slice(-RECENT_ATTEMPTS);
+  return [...ended, ...active].map((a) => attemptRecord(state, a));
+}
+
+/** What keeps a step from moving: its own block or failure, or dependencies that are not completing. */
+export function blockedSteps(state: DagState) {
+  const out: { stepId: string; nativeStatus: string; status: string; reason: string | null; blockers: { stepId: string; nativeStatus: string }[]; requiredAction: string }[] = [];
+  for (const step of state.steps.values()) {
+    if (step.status === "blocked" || step.status === "failed") {
+      out.push({ stepId: step.step_id, nativeStatus: step.status, status: STEP_STATUS_MAP[step.status], reason: step.status_reason, blockers: [], requiredAction: "reopen_step or change the DAG" });
+      continue;
+    }
+    if (step.status !== "pending") continue;
+    // A pending step is stuck when a dependency can no longer complete without the orchestrator.
+    const stuck = step.depends_on_step_ids
+      .map((id) => state.steps.get(id))
+      .filter((d): d is Step => d !== undefined && (d.status === "failed" || d.status === "cancelled" || d.status === "blocked"))
+      .map((d) => ({ stepId: d.step_id, nativeStatus: d.status }));
+    if (stuck.length > 0) out.push({ stepId: step.step_id, nativeStatus: step.status, status: "blocked", reason: "dependency_not_completing", blockers: stuck, requiredAction: "reopen the blockers, remove the dependency or add a replacement step" });
+  }
+  return out;
+}
+
+/** The task graph: step nodes, dependency edges, spawned worker runs, produced artifacts. */
+export function taskGraph(state: DagState) {
+  const steps = [...state.steps.values()];
+  return {
+    nodes: steps.map((s) => ({ stepId: s.step_id, title: s.title, nativeStatus: s.status, status: STEP_STATUS_MAP[s.status], required: s.required, workerPoolId: s.worker_pool_id })),
+    edges: steps.flatMap((s) => s.depends_on_step_ids.map((dep) => ({ kind: "blocked_by", from: s.step_id, to: dep }))),
+    spawnedWorkers: [...state.runs.values()].map((r) => defined({ kind: "spawned_subagent", runId: r.run_id, agentId: r.agent_id, workerPoolId: r.worker_pool_id, status: r.status, stepId: r.current_step_id })),
+    producedArtifacts: steps.flatMap((s) => (s.status === "completed" ? s.artifact_ids.map((id) => ({ kind: "produced_artifact", stepId: s.step_id, artifactId: id })) : [])),
+  };
+}
+
+/** The compact task record of seed 001 (the snapshot schema's `task`). */
+export function taskRecord(state: DagState) {
+  const task = state.task!;
+  const c = state.index.statusCounts;
+  const total = state.steps.size;
+  const taskProgress = state.progress.get("");
+  const current = [...state.runs.values()].find((r) => r.status === "active" && r.current_step_id !== null);
+  const started = [...state.attempts.values()][0]?.started_at ?? null;
+  return defined({
+    taskId: task.task_id,
+    sessionId: task.session_id,
+    parentTaskId: task.parent_task_id,
+    title: task.title,
+    objective: task.objective ?? task.summary,
+    taskKind: task.task_kind,
+    visibility: "internal",
+    status: TASK_STATUS_MAP[task.status],
+    nativeStatus: task.status,
+    priority: task.priority === null ? null : String(task.priority),
+    owner: { agentId: task.created_by_agent_id, runId: task.created_by_run_id },
+    currentRunId: current?.run_id ?? null,
+    progress: defined({
+      percent: total === 0 ? 0 : Math.round((c.completed / total) * 100),
+      steps: { total, ...c },
+      phase: taskProgress?.phase ?? null,
+      summary: taskProgress?.summary ?? null,
+      counters: taskProgress?.counters ?? null,
+      diagnostics: diagnostics(state),
+    }),
+    relationships: [...state.steps.values()].map((s) => ({ kind: "child_step", targetId: s.step_id, status: STEP_STATUS_MAP[s.status] })),
+    artifacts: taskGraph(state).producedArtifacts.map((a) => ({ artifactId: a.artifactId, stepId: a.stepId })),
+    // Delivery of results to a parent or channel is not something this runtime does.
+    deliveryState: { status: "not_applicable" },
+    statusReason: task.status_reason,
+    createdAt: task.created_at,
+    updatedAt: task.updated_at,
+    startedAt: started,
+    endedAt: task.ended_at,
+  });
+}
+
+/** The 001 read model of one task: record, graph, attempts, blocked steps, delivery state. */
+export function taskReadModel(state: DagState) {
+  return {
+    task: taskRecord(state),
+    taskGraph: taskGraph(state),
+    attempts: attemptRecords(state),
+    blockedTasks: blockedSteps(state),
+    deliveryState: { status: "not_applicable" },
+  };
+}

@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { taskReadModel } from "../../src/core/index.js";
+import { indexEntryOf } from "../../durable-objects/index-entry.js";
+import { buildSessionSnapshot, type ListedTask } from "../../durable-objects/session-snapshot.js";
+import { Harness, step } from "./harness.js";
+import { validateSnapshot } from "./runtime-event-contract.js";
+
+const MINUTE = 60_000;
+
+function busyTask(): Harness {
+  const h = new Harness();
+  h.create([step("a"), step("b"), step("c", ["a", "b"]), step("d", ["c"])]);
+  const w = h.claimWith("a");
+  h.ok({ type: "update_step", step_id: "a", status: "completed", artifact_ids: ["report.md"] }, w);
+  h.claimWith("b");
+  h.now += 2 * MINUTE;
+  h.ok({ type: "reconcile_leases" });
+  const w2 = h.claimWith("b");
+  h.ok({ type: "update_step", step_id: "b", status: "failed", reason: "source down" }, w2);
+  return h;
+}
+
+/** The harness always names its task task_1: the session sees each under its own id. */
+const listed = (h: Harness, taskId: string, index_state: ListedTask["index_state"] = "current"): ListedTask => ({ ...indexEntryOf(h.state), task_id: taskId, wal_name: taskId, index_state });
+
+describe("task read model (seed 001 snapshot projection)", () => {
+  it("Should validate the task record, its attempts and relationships against the published snapshot schema", () => {
+    const h = busyTask();
+    const model = taskReadModel(h.state);
+    const snapshot = { schemaVersion: "0.4.0", sessionId: "sess_1", threads: [], tasks: [model.task], taskGraph: model.taskGraph, blockedTasks: model.blockedTasks, deliveryState: model.deliveryState };
+    const valid: boolean = validateSnapshot(snapshot);
+    expect(valid, JSON.stringify(validateSnapshot.errors)).toBe(true);
+  });
+
+  it("Should keep every attempt, marking a lapsed lease unknown (never success) with its native status", () => {
+    const model = taskReadModel(busyTask().state);
+    const b = model.attempts.filter((a) => a.stepId === "b");
+    expect(b.map((a) => [a.nativeStatus, a.status])).toEqual([["lost", "unknown"], ["failed", "failed"]]);
+    expect(model.attempts.find((a) => a.stepId === "a")!.outputRefs).toEqual([{ kind: "artifact", artifactId: "report.md" }]);
+  });
+
+  it("Should list a failed step and the pending step it holds up as blocked, with the blockers", () => {
+    const model = taskReadModel(busyTask().state);
+    expect(model.blockedTasks).toEqual([
+      expect.objectContaining({ stepId: "b", nativeStatus: "failed", reason: "source down" }),
+      expect.objectContaining({ stepId: "c", nativeStatus: "pending", blockers: [{ stepId: "b", nativeStatus: "failed" }] }),
+    ]);
+  });
+
+  it("Should give the graph's dependency edges, spawned runs and produced artifacts", () => {
+    const graph = taskReadModel(busyTask().state).taskGraph;
+    expect(graph.edges).toEqual([
+      { kind: "blocked_by", from: "c", to: "a" },
+      { kind: "blocked_by", from: "c", to: "b" },
+      { kind: "blocked_by", from: "d", to: "c" },
+    ]);
+    expect(graph.spawnedWorkers).toHaveLength(3);
+    expect(graph.producedArtifacts).toEqual([{ kind: "produced_artifact", stepId: "a", artifactId: "report.md" }]);
+  });
+});
+
+describe("session snapshot", () => {
+  it("Should validate against the published snapshot schema and count active, terminal, failed, lost and stale tasks", () => {
+    const running = busyTask();
+    const done = new Harness();
+    done.create([step("a")]);
+    done.complete("a");
+    done.ok({ type: "complete_task" });
+    const failed = new Harness();
+    failed.create([step("a")]);
+    failed.ok({ type: "fail_task" });
+    const snapshot = buildSessionSnapshot({ session_id: "sess_1", created_at: "2026-01-01T00:00:00.000Z" }, [listed(running, "t_running", "stale"), listed(done, "t_done"), listed(failed, "t_failed")]);
+    const valid: boolean = validateSnapshot(snapshot);
+    expect(valid, JSON.stringify(validateSnapshot.errors)).toBe(true);
+    expect(snapshot.task_summary).toMatchObject({ active: 1, terminal: 2, failed: 1, lost: 1, stale: 1 });
+    expect(snapshot.tasks.find((t) => t.taskId === "t_running")!.status).toBe("stale");
+    expect(snapshot.taskSummary.recentTerminal.map((t) => t.taskId).sort()).toEqual(["t_done", "t_failed"]);
+    expect(snapshot.blockedTasks).toEqual([expect.objectContaining({ taskId: "t_running", failedSteps: 1 })]);
+  });
+});
