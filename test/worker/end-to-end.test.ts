@@ -3,7 +3,7 @@
  * the task, and the exported WAL replays (pure core) into exactly the DAG the service serves.
  */
 import { describe, expect, it } from "vitest";
-import { replay, taskView } from "../../src/core/index.js";
+import { replay, taskReadModel, taskView } from "../../src/core/index.js";
 import { call, newSession, step } from "./helpers.js";
 import { eventually, expectOk, parseWal, walText } from "./support.js";
 
@@ -114,7 +114,8 @@ describe("fan-out / fan-in task, end to end", () => {
     expect(wal.headers.get("content-type")).toContain("application/x-ndjson");
     const events = parseWal(wal.text);
     expect(events.map((e) => e.wal_seq)).toEqual(Array.from({ length: served.wal_seq }, (_, i) => i + 1));
-    const rebuilt = taskView(replay(events));
+    const replayed = replay(events);
+    const rebuilt = { ...taskView(replayed), snapshot: taskReadModel(replayed) };
     const plain = JSON.parse(JSON.stringify(rebuilt));
     expect(plain.task).toEqual(served.task);
     expect(plain.steps).toEqual(served.steps);
