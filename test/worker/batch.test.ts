@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+import { call, dispatch, newSession, newTask, step } from "./helpers.js";
+import { expectError, expectOk, walOf } from "./support.js";
+
+describe("POST .../batch (group commit)", () => {
+  it("Should decide commands in order, each with its own token, and write them in one transaction", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "batch-order", [step("a"), step("b", ["a"])]);
+    const w = await dispatch(s, t, { max_steps: 2 });
+    const before = (await walOf(t, s.orch)).length;
+    const res = await call("POST", `${t}/batch`, w.token, {
+      commands: [
+        { token: w.token, method: "POST", path: `${t}/steps/claim-next` },
+        { token: w.token, method: "POST", path: `${t}/steps/a/status`, body: { status: "completed", result_summary: "done", claim_next: true } },
+        { token: s.orch, method: "POST", path: `${t}/steps/b/progress`, body: { phase: "watching" } },
+      ],
+    });
+    const body = expectOk(res);
+    expect(body.results.map((r: { status: number }) => r.status)).toEqual([200, 200, 200]);
+    expect(body.results[0].body.step.step_id).toBe("a");
+    // The second command saw the first one's claim, and its claim_next saw b become ready.
+    expect(body.results[1].body.next.step.step_id).toBe("b");
+    const wal = await walOf(t, s.orch);
+    const written = wal.slice(before);
+    expect(written.map((e) => e.event_type)).toEqual(["task_step_claimed", "task_step_completed", "task_step_ready", "task_step_claimed", "task_progress"]);
+    // Each command kept its own actor.
+    expect(written.find((e) => e.event_type === "task_progress")!.actor_agent_id).toBe("orchestrator");
+    expect(written[0]!.actor_run_id).toBe(w.run_id);
+    // One transaction: the answers' wal_seq values increase and end at the last event written.
+    expect(body.results[2].body.wal_seq).toBe(wal[wal.length - 1]!.wal_seq);
+  });
+
+  it("Should answer a rejected command in place without undoing the others", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "batch-reject", [step("a"), step("b")]);
+    const w1 = await dispatch(s, t);
+    const w2 = await dispatch(s, t);
+    const res = await call("POST", `${t}/batch`, w1.token, {
+      commands: [
+        { token: w1.token, method: "POST", path: `${t}/steps/a/claim` },
+        { token: w2.token, method: "POST", path: `${t}/steps/a/claim` },
+        { token: "forged.token.value", method: "POST", path: `${t}/steps/b/claim` },
+        { token: w2.token, method: "POST", path: `${t}/steps/b/claim` },
+        { token: w2.token, method: "POST", path: `${t}/steps/b/status`, body: { status: "exploded" } },
+        { token: w2.token, method: "POST", path: `/v1/sessions/${s.sid}/tasks/other/steps/b/claim` },
+      ],
+    });
+    const body = expectOk(res);
+    expect(body.results.map((r: { status: number; body: any }) => [r.status, r.body.error?.code ?? "ok"])).toEqual([
+      [200, "ok"],
+      [409, "step_already_claimed"],
+      [401, "unauthorized"],
+      [200, "ok"],
+      [400, "validation_error"],
+      [400, "validation_error"],
+    ]);
+    const task = expectOk(await call("GET", t, s.orch));
+    expect(task.steps.map((x: { step_id: string; status: string; claimed_by_run_id: string }) => [x.step_id, x.status, x.claimed_by_run_id])).toEqual([
+      ["a", "claimed", w1.run_id],
+      ["b", "claimed", w2.run_id],
+    ]);
+  });
+
+  it("Should honour each command's idempotency key across batch retries", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "batch-idem", [step("a")]);
+    const w = await dispatch(s, t);
+    const commands = [{ token: w.token, method: "POST", path: `${t}/steps/a/claim`, idempotency_key: "claim-a-1" }];
+    const first = expectOk(await call("POST", `${t}/batch`, w.token, { commands }));
+    const length = (await walOf(t, s.orch)).length;
+    const second = expectOk(await call("POST", `${t}/batch`, w.token, { commands }));
+    expect(second.results[0].body.event_ids).toEqual(first.results[0].body.event_ids);
+    expect((await walOf(t, s.orch)).length).toBe(length);
+  });
+
+  it.each([
+    ["no commands", { commands: [] }],
+    ["an unknown field", { commands: [], extra: 1 }],
+    ["a bad method", { commands: [{ token: "x", method: "DELETE", path: "/v1" }] }],
+    ["over 256 commands", { commands: Array.from({ length: 257 }, () => ({ token: "x", method: "POST", path: "/v1" })) }],
+  ])("Should answer 400 validation_error for %s", async (_name, payload) => {
+    const s = await newSession();
+    const t = await newTask(s, `batch-bad-${Math.random().toString(36).slice(2, 8)}`, [step("a")]);
+    expectError(await call("POST", `${t}/batch`, s.orch, payload), 400, "validation_error");
+  });
+
+  it("Should answer 401 without a token on the batch request itself", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "batch-noauth", [step("a")]);
+    expectError(await call("POST", `${t}/batch`, undefined, { commands: [{ token: s.orch, method: "POST", path: `${t}/block` }] }), 401, "unauthorized");
+  });
+});
