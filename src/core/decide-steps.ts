@@ -78,9 +78,9 @@ export function decideClaimStep(state: DagState, cmd: CommandOf<"claim_step">, c
 export function firstClaimable(state: DagState, run: WorkerRun): Step | undefined {
   const ready = state.index.ready.get(run.worker_pool_id);
   if (ready === undefined) return undefined;
-  if (run.allowed_step_ids === null) return state.steps.get(ready[0]!);
+  if (run.allowed_step_ids === null) return state.steps.get(ready.first()!);
   // Walk whichever is shorter: the run's scope or the pool's ready queue.
-  if (run.allowed_step_ids.length < ready.length) {
+  if (run.allowed_step_ids.length < ready.size) {
     let best: Step | undefined;
     for (const id of run.allowed_step_ids) {
       const step = state.steps.get(id);
@@ -89,8 +89,8 @@ export function firstClaimable(state: DagState, run: WorkerRun): Step | undefine
     return best;
   }
   const allowed = new Set(run.allowed_step_ids);
-  const id = ready.find((r) => allowed.has(r));
-  return id === undefined ? undefined : state.steps.get(id);
+  for (const id of ready) if (allowed.has(id)) return state.steps.get(id);
+  return undefined;
 }
 
 /** Query and claim in one decision: the first claimable step, or no_step_claimed (a normal result, no event). */

@@ -17,3 +17,4 @@ export * from "./normalize.js";
 export * from "./prompt-summary.js";
 export * from "./runtime-events.js";
 export * from "./read-models.js";
+export * from "./ready-queue.js";

@@ -1,6 +1,7 @@
 /** @module The in-memory task DAG and the derived indexes that keep the hot path free of whole-DAG scans. */
 import type { Attempt, Step, StepStatus, Task, WorkerRun } from "./records.js";
 import { HELD_STEP_STATUSES, STEP_STATUSES } from "./records.js";
+import { ReadyQueue } from "./ready-queue.js";
 
 /** The latest progress facts reported for the task or one step (seed 001 "Progress and output"). */
 export interface ProgressRecord {
@@ -18,7 +19,7 @@ export interface ProgressRecord {
  */
 export interface DagIndex {
   /** Ready steps per worker pool, in creation order: the ready queue of 003. */
-  readonly ready: Map<string, string[]>;
+  readonly ready: Map<string, ReadyQueue>;
   /** step id → ids of the steps that depend on it. */
   readonly dependents: Map<string, Set<string>>;
   /**
@@ -76,46 +77,20 @@ export function emptyState(): DagState {
   };
 }
 
-/** Position of `step` in a ready list sorted by ordinal (binary search). */
-function readyPosition(state: DagState, list: readonly string[], ordinal: number): number {
-  let lo = 0;
-  let hi = list.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (state.steps.get(list[mid]!)!.ordinal < ordinal) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 function addReady(state: DagState, step: Step): void {
-  let list = state.index.ready.get(step.worker_pool_id);
-  if (list === undefined) {
-    list = [];
-    state.index.ready.set(step.worker_pool_id, list);
+  let queue = state.index.ready.get(step.worker_pool_id);
+  if (queue === undefined) {
+    queue = new ReadyQueue();
+    state.index.ready.set(step.worker_pool_id, queue);
   }
-  const last = list[list.length - 1];
-  // Steps mostly become ready in creation order: append without searching.
-  if (last === undefined || state.steps.get(last)!.ordinal < step.ordinal) list.push(step.step_id);
-  else list.splice(readyPosition(state, list, step.ordinal), 0, step.step_id);
+  queue.add(step.step_id, step.ordinal);
 }
 
 function removeReady(state: DagState, step: Step): void {
-  const list = state.index.ready.get(step.worker_pool_id);
-  if (list === undefined) return;
-  if (list[0] === step.step_id) list.shift();
-  else {
-    const at = readyPosition(state, list, step.ordinal);
-    if (list[at] !== step.step_id) return;
-    // Move the cheaper side. Near the head (a worker claiming from the first page of its query), shift the few
-    // entries before it and drop the head, which V8 trims in place; splicing would move the whole tail of a
-    // long queue. Per entry a JS loop costs about twice a splice's move, hence the split at a third.
-    if (at < list.length / 3) {
-      for (let i = at; i > 0; i--) list[i] = list[i - 1]!;
-      list.shift();
-    } else list.splice(at, 1);
-  }
-  if (list.length === 0) state.index.ready.delete(step.worker_pool_id);
+  const queue = state.index.ready.get(step.worker_pool_id);
+  if (queue === undefined) return;
+  queue.remove(step.step_id, step.ordinal);
+  if (queue.size === 0) state.index.ready.delete(step.worker_pool_id);
 }
 
 /** Counts `step` into the indexes (on creation). */

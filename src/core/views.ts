@@ -127,7 +127,7 @@ export function querySteps(state: DagState, actor: Actor, query: StepQuery): Ste
 
   // Ready-only queries read the ready queue instead of scanning the DAG.
   if (wanted !== null && wanted.size === 1 && wanted.has("ready") && pool !== undefined) {
-    const ready = state.index.ready.get(pool) ?? [];
+    const ready = state.index.ready.get(pool)?.ids() ?? [];
     return page(ready.map((id) => state.steps.get(id)!).filter(keep), limit, offset);
   }
   return page(orderedSteps(state).filter(keep), limit, offset);

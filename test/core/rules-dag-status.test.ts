@@ -111,7 +111,7 @@ describe("DAG Model", () => {
   it("the nodes of the DAG are the schedulable steps", () => {
     const h = new Harness();
     h.create([step("a"), step("b")]);
-    expect(h.state.index.ready.get("default")).toEqual(["a", "b"]);
+    expect(h.state.index.ready.get("default")?.ids()).toEqual(["a", "b"]);
     const wa = h.claimWith("a");
     const wb = h.claimWith("b");
     expect(h.state.steps.get("a")!.claimed_by_run_id).toBe(wa.run_id);
@@ -1013,8 +1013,8 @@ describe("Status", () => {
     // e's other dependency completes: the one in `status` still holds it back.
     done(h, "c");
     expect(h.status("e")).toBe("pending");
-    expect(h.state.index.ready.get("default")).not.toContain("d");
-    expect(h.state.index.ready.get("default")).not.toContain("e");
+    expect(h.state.index.ready.get("default")?.ids()).not.toContain("d");
+    expect(h.state.index.ready.get("default")?.ids()).not.toContain("e");
   });
 
   it("ready is maintained automatically by the core from dependency completion", () => {
@@ -1507,7 +1507,7 @@ describe("Status", () => {
       const after = status === "pending" ? "ready" : status;
       expect(types(d)).toEqual(status === "pending" ? ["task_updated", "task_step_ready"] : ["task_updated"]);
       expect(h.state.steps.get("x")).toMatchObject({ ...fields, status: after });
-      if (after === "ready") expect(h.state.index.ready.get("pool2")).toEqual(["x"]);
+      if (after === "ready") expect(h.state.index.ready.get("pool2")?.ids()).toEqual(["x"]);
       consistent(h);
     },
   );
@@ -1698,7 +1698,7 @@ describe("Status", () => {
     const d = h.ok(upd({ op: "delete_step", step_id: "x" }));
     expect(types(d)).toEqual(["task_updated"]);
     expect(h.state.steps.has("x")).toBe(false);
-    expect(h.state.index.ready.get("default")).toEqual(["gate"]);
+    expect(h.state.index.ready.get("default")?.ids()).toEqual(["gate"]);
     expect(h.state.index.dependents.has("gate")).toBe(false);
     consistent(h);
   });

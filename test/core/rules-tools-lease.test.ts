@@ -1651,7 +1651,7 @@ describe("Step Claim Lease", () => {
       const w2 = h.dispatch();
       expect(ids(q(h, w2))).toEqual([]);
       expect(h.ok({ type: "claim_next" }, w2).value).toEqual({ kind: "no_step_claimed", reason: "no_ready_step" });
-      expect(h.state.index.ready.get("default") ?? []).toEqual([]);
+      expect(h.state.index.ready.get("default")?.ids() ?? []).toEqual([]);
     }
   });
 

@@ -239,7 +239,7 @@ function stepIds(scene: Scene, from: number, actor: Actor | null, extra: readonl
   const { state } = scene;
   switch (from) {
     case 1:
-      return [...state.index.ready.values()].flat();
+      return [...state.index.ready.values()].flatMap((queue) => queue.ids());
     case 2:
       return [...state.index.held];
     case 3:
