@@ -1,4 +1,4 @@
-/** @module Two test projects: the pure core in Node, the service in the Workers runtime. */
+/** @module Three test projects: the pure core in Node, the service in the Workers runtime, a live client against `wrangler dev`. */
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -16,13 +16,26 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            // Test-only secrets; production sets them with `wrangler secret put`.
-            miniflare: { bindings: { TOKEN_SECRET: "test-token-secret", ADMIN_TOKEN: "test-admin-token" } },
+            // Test-only secrets; production sets them with `wrangler secret put`. A short SSE heartbeat so the
+            // stream tests see heartbeats quickly; CORS for one origin so the CORS tests have something to allow.
+            miniflare: {
+              bindings: { TOKEN_SECRET: "test-token-secret", ADMIN_TOKEN: "test-admin-token", SSE_HEARTBEAT_MS: "250", CORS_ORIGINS: "https://dash.example" },
+            },
           }),
         ],
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          // Starting `wrangler dev` takes a few seconds; the test itself bounds every wait.
+          testTimeout: 90_000,
+          hookTimeout: 120_000,
         },
       },
     ],

@@ -3,14 +3,21 @@
  * index that agent.task_list pages through. Never on the hot path of a claim or a step update.
  */
 import { DurableObject } from "cloudflare:workers";
-import { type RuntimeError, runtimeError } from "../src/core/index.js";
-import { type Env, taskObjectName } from "../src/env.js";
+import { monotonicFactory } from "ulid";
+import { RUNTIME_EVENT_SCHEMA_VERSION, type RuntimeError, runtimeError } from "../src/core/index.js";
+import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import type { IndexEntry } from "./index-entry.js";
 import { buildSessionSnapshot, type ListedTask, type SessionSnapshot } from "./session-snapshot.js";
+import { snapshotFrame } from "./sse-frames.js";
+import { SseHub } from "./sse-hub.js";
 import type { RpcResult } from "./task-graph-object.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
 const RESERVATION_CHECK_MS = 60_000;
+/** Rows kept in the session event log; a resume from before the oldest starts at the oldest. */
+export const SESSION_EVENT_LOG_ROWS = 10_000;
+/** Log rows read per page while a session stream catches up. */
+const STREAM_PAGE = 200;
 
 /** Filters of agent.task_list. */
 export interface TaskListQuery {
@@ -34,10 +41,20 @@ type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_m
 const ok = <T>(value: T): RpcResult<T> => ({ ok: true, value });
 const err = <T>(error: RuntimeError): RpcResult<T> => ({ ok: false, error });
 
+/** How a task's index entry changed, as the session stream reports it. */
+export type SnapshotChange = "created" | "updated" | "terminal";
+
 /** One session's reservations and task index. */
 export class SessionObject extends DurableObject<Env> {
+  /** Live SSE subscribers of GET /v1/sessions/{sid}/events; fed by upsertTask. */
+  private readonly hub: SseHub;
+  /** The highest seq of the session event log (0: empty). */
+  private lastEventSeq = 0;
+  private readonly ulid = monotonicFactory();
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.hub = new SseHub(readConfig(env).sse);
     void ctx.blockConcurrencyWhile(async () => {
       this.sql.exec("CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY CHECK (id = 1), session_id TEXT NOT NULL, created_at TEXT NOT NULL, info TEXT NOT NULL)");
       this.sql.exec(`CREATE TABLE IF NOT EXISTS tasks (
@@ -53,6 +70,9 @@ export class SessionObject extends DurableObject<Env> {
         seq INTEGER NOT NULL
       )`);
       this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_terminal ON tasks (terminal, updated_at)");
+      // The session event log: one row per index change, `data` the snapshot.updated event as streamed.
+      this.sql.exec("CREATE TABLE IF NOT EXISTS session_events (seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL)");
+      this.lastEventSeq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM session_events").one().n;
     });
   }
 
@@ -94,7 +114,8 @@ export class SessionObject extends DurableObject<Env> {
   /** Records what a task object says of its task; an older push (lower wal_seq) never overwrites a newer one. */
   async upsertTask(entry: IndexEntry): Promise<void> {
     const row = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE task_id = ?", entry.task_id).toArray()[0];
-    if (row?.entry != null && (JSON.parse(row.entry) as IndexEntry).wal_seq >= entry.wal_seq) return;
+    const previous = row?.entry == null ? null : (JSON.parse(row.entry) as IndexEntry);
+    if (previous !== null && previous.wal_seq >= entry.wal_seq) return;
     const values = [JSON.stringify(entry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at] as const;
     if (row === undefined) {
       const seq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n;
@@ -105,6 +126,53 @@ export class SessionObject extends DurableObject<Env> {
     } else {
       this.sql.exec("UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ? WHERE task_id = ?", ...values, entry.task_id);
     }
+    this.appendEvent(entry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
+  }
+
+  /**
+   * Appends a snapshot.updated event to the session event log (written with the index row, no await
+   * between: one implicit transaction) and streams it. The log keeps the last SESSION_EVENT_LOG_ROWS rows.
+   */
+  private appendEvent(entry: IndexEntry, change: SnapshotChange): void {
+    const seq = this.lastEventSeq + 1;
+    const sessionId = this.sql.exec<{ session_id: string }>("SELECT session_id FROM session").toArray()[0]?.session_id ?? this.ctx.id.toString();
+    const data = JSON.stringify({
+      type: "snapshot.updated",
+      eventId: this.ulid(),
+      timestamp: new Date().toISOString(),
+      sequence: seq,
+      schemaVersion: RUNTIME_EVENT_SCHEMA_VERSION,
+      sessionId,
+      taskId: entry.task_id,
+      nativeStatus: entry.native_status,
+      status: entry.status,
+      payload: { change, task: entry },
+    });
+    this.sql.exec("INSERT INTO session_events (seq, task_id, data) VALUES (?, ?, ?)", seq, entry.task_id, data);
+    this.sql.exec("DELETE FROM session_events WHERE seq <= ?", seq - SESSION_EVENT_LOG_ROWS);
+    this.lastEventSeq = seq;
+    this.hub.publish(snapshotFrame(seq, data));
+  }
+
+  /**
+   * GET /v1/sessions/{sid}/events: the log after `afterSeq` (from the oldest kept row when older), then live
+   * rows; never ends on its own. A ReadableStream over RPC, like the task stream (see TaskGraphObject).
+   */
+  async streamEvents(afterSeq: number): Promise<RpcResult<ReadableStream<Uint8Array>>> {
+    if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
+    if (afterSeq > this.lastEventSeq) {
+      return err(runtimeError("validation_error", `the resume point ${afterSeq} is after the end of the session's event log`, { after_seq: afterSeq, last_seq: this.lastEventSeq }));
+    }
+    let cursor = afterSeq;
+    return ok(
+      this.hub.open(() => {
+        const rows = this.sql.exec<{ seq: number; data: string }>("SELECT seq, data FROM session_events WHERE seq > ? ORDER BY seq LIMIT ?", cursor, STREAM_PAGE).toArray();
+        let frames = "";
+        for (const r of rows) frames += snapshotFrame(r.seq, r.data);
+        if (rows.length > 0) cursor = rows[rows.length - 1]!.seq;
+        return { frames, next: cursor < this.lastEventSeq ? "more" : "live" };
+      }),
+    );
   }
 
   /** agent.task_list: active tasks in creation order; with include_terminal, terminal ones after them, newest first. */

@@ -13,6 +13,7 @@ import {
   promptSummary,
   type PromptSummary,
   emptyState,
+  isTerminalTask,
   nextDeadline,
   querySteps,
   replay,
@@ -30,6 +31,8 @@ import {
 } from "../src/core/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
 import { type IndexEntry, indexEntryOf } from "./index-entry.js";
+import { endFrame, runtimeFrames, type TaskCursor } from "./sse-frames.js";
+import { SseHub } from "./sse-hub.js";
 import { appendEvents, loadEvents, migrate, readWal, readWalTail } from "./wal-store.js";
 
 /** An RPC answer: a value, or a domain error (never a thrown exception for expected outcomes). */
@@ -55,6 +58,8 @@ const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const INDEX_PUSH_DEBOUNCE_MS = 200;
 /** How soon a failed index push is retried (doubling up to a minute). */
 const INDEX_RETRY_MS = 2_000;
+/** WAL events read per page while an event stream catches up on history. */
+const STREAM_PAGE = 100;
 
 const ok = <T>(value: T): RpcResult<T> => ({ ok: true, value });
 const err = <T>(error: RuntimeError): RpcResult<T> => ({ ok: false, error });
@@ -77,10 +82,13 @@ export class TaskGraphObject extends DurableObject<Env> {
   private writesSincePurge = 0;
   /** ULIDs that sort in creation order even within one millisecond. */
   private readonly ulid = monotonicFactory();
+  /** Live SSE subscribers of GET .../events; fed by `transact` after each commit. */
+  private readonly hub: SseHub;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = readConfig(env);
+    this.hub = new SseHub(this.config.sse);
     void ctx.blockConcurrencyWhile(async () => {
       try {
         migrate(this.sql);
@@ -123,7 +131,22 @@ export class TaskGraphObject extends DurableObject<Env> {
       this.state = replay(loadEvents(this.sql));
       return err(runtimeError("storage_error", "the WAL append failed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) }));
     }
+    this.publish(unit.events);
     return ok(value);
+  }
+
+  /**
+   * Step 4 of the commit path: the committed events, as SSE frames encoded once, to every live subscriber;
+   * after a terminal event, the `end` frame and close. Still synchronous with the commit, so a subscriber's
+   * switch from history to live (also synchronous) never falls between an append and its publication.
+   */
+  private publish(events: readonly WalEvent[]): void {
+    if (this.hub.liveCount === 0 || events.length === 0) return;
+    let frames = "";
+    for (const e of events) frames += runtimeFrames(e);
+    this.hub.publish(frames);
+    const task = this.state.task;
+    if (task !== null && isTerminalTask(task)) this.hub.endAll(endFrame(task.status, this.state.last_wal_seq));
   }
 
   /** Decides one command and applies its events to memory at once; the unit writes them. */
@@ -381,6 +404,41 @@ export class TaskGraphObject extends DurableObject<Env> {
     const ready = this.readable(actor, false);
     if (ready !== null) return err(ready);
     return ok({ events: readWal(this.sql, afterSeq, limit), last_wal_seq: this.state.last_wal_seq });
+  }
+
+  /**
+   * GET .../events: a stream of SSE frames, the runtime events after `cursor` and then live ones; for a
+   * terminal task, the history and the `end` frame. A cursor past the end of the WAL is a validation error.
+   * A ReadableStream returned over RPC (rather than a Response from `fetch`): the route keeps HTTP (auth,
+   * error envelope, headers) and the object gets a typed actor and cursor, like every other call.
+   */
+  async streamEvents(actor: Actor, cursor: TaskCursor): Promise<RpcResult<ReadableStream<Uint8Array>>> {
+    const ready = this.readable(actor);
+    if (ready !== null) return err(ready);
+    if (cursor.seq > this.state.last_wal_seq) {
+      return err(runtimeError("validation_error", `the resume point ${cursor.seq} is after the end of this task's WAL`, { after_seq: cursor.seq, last_wal_seq: this.state.last_wal_seq }));
+    }
+    return ok(this.hub.open(this.catchUpFrom(cursor)));
+  }
+
+  /** Catch-up for one subscriber: pages of the WAL after its cursor, then live (or `end` for a terminal task). */
+  private catchUpFrom(cursor: TaskCursor) {
+    let seq = cursor.seq;
+    let skipThrough = cursor.k ?? Number.POSITIVE_INFINITY;
+    return () => {
+      const partial = Number.isFinite(skipThrough);
+      const events = readWal(this.sql, partial ? seq - 1 : seq, STREAM_PAGE);
+      let frames = "";
+      for (const e of events) frames += runtimeFrames(e, e.wal_seq === seq && partial ? skipThrough : -1);
+      if (events.length > 0) {
+        seq = events[events.length - 1]!.wal_seq;
+        skipThrough = Number.POSITIVE_INFINITY;
+      }
+      if (seq < this.state.last_wal_seq) return { frames, next: "more" as const };
+      const task = this.state.task;
+      if (task !== null && isTerminalTask(task)) return { frames: frames + endFrame(task.status, this.state.last_wal_seq), next: "close" as const };
+      return { frames, next: "live" as const };
+    };
   }
 
   /** The compact Task DAG summary for a prompt (003 "Prompt Context"), after reconciling leases. */

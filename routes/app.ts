@@ -2,6 +2,8 @@
 import { Hono } from "hono";
 import { runtimeError } from "../src/core/index.js";
 import { type AppEnv, authenticate } from "./auth.js";
+import { corsFromEnv } from "./cors.js";
+import { eventRoutes } from "./events.js";
 import { errorResponse, toRuntimeError } from "./http-error.js";
 import { metaRoutes, publicRoutes } from "./meta.js";
 import { sessionRoutes } from "./sessions.js";
@@ -17,8 +19,11 @@ export function buildApp(): Hono<AppEnv> {
     return c.json({ ok: pong === "pong" });
   });
   app.route("/", publicRoutes);
+  // CORS first: a browser's preflight carries no token, and error answers need the headers too.
+  app.use("/v1/*", corsFromEnv);
   app.use("/v1/*", authenticate);
   app.route("/v1", metaRoutes);
+  app.route("/v1/sessions", eventRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1/sessions", taskRoutes);
   app.notFound((c) => errorResponse(c, runtimeError("not_found", `no route ${c.req.method} ${new URL(c.req.url).pathname}`)));

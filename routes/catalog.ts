@@ -17,6 +17,7 @@ import {
   UpdateTaskBody,
   WalQueryParams,
   BatchBody,
+  EventsQueryParams,
 } from "./schemas.js";
 
 /** Who may call an operation. */
@@ -66,6 +67,8 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: `${T}/batch`, operationId: "batch", tool: "batch", roles: ["orchestrator", "worker"], summary: "Group commit: commands in order, one transaction, one result each (each with its own token).", body: BatchBody },
   { method: "get", path: `${T}/summary`, operationId: "getTaskSummary", tool: "task_summary", roles: inScope, summary: "Compact DAG summary for a prompt, within token_budget.", query: SummaryQueryParams },
   { method: "get", path: `${T}/wal`, operationId: "exportWal", tool: "task_wal", roles: inScope, summary: "The WAL as JSON Lines after after_seq.", query: WalQueryParams },
+  { method: "get", path: `${T}/events`, operationId: "streamTaskEvents", tool: "task_events", roles: inScope, summary: "Server-Sent Events of the task's runtime events (id: wal_seq or wal_seq.k); resumes from Last-Event-ID or after_seq; ends with an end frame once the task is terminal.", query: EventsQueryParams },
+  { method: "get", path: `${S}/events`, operationId: "streamSessionEvents", tool: "session_events", roles: inScope, summary: "Server-Sent Events of the session's task summaries (snapshot.updated) as they change; resumes from Last-Event-ID or after_seq.", query: EventsQueryParams },
 ];
 
 /** JSON Schema of a zod schema as a request sees it (input side). */

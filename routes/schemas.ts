@@ -76,6 +76,12 @@ export const WalQueryParams = z.strictObject({
   access_token: z.string().optional(),
 });
 
+/** GET .../events and GET /v1/sessions/{sid}/events query (a Last-Event-ID header wins over after_seq). */
+export const EventsQueryParams = z.strictObject({
+  after_seq: intParam(0, Number.MAX_SAFE_INTEGER).optional(),
+  access_token: z.string().optional(),
+});
+
 /** GET .../summary query. */
 export const SummaryQueryParams = z.strictObject({
   token_budget: intParam(100, 100_000).optional(),

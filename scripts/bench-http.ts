@@ -21,13 +21,13 @@
  * Per-step cost = elapsed / steps completed; floor cost = elapsed / requests; ratio = step cost / floor cost.
  * Every loop is bounded in count and in time; a request times out after 30 s.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
+import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "./dev-server.js";
 
 // ---- options -------------------------------------------------------------------------------------
 
@@ -83,16 +83,6 @@ function parseArgs(argv: string[]): Options {
   }
   if (opts.url !== null) assertLoopback(opts.url);
   return opts;
-}
-
-function defaultAdminToken(): string {
-  if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
-  for (const file of [".dev.vars", ".dev.vars.example"]) {
-    if (!existsSync(file)) continue;
-    const match = /^\s*ADMIN_TOKEN\s*=\s*"?([^"\n]+?)"?\s*$/m.exec(readFileSync(file, "utf8"));
-    if (match?.[1]) return match[1];
-  }
-  return "dev-admin-token";
 }
 
 /** The benchmark only ever talks to this machine. */
@@ -468,66 +458,7 @@ function mergeSteps(parts: StepResult[]): StepResult {
 
 // ---- the server ---------------------------------------------------------------------------------------
 
-interface Server {
-  base: string;
-  child: ChildProcess | null;
-  logFile: string | null;
-  persistDir: string | null;
-  startupMs: number;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function startServer(opts: Options): Promise<Server> {
-  const port = await freePort();
-  const inspectorPort = await freePort();
-  mkdirSync("bench/tmp", { recursive: true });
-  const stamp = `${port}-${Date.now()}`;
-  // Own local storage and inspector port: another `npm start` may be running from the same checkout.
-  const persistDir = path.join("bench/tmp", `state-${stamp}`);
-  const logFile = path.join("bench/tmp", `dev-server-${stamp}.log`);
-  const fd = openSync(logFile, "w");
-  const args = ["scripts/dev.mjs", "--persist-to", persistDir, "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false"];
-  args.push("--log-level", opts.serverLogLevel);
-  const t0 = performance.now();
-  // detached: the server gets its own process group, so stopping it reaches npx, wrangler and workerd.
-  const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", fd, fd], env: { ...process.env, PORT: String(port) } });
-  closeSync(fd);
-  let exited: number | null | undefined;
-  child.on("exit", (code) => (exited = code));
-  const base = `http://127.0.0.1:${port}`;
-  const server: Server = { base, child, logFile, persistDir, startupMs: 0 };
-  const until = Date.now() + 180_000;
-  while (Date.now() < until) {
-    if (exited !== undefined) throw new Error(`the dev server exited (${exited}) before answering /health; see ${logFile}:\n${tail(logFile)}`);
-    try {
-      const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2_000) });
-      await res.text();
-      if (res.status === 200) {
-        server.startupMs = Math.round(performance.now() - t0);
-        return server;
-      }
-    } catch {
-      // not up yet
-    }
-    await sleep(250);
-  }
-  await stopServer(server);
-  throw new Error(`the dev server did not answer /health within 180 s; see ${logFile}:\n${tail(logFile)}`);
-}
+// Started and stopped by scripts/dev-server.ts (shared with bench:sse and the live-client test).
 
 /** The checked-out commit and the files changed in the work tree (read-only git calls), for the record. */
 function sourceState(): { commit: string | null; changed_files: string[] } {
@@ -541,45 +472,6 @@ function sourceState(): { commit: string | null; changed_files: string[] } {
   } catch {
     return { commit: null, changed_files: [] };
   }
-}
-
-function tail(file: string, lines = 30): string {
-  try {
-    return readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
-  } catch {
-    return "";
-  }
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Stops the whole process group of the server: SIGTERM, then SIGKILL after 5 s. */
-async function stopServer(server: Server): Promise<void> {
-  const pid = server.child?.pid;
-  if (pid === undefined) return;
-  server.child = null;
-  try {
-    process.kill(-pid, "SIGTERM");
-  } catch {
-    // already gone
-  }
-  for (let i = 0; i < 50 && groupAlive(pid); i++) await sleep(100);
-  if (groupAlive(pid)) {
-    try {
-      process.kill(-pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    for (let i = 0; i < 20 && groupAlive(pid); i++) await sleep(100);
-  }
-  if (server.persistDir !== null) rmSync(server.persistDir, { recursive: true, force: true });
 }
 
 // ---- report -------------------------------------------------------------------------------------------
@@ -602,18 +494,18 @@ async function main(): Promise<void> {
   const loadStart = os.loadavg();
   const source = sourceState();
   const wallStart = performance.now();
-  let server: Server | null = null;
+  let server: DevServer | null = null;
   const onSignal = (signal: NodeJS.Signals) => {
     console.error(`\n${signal}: stopping`);
     const s = server;
-    void (s === null ? Promise.resolve() : stopServer(s)).finally(() => process.exit(130));
+    void (s === null ? Promise.resolve() : stopDevServer(s)).finally(() => process.exit(130));
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
     if (opts.url === null) {
       console.log("starting node scripts/dev.mjs on a free port …");
-      server = await startServer(opts);
+      server = await startDevServer({ logLevel: opts.serverLogLevel });
       console.log(`server up at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s (log: ${server.logFile})`);
     } else {
       const res = await fetch(`${opts.url}/health`, { signal: AbortSignal.timeout(5_000) });
@@ -782,7 +674,7 @@ async function main(): Promise<void> {
     if (bad.length > 0) process.exitCode = 1;
   } finally {
     if (server !== null) {
-      await stopServer(server);
+      await stopDevServer(server);
     }
   }
 }

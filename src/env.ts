@@ -15,6 +15,14 @@ export interface Env {
   readonly MAX_STEPS_PER_TASK?: string;
   readonly MAX_BODY_BYTES?: string;
   readonly TOKEN_TTL_SECONDS?: string;
+  /** Milliseconds between SSE heartbeat comments (default 15,000). */
+  readonly SSE_HEARTBEAT_MS?: string;
+  /** Longest life of one SSE stream before it closes and the client resumes (default 300,000). */
+  readonly SSE_MAX_STREAM_MS?: string;
+  /** Bytes queued for one SSE subscriber beyond which it is closed as too slow (default 262,144). */
+  readonly SSE_MAX_QUEUED_BYTES?: string;
+  /** Origins allowed by CORS on /v1/*: comma-separated, or `*`; empty or unset: none. */
+  readonly CORS_ORIGINS?: string;
 }
 
 /** Runtime configuration with the documented defaults. */
@@ -22,6 +30,14 @@ export interface RuntimeConfig {
   readonly limits: CoreLimits;
   readonly maxBodyBytes: number;
   readonly tokenTtlSeconds: number;
+  readonly sse: SseConfig;
+}
+
+/** Limits of the live event streams (Server-Sent Events). */
+export interface SseConfig {
+  readonly heartbeatMs: number;
+  readonly maxStreamMs: number;
+  readonly maxQueuedBytes: number;
 }
 
 function positiveInt(raw: string | undefined, fallback: number): number {
@@ -38,6 +54,11 @@ export function readConfig(env: Env): RuntimeConfig {
     },
     maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1_048_576),
     tokenTtlSeconds: positiveInt(env.TOKEN_TTL_SECONDS, 86_400),
+    sse: {
+      heartbeatMs: positiveInt(env.SSE_HEARTBEAT_MS, 15_000),
+      maxStreamMs: positiveInt(env.SSE_MAX_STREAM_MS, 300_000),
+      maxQueuedBytes: positiveInt(env.SSE_MAX_QUEUED_BYTES, 262_144),
+    },
   };
 }
 

@@ -1,0 +1,231 @@
+/**
+ * @module The live demo: an orchestrator and its workers drive a realistic task DAG through the client SDK
+ * while the task's event stream prints what happens. One worker per ready step (seed 003's default); one
+ * step fails once and is reopened; one worker dies holding its step, whose lease expires and comes back.
+ *
+ *   npm run demo -- --url http://127.0.0.1:8787   against a running server (npm start runs this for you)
+ *   npm run demo -- --quick                        starts its own server, runs a short demo, stops, exits 0
+ */
+import { isRuntimeApiError, RuntimeClient } from "../src/client/index.js";
+import type { RuntimeEvent, TaskView } from "../src/client/index.js";
+import { defaultAdminToken, type DevServer, sleep, startDevServer, stopDevServer } from "./dev-server.js";
+
+interface DemoOptions {
+  url: string | undefined;
+  quick: boolean;
+  adminToken: string | undefined;
+}
+
+function parseArgs(argv: readonly string[]): DemoOptions {
+  const opts: DemoOptions = { url: undefined, quick: false, adminToken: undefined };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--quick") opts.quick = true;
+    else if (arg === "--url") opts.url = argv[++i];
+    else if (arg === "--admin-token") opts.adminToken = argv[++i];
+    else if (arg === "--help" || arg === "-h") {
+      console.log("usage: npm run demo -- [--url http://127.0.0.1:8787] [--quick] [--admin-token TOKEN]");
+      process.exit(0);
+    } else {
+      console.error(`unknown option ${arg}`);
+      process.exit(2);
+    }
+  }
+  return opts;
+}
+
+const STEPS = [
+  { step_id: "plan", title: "Plan the report", summary: "List the questions each section answers", depends_on_step_ids: [] },
+  { step_id: "research-pricing", title: "Research pricing", summary: "Five sourced facts on pricing", depends_on_step_ids: ["plan"] },
+  { step_id: "research-competitors", title: "Research competitors", summary: "Five sourced facts on competitors", depends_on_step_ids: ["plan"] },
+  { step_id: "research-customers", title: "Research customers", summary: "Five sourced facts on customers", depends_on_step_ids: ["plan"] },
+  { step_id: "explore-trends", title: "Look for outliers", summary: "Optional exploration", depends_on_step_ids: ["plan"], required: false },
+  { step_id: "synthesis", title: "Write the synthesis", summary: "Two pages citing the research", depends_on_step_ids: ["research-pricing", "research-competitors", "research-customers"] },
+];
+/** The step whose first attempt fails (the orchestrator reopens it once). */
+const FLAKY_STEP = "research-competitors";
+/** The step the first worker claims and then dies holding. */
+const DOOMED_STEP = "plan";
+
+const tty = process.stdout.isTTY === true;
+const paint = (code: number, text: string) => (tty ? `\u001b[${code}m${text}\u001b[0m` : text);
+const dim = (t: string) => paint(2, t);
+const green = (t: string) => paint(32, t);
+const red = (t: string) => paint(31, t);
+const yellow = (t: string) => paint(33, t);
+const bold = (t: string) => paint(1, t);
+
+/** Progress bars of the workers at work, redrawn under the event log on a terminal. */
+class Board {
+  private readonly bars = new Map<string, { step: string; percent: number; note: string }>();
+  private drawn = 0;
+
+  set(worker: string, step: string, percent: number, note = ""): void {
+    this.bars.set(worker, { step, percent, note });
+    this.draw();
+  }
+
+  remove(worker: string): void {
+    this.bars.delete(worker);
+    this.draw();
+  }
+
+  /** Prints a line above the bars. */
+  log(line: string): void {
+    this.clear();
+    console.log(line);
+    this.draw();
+  }
+
+  private clear(): void {
+    if (!tty || this.drawn === 0) return;
+    process.stdout.write(`\u001b[${this.drawn}A\u001b[0J`);
+    this.drawn = 0;
+  }
+
+  private draw(): void {
+    if (!tty) return;
+    this.clear();
+    for (const [worker, { step, percent, note }] of this.bars) {
+      const filled = Math.round(percent / 5);
+      process.stdout.write(`  ${worker.padEnd(18)} ${step.padEnd(22)} ${"█".repeat(filled)}${dim("░".repeat(20 - filled))} ${String(percent).padStart(3)}% ${dim(note)}\n`);
+    }
+    this.drawn = this.bars.size;
+  }
+}
+
+function describe(e: RuntimeEvent): string {
+  const subject = e.stepId === undefined ? "task" : e.stepId;
+  const who = e.runId === undefined ? "" : dim(` run …${e.runId.slice(-6)}`);
+  const reason = e.statusReason === undefined ? "" : dim(` (${e.statusReason})`);
+  const color = e.type.endsWith("failed") || e.type === "task.lost" ? red : e.type.endsWith("completed") ? green : e.type === "task.retrying" ? yellow : (t: string) => t;
+  return `${dim(`#${String(e.sequence).padStart(3)}`)} ${color(e.type.padEnd(24))} ${subject}${who}${reason}`;
+}
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  let server: DevServer | undefined;
+  let base = opts.url;
+  if (base === undefined) {
+    console.log("starting a local server (wrangler dev)…");
+    server = await startDevServer({ workDir: "bench/tmp/demo" });
+    base = server.base;
+  }
+  const stop = async () => {
+    if (server !== undefined) await stopDevServer(server);
+  };
+  process.on("SIGINT", () => void stop().then(() => process.exit(130)));
+  try {
+    const status = await runDemo(base, opts);
+    if (status !== "completed") process.exitCode = 1;
+  } finally {
+    await stop();
+  }
+}
+
+/** Runs the demo against `base`; returns the task's final status. */
+async function runDemo(base: string, opts: DemoOptions): Promise<string> {
+  const board = new Board();
+  const admin = new RuntimeClient({ baseUrl: base, token: opts.adminToken ?? defaultAdminToken() });
+  const session = await admin.createSession({ orchestrator_agent_id: "demo-orchestrator" });
+  const orch = admin.withToken(session.orchestrator.token);
+  const taskId = `market-report-${Date.now().toString(36)}`;
+  const task = { sessionId: session.session_id, taskId };
+  const leaseMs = opts.quick ? 1_500 : 4_000;
+  const workMs = opts.quick ? 400 : 2_500;
+  await orch.createTask(session.session_id, {
+    task_id: taskId,
+    wal_name: taskId,
+    title: "Q3 market report",
+    summary: "Fan-out research, an optional exploration, a fan-in synthesis",
+    steps: STEPS,
+    step_lease_timeout_ms: leaseMs,
+  });
+  const taskUrl = `${base}/v1/sessions/${session.session_id}/tasks/${taskId}`;
+  console.log(bold(`\nTask ${taskId}: ${STEPS.length} steps, leases of ${leaseMs / 1000} s`));
+  console.log(dim(`  plan → research ×3 (+ optional explore-trends) → synthesis; ${FLAKY_STEP} fails once; the worker on ${DOOMED_STEP} dies\n`));
+
+  const attemptsOf = new Map<string, number>();
+  const reopened = new Set<string>();
+  const workers: Promise<void>[] = [];
+  let doomedUsed = false;
+
+  /** 003's default: one worker run per ready step, scoped to it with allowed_step_ids. */
+  const dispatchFor = (stepId: string) => {
+    if (stepId === "explore-trends") return; // optional: left for the task's completion to cancel
+    const attempt = (attemptsOf.get(stepId) ?? 0) + 1;
+    attemptsOf.set(stepId, attempt);
+    workers.push(
+      (async () => {
+        const worker = await orch.dispatchWorker(task, { allowed_step_ids: [stepId], agent_id: `worker-${stepId.split("-").pop()}-${attempt}` });
+        const name = worker.agentId ?? worker.runId;
+        const claim = await worker.claimStep(stepId).catch((e: unknown) => {
+          if (isRuntimeApiError(e)) return undefined; // someone else took it, or the task moved on
+          throw e;
+        });
+        if (claim === undefined) return;
+        if (stepId === DOOMED_STEP && !doomedUsed) {
+          doomedUsed = true;
+          board.log(red(`  ✗ ${name} claimed ${stepId} and crashed: its lease runs out in ${leaseMs / 1000} s`));
+          return; // never reports again: the lease expires and the step comes back
+        }
+        const ticks = 5;
+        for (let i = 1; i <= ticks; i++) {
+          await sleep(workMs / ticks);
+          board.set(name, stepId, Math.round((i / ticks) * 100), i === ticks ? "writing result" : "working");
+          await worker.appendProgress(stepId, { phase: "working", counters: { done: i, of: ticks } });
+          if (stepId === FLAKY_STEP && attempt === 1 && i === 3) {
+            board.remove(name);
+            await worker.updateStep(stepId, { status: "failed", reason: "source site timed out" });
+            await worker.finish({ outcome: "finished" });
+            return;
+          }
+        }
+        board.remove(name);
+        await worker.updateStep(stepId, { status: "completed", result_summary: `${stepId}: done`, artifact_ids: [`${stepId}.md`] });
+        await worker.finish({ outcome: "finished" });
+      })(),
+    );
+  };
+
+  let completing = false;
+  let finalStatus = "unknown";
+  for await (const event of orch.subscribe(task)) {
+    board.log(describe(event));
+    if (event.type === "task.queued" && event.stepId !== undefined) dispatchFor(event.stepId);
+    if (event.type === "task.attempt.failed" && event.stepId !== undefined && event.nativeStatus === "failed" && !reopened.has(event.stepId)) {
+      reopened.add(event.stepId);
+      board.log(yellow(`  ↻ the orchestrator reopens ${event.stepId} once`));
+      void orch.updateTask(task, [{ op: "reopen_step", step_id: event.stepId, reason: "retry once" }]);
+    }
+    if (event.type === "task.attempt.completed" && !completing) {
+      const view: TaskView = await orch.getTask(task);
+      if (view.diagnostics.completeable) {
+        completing = true;
+        board.log(green("  ✓ every required step is completed: the orchestrator completes the task"));
+        await orch.completeTask(task, { reason: "report written" });
+      }
+    }
+    if (event.type === "task.completed" || event.type === "task.failed" || event.type === "task.cancelled") finalStatus = event.nativeStatus ?? event.type.slice(5);
+  }
+  await Promise.all(workers);
+
+  const view = await orch.getTask(task);
+  console.log(bold(`\nTask ${taskId} is ${view.task.status} (wal_seq ${view.wal_seq})`));
+  for (const step of view.steps) {
+    const attempts = step.attempt_ids.map((id) => view.attempts.find((a) => a.attempt_id === id)?.status ?? "?");
+    console.log(`  ${step.step_id.padEnd(22)} ${step.status.padEnd(10)} attempts: ${attempts.join(", ") || "none"}`);
+  }
+  console.log(`\nWhere to look (token: the orchestrator token below):`);
+  console.log(`  the DAG        GET ${taskUrl}`);
+  console.log(`  the WAL        GET ${taskUrl}/wal`);
+  console.log(`  live events    GET ${taskUrl}/events`);
+  console.log(`  API reference  ${base}/docs`);
+  console.log(dim(`  orchestrator token: ${session.orchestrator.token}`));
+  return finalStatus === "unknown" ? view.task.status : finalStatus;
+}
+
+main().catch((e: unknown) => {
+  console.error(e instanceof Error ? (e.stack ?? e.message) : e);
+  process.exit(1);
+});

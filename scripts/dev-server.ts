@@ -1,0 +1,141 @@
+/**
+ * @module Starts and stops `wrangler dev` (through `node scripts/dev.mjs`) on a free loopback port with its
+ * own local storage and inspector port, for the benchmarks and the live-client test. The server runs in its
+ * own process group, so stopping it reaches npx, wrangler and workerd.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+
+/** A running dev server. */
+export interface DevServer {
+  base: string;
+  child: ChildProcess | null;
+  logFile: string | null;
+  persistDir: string | null;
+  startupMs: number;
+}
+
+/** How to start it. */
+export interface DevServerOptions {
+  /** wrangler --log-level (warn: its per-request log lines cost about 1 ms a request). */
+  logLevel?: string;
+  /** Where the storage dir and the log go (default bench/tmp); the storage dir is removed on stop. */
+  workDir?: string;
+  /** Extra `--var NAME:VALUE` bindings. */
+  vars?: Record<string, string>;
+  /** Give up after this long without a 200 from /health (default 180 s). */
+  startupTimeoutMs?: number;
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The admin token of a local server: $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars (or its example), else dev-admin-token. */
+export function defaultAdminToken(): string {
+  if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
+  for (const file of [".dev.vars", ".dev.vars.example"]) {
+    if (!existsSync(file)) continue;
+    const match = /^\s*ADMIN_TOKEN\s*=\s*"?([^"\n]+?)"?\s*$/m.exec(readFileSync(file, "utf8"));
+    if (match?.[1]) return match[1];
+  }
+  return "dev-admin-token";
+}
+
+/** Waits `ms` milliseconds. */
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The last lines of a file, or "" when it cannot be read. */
+export function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
+  } catch {
+    return "";
+  }
+}
+
+/** Starts `node scripts/dev.mjs` on a free port and waits for GET /health to answer 200. */
+export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const workDir = opts.workDir ?? "bench/tmp";
+  mkdirSync(workDir, { recursive: true });
+  const stamp = `${port}-${Date.now()}`;
+  // Own local storage and inspector port: another `npm start` may be running from the same checkout.
+  const persistDir = path.join(workDir, `state-${stamp}`);
+  const logFile = path.join(workDir, `dev-server-${stamp}.log`);
+  const fd = openSync(logFile, "w");
+  const args = ["scripts/dev.mjs", "--persist-to", persistDir, "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false"];
+  args.push("--log-level", opts.logLevel ?? "warn");
+  for (const [name, value] of Object.entries(opts.vars ?? {})) args.push("--var", `${name}:${value}`);
+  const t0 = performance.now();
+  // detached: the server gets its own process group, so stopping it reaches npx, wrangler and workerd.
+  const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", fd, fd], env: { ...process.env, PORT: String(port) } });
+  closeSync(fd);
+  let exited: number | null | undefined;
+  child.on("exit", (code) => (exited = code));
+  const base = `http://127.0.0.1:${port}`;
+  const server: DevServer = { base, child, logFile, persistDir, startupMs: 0 };
+  const timeoutMs = opts.startupTimeoutMs ?? 180_000;
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (exited !== undefined) throw new Error(`the dev server exited (${exited}) before answering /health; see ${logFile}:\n${tail(logFile)}`);
+    try {
+      const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2_000) });
+      await res.text();
+      if (res.status === 200) {
+        server.startupMs = Math.round(performance.now() - t0);
+        return server;
+      }
+    } catch {
+      // not up yet
+    }
+    await sleep(250);
+  }
+  await stopDevServer(server);
+  throw new Error(`the dev server did not answer /health within ${timeoutMs / 1000} s; see ${logFile}:\n${tail(logFile)}`);
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Stops the whole process group of the server: SIGTERM, then SIGKILL after 5 s; removes its storage. */
+export async function stopDevServer(server: DevServer): Promise<void> {
+  const pid = server.child?.pid;
+  if (pid === undefined) return;
+  server.child = null;
+  try {
+    process.kill(-pid, "SIGTERM");
+  } catch {
+    // already gone
+  }
+  for (let i = 0; i < 50 && groupAlive(pid); i++) await sleep(100);
+  if (groupAlive(pid)) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    for (let i = 0; i < 20 && groupAlive(pid); i++) await sleep(100);
+  }
+  if (server.persistDir !== null) rmSync(server.persistDir, { recursive: true, force: true });
+}

@@ -1,0 +1,167 @@
+/**
+ * @module The HTTP transport every client of one family shares: base URL, fetch, retries with one
+ * Idempotency-Key per logical call, and the group commit that batches task writes. Fetch only, so it runs in
+ * Node 20, browsers and Workers.
+ */
+import { errorFromResponse, networkError, RuntimeApiError, unexpectedResponse } from "./errors.js";
+import { type BatchCommand, type BatchingOptions, type BatchResult, type BatchSender, GroupCommit, type QueuedCall } from "./group-commit.js";
+import { batchTarget, queryString, type QueryValue } from "./paths.js";
+import { abortReason, backoffDelay, type RetryOptions, type RetryPolicy, retryPolicy, sleep } from "./retry.js";
+
+/** The fetch the client calls: the global one by default; a Worker's service binding or a test double otherwise. */
+export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
+
+/** How a Transport talks to the runtime. */
+export interface TransportOptions {
+  /** The runtime's origin, e.g. `https://tasks.example.com` (a trailing slash is ignored). */
+  readonly baseUrl: string;
+  /** The fetch to call (default: the global fetch). */
+  readonly fetch?: FetchLike;
+  /** Retries of 429, 503 and network failures (default: 3 tries, 100 ms doubling, jittered). */
+  readonly retry?: RetryOptions;
+  /** Group commit of task writes issued in the same tick (default on; `false` sends every write alone). */
+  readonly batching?: boolean | BatchingOptions;
+}
+
+/** One API call as a client method describes it. */
+export interface ApiRequest {
+  readonly method: "GET" | "POST" | "PATCH";
+  /** The path, starting with `/v1/...`, its segments already encoded. */
+  readonly path: string;
+  readonly token: string | undefined;
+  readonly query?: Readonly<Record<string, QueryValue>>;
+  /** JSON body of a POST/PATCH (`{}` when absent, so a retry and a batched send hash the same body). */
+  readonly body?: object;
+  readonly signal?: AbortSignal;
+  readonly idempotencyKey?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** A fresh random Idempotency-Key. */
+export function newIdempotencyKey(): string {
+  const c = crypto;
+  if (typeof c.randomUUID === "function") return c.randomUUID();
+  return [...c.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Sends API calls with retries; shared by a RuntimeClient, the clients `withToken` makes, and its workers. */
+export class Transport implements BatchSender {
+  readonly baseUrl: string;
+  readonly retry: RetryPolicy;
+  private readonly fetchFn: FetchLike;
+  private readonly groupCommit: GroupCommit | null;
+
+  constructor(options: TransportOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.retry = retryPolicy(options.retry);
+    // Called unbound, the global fetch throws "Illegal invocation" in Workers: wrap it.
+    this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
+    const batching = options.batching ?? true;
+    this.groupCommit = batching === false ? null : new GroupCommit(this, batching === true ? {} : batching);
+  }
+
+  /** True when task writes are group-committed. */
+  get batching(): boolean {
+    return this.groupCommit !== null;
+  }
+
+  /**
+   * A call answered with JSON, retried per the policy. A mutating call gets one Idempotency-Key for all its
+   * tries, so a retry after a lost answer returns the first answer and writes nothing twice. Task writes join
+   * the task's next batch when group commit is on.
+   */
+  json<T>(req: ApiRequest): Promise<T> {
+    const key = req.method === "GET" ? undefined : (req.idempotencyKey ?? newIdempotencyKey());
+    const target = this.groupCommit !== null && req.token !== undefined && req.query === undefined && req.headers === undefined ? batchTarget(req.method, req.path) : null;
+    if (target === null) return this.withRetry(req.signal, () => this.once(req, key, readJson<T>));
+    const command: BatchCommand = {
+      token: req.token!,
+      method: req.method as "POST" | "PATCH",
+      path: req.path,
+      body: (req.body ?? {}) as Record<string, unknown>,
+      ...(key === undefined ? {} : { idempotency_key: key }),
+    };
+    return this.withRetry(req.signal, (attempt) => this.groupCommit!.submit(target, { command, signal: req.signal, attempt }) as Promise<T>);
+  }
+
+  /** A GET answered with text (the WAL export), retried per the policy. */
+  text(req: ApiRequest): Promise<{ text: string; headers: Headers }> {
+    return this.withRetry(req.signal, () =>
+      this.once(req, undefined, async (res) => {
+        try {
+          // Decoded here, not with res.text(): the WAL is application/x-ndjson, which workerd warns about.
+          return { text: new TextDecoder().decode(await res.arrayBuffer()), headers: res.headers };
+        } catch (cause) {
+          throw networkError(cause);
+        }
+      }),
+    );
+  }
+
+  /** Opens a GET once, no retry, and hands back the response with its body unread (event streams). */
+  open(req: ApiRequest): Promise<Response> {
+    return this.once(req, undefined, async (res) => res);
+  }
+
+  /** One try of a batched command sent alone. */
+  sendSingle(call: QueuedCall): Promise<unknown> {
+    const c = call.command;
+    return this.once({ method: c.method, path: c.path, token: c.token, body: c.body, ...(call.signal === undefined ? {} : { signal: call.signal }) }, c.idempotency_key, readJson);
+  }
+
+  /** One try of a batch request; its token is the first command's (every command is re-authenticated). */
+  async sendBatch(taskPath: string, commands: readonly BatchCommand[]): Promise<BatchResult[]> {
+    const answer = await this.once({ method: "POST", path: `${taskPath}/batch`, token: commands[0]!.token, body: { commands } }, undefined, readJson<{ results?: unknown }>);
+    if (!Array.isArray(answer.results)) throw unexpectedResponse(200, "the batch answer has no results");
+    return answer.results as BatchResult[];
+  }
+
+  private async withRetry<T>(signal: AbortSignal | undefined, attemptOnce: (attempt: number) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await attemptOnce(attempt);
+      } catch (e) {
+        if (signal?.aborted === true) throw abortReason(signal);
+        if (!(e instanceof RuntimeApiError) || !e.retryable || attempt >= this.retry.attempts) throw e;
+        await sleep(Math.min(this.retry.maxDelayMs, e.retryAfterMs ?? backoffDelay(attempt, this.retry)), signal);
+      }
+    }
+  }
+
+  /** One request: a non-2xx answer becomes a RuntimeApiError, a fetch that throws a network_error. */
+  private async once<T>(req: ApiRequest, idempotencyKey: string | undefined, read: (res: Response) => Promise<T>): Promise<T> {
+    const headers: Record<string, string> = { accept: "application/json", ...req.headers };
+    if (req.token !== undefined) headers.authorization = `Bearer ${req.token}`;
+    if (idempotencyKey !== undefined) headers["idempotency-key"] = idempotencyKey;
+    const init: RequestInit = { method: req.method, headers };
+    if (req.method !== "GET") {
+      headers["content-type"] = "application/json";
+      init.body = JSON.stringify(req.body ?? {});
+    }
+    if (req.signal !== undefined) init.signal = req.signal;
+    let res: Response;
+    try {
+      res = await this.fetchFn(`${this.baseUrl}${req.path}${queryString(req.query)}`, init);
+    } catch (e) {
+      if (req.signal?.aborted === true) throw abortReason(req.signal);
+      throw networkError(e);
+    }
+    if (!res.ok) throw await errorFromResponse(res);
+    return read(res);
+  }
+}
+
+/** Reads a 2xx JSON body; a body that breaks off is a network failure, one that does not parse is unexpected. */
+async function readJson<T>(res: Response): Promise<T> {
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (cause) {
+    throw networkError(cause);
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch (cause) {
+    throw unexpectedResponse(res.status, `the answer is not JSON: ${text.slice(0, 200)}`, cause);
+  }
+}

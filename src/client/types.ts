@@ -1,0 +1,193 @@
+/**
+ * @module Request and answer types of the API, from the same zod schemas the routes validate with (z.input for
+ * what a caller sends, z.output for the parsed queries) and the core's record and view types. Types only.
+ */
+import type { z } from "zod";
+import type { IndexEntry } from "../../durable-objects/index-entry.js";
+import type { ListedTask, SessionSnapshot } from "../../durable-objects/session-snapshot.js";
+import type {
+  CancelRunBody,
+  CreateSessionBody,
+  CreateTaskBody,
+  DispatchWorkerBody,
+  FinishRunBody,
+  MintTokenBody,
+  ProgressBody,
+  ReasonBody,
+  StepQueryParams,
+  SummaryQueryParams,
+  TaskListQueryParams,
+  UpdateStepBody,
+  UpdateTaskBody,
+  WalQueryParams,
+} from "../../routes/schemas.js";
+import type { PromptSummary, RuntimeError, Step, StepPage, StepStatus, TaskStatus, TaskSummary, WalEvent, WorkerRun, taskReadModel, taskView } from "../core/index.js";
+
+export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
+export type { ErrorCode, PatchOp, RuntimeError } from "../core/index.js";
+export type { IndexEntry, ListedTask, SessionSnapshot };
+
+/** A task, as its path (`/v1/sessions/{sid}/tasks/{tid}`) or its ids. */
+export type TaskRef = string | { readonly sessionId: string; readonly taskId: string };
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Aborts the call (and its retries); the call rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+  /** The Idempotency-Key of a mutating call; a fresh random one by default, reused across its retries. */
+  readonly idempotencyKey?: string;
+}
+
+/** POST /v1/sessions body. */
+export type CreateSessionInput = z.input<typeof CreateSessionBody>;
+/** POST /v1/sessions/{sid}/tokens body. */
+export type MintTokenInput = z.input<typeof MintTokenBody>;
+/** POST /v1/sessions/{sid}/tasks body (agent.task_create). */
+export type CreateTaskInput = z.input<typeof CreateTaskBody>;
+/** One patch operation of PATCH .../tasks/{tid} (agent.task_update). */
+export type PatchOpInput = z.input<typeof UpdateTaskBody>["ops"][number];
+/** `{reason?}` of complete, fail, cancel, block, reopen. */
+export type ReasonInput = z.input<typeof ReasonBody>;
+/** POST .../workers body (agent.dispatch_worker). */
+export type DispatchWorkerInput = z.input<typeof DispatchWorkerBody>;
+/** POST .../runs/{run}/finish body. */
+export type FinishRunInput = z.input<typeof FinishRunBody>;
+/** POST .../runs/{run}/cancel body. */
+export type CancelRunInput = z.input<typeof CancelRunBody>;
+/** POST .../steps/{step}/status body (agent.task_update_step), with `claim_next`. */
+export type UpdateStepInput = z.input<typeof UpdateStepBody>;
+/** POST .../steps/{step}/progress body (append_task_progress). */
+export type ProgressInput = z.input<typeof ProgressBody>;
+
+type Query<S extends z.ZodType> = Omit<z.output<S>, "access_token">;
+/** GET /v1/sessions/{sid}/tasks filters. */
+export type TaskListQuery = Query<typeof TaskListQueryParams>;
+/** GET .../steps filters (agent.task_query_steps); `status` may be one status or several. */
+export type StepQuery = Omit<Query<typeof StepQueryParams>, "status"> & { readonly status?: StepStatus | readonly StepStatus[] };
+/** GET .../summary query. */
+export type SummaryQuery = Query<typeof SummaryQueryParams>;
+/** GET .../wal query. */
+export type WalQuery = Query<typeof WalQueryParams>;
+
+/** A token and when it expires. */
+export interface MintedToken {
+  readonly token: string;
+  readonly expires_at: string;
+}
+
+/** POST /v1/sessions answer. */
+export interface SessionCreated {
+  readonly session_id: string;
+  readonly created_at: string;
+  readonly orchestrator: MintedToken & { readonly agent_id: string; readonly run_id: string };
+  readonly observer: MintedToken;
+}
+
+/** POST /v1/sessions/{sid}/tokens answer. */
+export interface TokenMinted extends MintedToken {
+  readonly role: "orchestrator" | "observer";
+  readonly agent_id: string;
+  readonly run_id: string | null;
+}
+
+/** One page of agent.task_list. */
+export interface TaskListPage {
+  readonly tasks: ListedTask[];
+  readonly total: number;
+  readonly limit: number;
+  readonly offset: number;
+  readonly next_offset: number | null;
+}
+
+/** What every write answers with (003 "Tool Return Shape"). */
+export interface WriteAnswer {
+  readonly task: TaskSummary;
+  readonly event_ids: string[];
+  readonly wal_seq: number;
+}
+
+/** A claim that took a step. */
+export interface Claimed {
+  readonly step: Step;
+  readonly attempt_id: string;
+  readonly no_step_claimed?: undefined;
+}
+
+/** A claim-next that found nothing to take (a normal answer, not an error). */
+export interface NoStepClaimed {
+  readonly no_step_claimed: true;
+  readonly reason: "no_ready_step" | "run_budget_spent";
+  readonly step?: undefined;
+  readonly attempt_id?: undefined;
+}
+
+/** POST .../steps/{step}/claim answer. */
+export type ClaimStepAnswer = WriteAnswer & Claimed;
+/** POST .../steps/claim-next answer. */
+export type ClaimNextAnswer = WriteAnswer & (Claimed | NoStepClaimed);
+/** What `claim_next: true` on a status update took next: a step, nothing, or why it could not claim. */
+export type NextClaim = Claimed | NoStepClaimed | { readonly error: RuntimeError };
+/** POST .../steps/{step}/status answer. */
+export type UpdateStepAnswer = WriteAnswer & { readonly next?: NextClaim };
+
+/** POST .../workers answer: the run and its worker token. */
+export type DispatchAnswer = WriteAnswer & {
+  readonly run_id: string;
+  readonly agent_id: string;
+  readonly run: WorkerRun;
+  readonly token: string;
+  readonly expires_at: string;
+};
+
+/** GET .../tasks/{tid} answer (agent.task_get): the DAG plus seed 001's snapshot projection. */
+export type TaskView = ReturnType<typeof taskView> & { readonly snapshot: ReturnType<typeof taskReadModel> };
+
+/** GET .../wal answer: the events (validated), the raw JSON Lines, and the task's last wal_seq. */
+export interface WalPage {
+  readonly events: WalEvent[];
+  readonly text: string;
+  /** The task's last wal_seq (from `x-last-wal-seq`): more pages remain while the last event is below it. */
+  readonly last_wal_seq: number;
+}
+
+/** GET /v1/task-template answer. */
+export interface TaskTemplate {
+  readonly role: "user";
+  readonly content: string;
+}
+
+/** One tool of GET /v1/tools. */
+export interface ToolDescription {
+  readonly name: string;
+  readonly description: string;
+  readonly http: { readonly method: "GET" | "POST" | "PATCH"; readonly path: string };
+  readonly input_schema: Record<string, unknown>;
+}
+
+/** GET /v1/tools answer. */
+export interface ToolList {
+  readonly role: "admin" | "orchestrator" | "worker" | "observer";
+  readonly tools: ToolDescription[];
+}
+
+/** The `end` frame of a task's event stream: the task is terminal. */
+export interface StreamEnd {
+  readonly reason: "task_terminal" | (string & {});
+  readonly status: TaskStatus;
+  readonly wal_seq: number;
+}
+
+/** One event of GET /v1/sessions/{sid}/events (`event: snapshot.updated`, `id: <sequence>`): a task of the session changed. */
+export interface SessionEvent {
+  readonly type: "snapshot.updated";
+  readonly eventId: string;
+  readonly timestamp: string;
+  /** The session event log's seq (the frame's id). */
+  readonly sequence: number;
+  readonly schemaVersion: string;
+  readonly sessionId: string;
+  readonly taskId: string;
+  readonly nativeStatus: TaskStatus;
+  readonly status: string;
+  readonly payload: { readonly change: "created" | "updated" | "terminal"; readonly task: IndexEntry };
+}

@@ -1,0 +1,166 @@
+/**
+ * A live client against a real `wrangler dev`: a plain EventSource (the `eventsource` package, token in
+ * `?access_token=`) follows a task while an orchestrator and three workers drive a fan-out/fan-in DAG to
+ * completion over HTTP. The server is started with a short SSE_MAX_STREAM_MS so the stream is closed under
+ * the client mid-run and EventSource resumes by itself with Last-Event-ID. Every runtime event must arrive
+ * exactly once, in order, validate against the published schema, and equal the projection of the exported WAL.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { EventSource } from "eventsource";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { projectWal, RUNTIME_EVENT_TYPES, WalEventSchema } from "../../src/core/index.js";
+import { type DevServer, defaultAdminToken, sleep, startDevServer, stopDevServer } from "../../scripts/dev-server.js";
+import { validateRuntimeEvent } from "../core/runtime-event-contract.js";
+
+/** The stream closes under the client this often (the server's SSE_MAX_STREAM_MS). */
+const MAX_STREAM_MS = 2_500;
+
+let server: DevServer;
+let workDir: string;
+
+beforeAll(async () => {
+  workDir = mkdtempSync(path.join(os.tmpdir(), "sse-e2e-"));
+  server = await startDevServer({ workDir, logLevel: "warn", vars: { SSE_MAX_STREAM_MS: String(MAX_STREAM_MS), SSE_HEARTBEAT_MS: "1000" }, startupTimeoutMs: 90_000 });
+});
+
+afterAll(async () => {
+  if (server !== undefined) await stopDevServer(server);
+  if (workDir !== undefined) rmSync(workDir, { recursive: true, force: true });
+});
+
+/** A JSON call that must answer `status`. */
+async function must(status: number, method: string, p: string, token: string, body?: unknown): Promise<any> {
+  const res = await fetch(server.base + p, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(15_000),
+  });
+  const text = await res.text();
+  if (res.status !== status) throw new Error(`${method} ${p} answered ${res.status}: ${text.slice(0, 300)}`);
+  return text === "" ? null : JSON.parse(text);
+}
+
+/** What an EventSource heard. */
+interface Heard {
+  frames: { id: string; type: string; data: any }[];
+  opens: number;
+  errors: number;
+}
+
+/** Listens to every event type of `types` on a new EventSource; resolves `ended` on the `end` event. */
+function listen(url: string, types: readonly string[]): { es: EventSource; heard: Heard; ended: Promise<any> } {
+  const es = new EventSource(url);
+  const heard: Heard = { frames: [], opens: 0, errors: 0 };
+  es.addEventListener("open", () => (heard.opens += 1));
+  es.addEventListener("error", () => (heard.errors += 1));
+  for (const type of types) es.addEventListener(type, (e) => heard.frames.push({ id: e.lastEventId, type, data: JSON.parse(e.data) }));
+  const ended = new Promise<any>((resolve) =>
+    es.addEventListener("end", (e) => {
+      es.close();
+      resolve(JSON.parse(e.data));
+    }),
+  );
+  return { es, heard, ended };
+}
+
+/** Rejects after `ms` with `what`. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms))]);
+}
+
+/** (wal_seq, k) of an SSE id `N` or `N.k`, for ordering. */
+function idKey(id: string): [number, number] {
+  const [seq, k] = id.split(".");
+  return [Number(seq), k === undefined ? 0 : Number(k)];
+}
+
+describe("a browser-style EventSource against wrangler dev", () => {
+  it("Should receive every runtime event of a fan-out/fan-in run exactly once, in order, across server-side stream closes", async () => {
+    const admin = defaultAdminToken();
+    const session = await must(201, "POST", "/v1/sessions", admin, {});
+    const sid: string = session.session_id;
+    const orch: string = session.orchestrator.token;
+    const observer: string = session.observer.token;
+    const t = `/v1/sessions/${sid}/tasks/fan`;
+
+    // The session stream first, so it sees the task's creation live.
+    const sessionStream = listen(`${server.base}/v1/sessions/${sid}/events?access_token=${encodeURIComponent(observer)}`, ["snapshot.updated"]);
+    await must(201, "POST", `/v1/sessions/${sid}/tasks`, orch, {
+      task_id: "fan",
+      wal_name: "fan",
+      title: "Fan out, fan in",
+      summary: "plan, three research steps in parallel, synthesis",
+      steps: [
+        { step_id: "plan", title: "Plan", summary: "Plan it", depends_on_step_ids: [] },
+        ...["r1", "r2", "r3"].map((id) => ({ step_id: id, title: `Research ${id}`, summary: "Look it up", depends_on_step_ids: ["plan"] })),
+        { step_id: "synth", title: "Synthesis", summary: "Write it up", depends_on_step_ids: ["r1", "r2", "r3"] },
+      ],
+    });
+    const taskStream = listen(`${server.base}${t}/events?access_token=${encodeURIComponent(observer)}`, [...RUNTIME_EVENT_TYPES]);
+
+    // Three pooled workers, each: claim-next, report progress, complete, until the pool is drained.
+    const workers = await Promise.all(["w1", "w2", "w3"].map((agent) => must(201, "POST", `${t}/workers`, orch, { agent_id: agent, max_steps: 5 })));
+    const started = Date.now();
+    const work = async (w: { token: string; run_id: string }) => {
+      for (let round = 0; round < 200; round++) {
+        const claim = await must(200, "POST", `${t}/steps/claim-next`, w.token, {});
+        if (claim.no_step_claimed === true) {
+          const open = await must(200, "GET", `${t}/steps?worker_pool_id=default`, orch);
+          if (open.total === 0) break;
+          await sleep(100);
+          continue;
+        }
+        const step = claim.step.step_id;
+        await must(200, "POST", `${t}/steps/${step}/progress`, w.token, { phase: "working", summary: `${step} half way` });
+        // Slow enough that the run outlives SSE_MAX_STREAM_MS and the client has to resume at least once.
+        await sleep(1_200);
+        await must(200, "POST", `${t}/steps/${step}/status`, w.token, { status: "completed", result_summary: `${step} done` });
+      }
+      await must(200, "POST", `${t}/runs/${w.run_id}/finish`, w.token, { outcome: "finished" });
+    };
+    await Promise.all(workers.map(work));
+    await must(200, "POST", `${t}/complete`, orch, { reason: "report written" });
+    const runMs = Date.now() - started;
+
+    const end = await within(taskStream.ended, 20_000, "the task stream's end frame");
+    const walText = await (await fetch(`${server.base}${t}/wal?limit=10000`, { headers: { authorization: `Bearer ${orch}` } })).text();
+    const wal = walText.split("\n").filter((l) => l !== "").map((l) => WalEventSchema.parse(JSON.parse(l)));
+    const expected = projectWal(wal);
+    const { frames, opens } = taskStream.heard;
+
+    expect(runMs).toBeGreaterThan(MAX_STREAM_MS);
+    expect(opens, "the client reconnected after a server-side close").toBeGreaterThanOrEqual(2);
+    expect(end).toEqual({ reason: "task_terminal", status: "completed", wal_seq: wal[wal.length - 1]!.wal_seq });
+    // Exactly once and in order: ids strictly increasing, sequence non-decreasing, each event as projected.
+    for (let i = 1; i < frames.length; i++) {
+      const [a, b] = [idKey(frames[i - 1]!.id), idKey(frames[i]!.id)];
+      expect(b[0] > a[0] || (b[0] === a[0] && b[1] > a[1]), `id ${frames[i]!.id} after ${frames[i - 1]!.id}`).toBe(true);
+      expect(frames[i]!.data.sequence).toBeGreaterThanOrEqual(frames[i - 1]!.data.sequence);
+    }
+    for (const f of frames) {
+      const valid: boolean = validateRuntimeEvent(f.data);
+      if (!valid) expect.fail(`${f.type} ${f.id} breaks the published schema: ${JSON.stringify(validateRuntimeEvent.errors)}`);
+      expect(f.type).toBe(f.data.type);
+      expect(idKey(f.id)[0]).toBe(f.data.sequence);
+    }
+    expect(frames.map((f) => f.data)).toEqual(expected);
+
+    // The session stream saw the task created, updated and terminal, each a valid envelope.
+    await within(
+      (async () => {
+        while (!sessionStream.heard.frames.some((f) => f.data.payload.change === "terminal")) await sleep(50);
+      })(),
+      10_000,
+      "the session stream's terminal change",
+    );
+    sessionStream.es.close();
+    const changes = sessionStream.heard.frames.map((f) => f.data);
+    expect(changes[0]).toMatchObject({ type: "snapshot.updated", taskId: "fan", payload: { change: "created" } });
+    expect(changes[changes.length - 1]).toMatchObject({ nativeStatus: "completed", payload: { change: "terminal", task: { task_id: "fan", terminal: true } } });
+    expect(changes.map((c) => c.sequence)).toEqual(changes.map((_, i) => i + 1));
+    for (const c of changes) expect(validateRuntimeEvent(c)).toBe(true);
+  });
+});
