@@ -6,9 +6,9 @@ import {
   AttemptStatusSchema,
   IdSchema,
   StepSnapshotSchema,
+  TaskSchema,
   TextSchema,
   TimestampSchema,
-  TitleSchema,
 } from "./records.js";
 
 const envelope = {
@@ -36,19 +36,19 @@ const closes = {
   run_id: z.string().nullable().optional(),
 };
 
-/** The task as task_created records it (its status starts pending). */
-export const CreatedTaskSchema = z.object({
-  task_id: IdSchema,
-  wal_name: IdSchema,
-  title: TitleSchema,
-  summary: TextSchema,
-  objective: TextSchema.nullable(),
-  task_kind: z.string().nullable(),
-  priority: z.number().int().nullable(),
-  acceptance: TextSchema.nullable(),
-  parent_task_id: z.string().nullable(),
-  metadata: z.record(z.string(), z.unknown()).nullable(),
-  step_lease_timeout_ms: z.number().int().positive(),
+/** The task as task_created records it: the orchestrator's fields (status, times and creator come from the event). */
+export const CreatedTaskSchema = TaskSchema.pick({
+  task_id: true,
+  wal_name: true,
+  title: true,
+  summary: true,
+  objective: true,
+  task_kind: true,
+  priority: true,
+  acceptance: true,
+  parent_task_id: true,
+  metadata: true,
+  step_lease_timeout_ms: true,
 });
 
 /** A step as recorded by task_created and add_step: defaults filled in. */

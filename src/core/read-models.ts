@@ -3,7 +3,7 @@
  * attempts with output refs, blocked steps with their blockers, and delivery state. Pure projections of the
  * DAG in the draft's camelCase; facts the runtime does not hold are said to be unknown or not applicable.
  */
-import { ATTEMPT_STATUS_MAP, STEP_STATUS_MAP, TASK_STATUS_MAP } from "./runtime-events.js";
+import { ATTEMPT_STATUS_MAP, STEP_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
 import type { Attempt, Step } from "./records.js";
 import type { DagState } from "./state.js";
 import { diagnostics } from "./views.js";

@@ -27,47 +27,10 @@
  */
 import { z } from "zod";
 import type { WalEvent, WalEventOf } from "./events.js";
-import type { AttemptStatus, StepStatus, TaskStatus } from "./records.js";
+import { ATTEMPT_STATUS_MAP, STEP_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
 
 /** The envelope version this runtime emits. */
 export const RUNTIME_EVENT_SCHEMA_VERSION = "0.4.0";
-
-/** Seed 001's normalized statuses used on runtime events. */
-export type NormalizedStatus =
-  | "queued" | "preparing" | "running" | "blocked" | "retrying" | "cancelling" | "cancelled" | "timed_out" | "failed" | "lost" | "completed" | "unknown";
-
-/** Normalized status of a native step status (claimed: a worker holds it but has not started: preparing). */
-export const STEP_STATUS_MAP: Record<StepStatus, NormalizedStatus> = {
-  pending: "queued",
-  ready: "queued",
-  claimed: "preparing",
-  running: "running",
-  blocked: "blocked",
-  completed: "completed",
-  failed: "failed",
-  cancelled: "cancelled",
-};
-
-/** Normalized status of an attempt (a lease that expired is lost; a worker timeout is timed_out). */
-export const ATTEMPT_STATUS_MAP: Record<AttemptStatus, NormalizedStatus> = {
-  active: "running",
-  completed: "completed",
-  failed: "failed",
-  cancelled: "cancelled",
-  blocked: "blocked",
-  lost: "lost",
-  timed_out: "timed_out",
-};
-
-/** Normalized status of a native task status. */
-export const TASK_STATUS_MAP: Record<TaskStatus, NormalizedStatus> = {
-  pending: "queued",
-  running: "running",
-  blocked: "blocked",
-  completed: "completed",
-  failed: "failed",
-  cancelled: "cancelled",
-};
 
 /** The runtime event types this projection emits. */
 export const RUNTIME_EVENT_TYPES = [
