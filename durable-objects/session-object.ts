@@ -85,9 +85,24 @@ export class SessionObject extends DurableObject<Env> {
     return "pong";
   }
 
-  /** Creates the session record once; a second call changes nothing. */
-  async init(sessionId: string, createdAt: string, info: Record<string, unknown>): Promise<void> {
-    this.sql.exec("INSERT OR IGNORE INTO session (id, session_id, created_at, info) VALUES (1, ?, ?, ?)", sessionId, createdAt, JSON.stringify(info));
+  /**
+   * Creates the session record with the answer its creator got. A repeat with the creation's
+   * Idempotency-Key and body gets that first answer back; the key with another body is
+   * idempotency_conflict; any other create of an existing session is refused.
+   */
+  async create(sessionId: string, createdAt: string, info: Record<string, unknown>, answer: unknown, idem: { key: string; hash: string } | null): Promise<RpcResult<{ answer: unknown; created: boolean }>> {
+    const row = this.sql.exec<{ info: string }>("SELECT info FROM session").toArray()[0];
+    if (row === undefined) {
+      const stored = { ...info, creation: { key: idem?.key ?? null, hash: idem?.hash ?? null, answer } };
+      this.sql.exec("INSERT INTO session (id, session_id, created_at, info) VALUES (1, ?, ?, ?)", sessionId, createdAt, JSON.stringify(stored));
+      return ok({ answer, created: true });
+    }
+    const creation = (JSON.parse(row.info) as { creation?: { key: string | null; hash: string | null; answer: unknown } }).creation;
+    if (idem !== null && creation?.key === idem.key) {
+      if (creation.hash !== idem.hash) return err(runtimeError("idempotency_conflict", "this Idempotency-Key created a session with a different request", { key: idem.key }));
+      return ok({ answer: creation.answer, created: false });
+    }
+    return err(runtimeError("validation_error", `session ${sessionId} already exists`, { session_id: sessionId }));
   }
 
   /** The session record, or null when no session of this id was created. */

@@ -5,7 +5,7 @@ import { mintToken } from "../src/auth/tokens.js";
 import { readConfig, taskObjectName } from "../src/env.js";
 import type { RpcResult, WriteAnswer } from "../durable-objects/task-graph-object.js";
 import { type AppEnv, requireAdmin, requireSessionActor } from "./auth.js";
-import { idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
+import { hashRequest, idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
 import { errorResponse, fail } from "./http-error.js";
 import { CreateSessionBody, CreateTaskBody, MintTokenBody, TaskListQueryParams } from "./schemas.js";
 
@@ -17,19 +17,22 @@ export const sessionRoutes = new Hono<AppEnv>();
 
 sessionRoutes.post("/", async (c) => {
   requireAdmin(c);
-  const { body } = await readCommandBody(c, CreateSessionBody);
-  const sessionId = body.session_id ?? `sess_${lowerId()}`;
+  const text = await readBodyText(c);
+  const body = validate(CreateSessionBody, parseJsonObject(text));
+  const idem = await idempotencyOf(c, text);
+  // With an Idempotency-Key and no chosen id, the id comes from the key, so a retry reaches the same session.
+  const sessionId = body.session_id ?? (idem === null ? `sess_${lowerId()}` : `sess_${(await hashRequest("session", idem.key, "")).slice(0, 26)}`);
   const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sessionId));
-  if ((await session.describe()) !== null) fail("validation_error", `session ${sessionId} already exists`, { session_id: sessionId });
   const now = Date.now();
   const createdAt = new Date(now).toISOString();
-  await session.init(sessionId, createdAt, { metadata: body.metadata ?? null });
   const ttl = readConfig(c.env).tokenTtlSeconds;
   const agentId = body.orchestrator_agent_id ?? "orchestrator";
   const runId = `orun_${lowerId()}`;
   const orchestrator = await mintToken(c.env.TOKEN_SECRET, { role: "orchestrator", sid: sessionId, sub: agentId, run: runId }, now, ttl);
   const observer = await mintToken(c.env.TOKEN_SECRET, { role: "observer", sid: sessionId, sub: "observer", run: null }, now, ttl);
-  return c.json({ session_id: sessionId, created_at: createdAt, orchestrator: { agent_id: agentId, run_id: runId, ...orchestrator }, observer }, 201);
+  const answer = { session_id: sessionId, created_at: createdAt, orchestrator: { agent_id: agentId, run_id: runId, ...orchestrator }, observer };
+  const result = (await session.create(sessionId, createdAt, { metadata: body.metadata ?? null }, answer, idem)) as RpcResult<{ answer: unknown }>;
+  return result.ok ? c.json(result.value.answer as object, 201) : errorResponse(c, result.error);
 });
 
 sessionRoutes.post("/:sid/tokens", async (c) => {
