@@ -28,15 +28,34 @@ export async function mintToken(secret: string, claims: Omit<TokenClaims, "iat" 
   return { token, expires_at: new Date(exp * 1000).toISOString() };
 }
 
-/** Verifies signature, algorithm and expiry; null for anything not a valid runtime token. */
-export async function verifyToken(secret: string, token: string): Promise<TokenClaims | null> {
+/** Verified tokens kept per isolate: workers send the same token on every call, and a batch carries many. */
+const VERIFIED_CACHE_SIZE = 10_000;
+const verified = new Map<string, TokenClaims>();
+
+/**
+ * Verifies signature, algorithm and expiry; null for anything not a valid runtime token. A token already
+ * verified with this secret is answered from a bounded cache, its expiry still checked on every use.
+ */
+export async function verifyToken(secret: string, token: string, nowMs: number = Date.now()): Promise<TokenClaims | null> {
+  const cacheKey = `${secret.length}:${secret}\n${token}`;
+  const cached = verified.get(cacheKey);
+  if (cached !== undefined) {
+    if (cached.exp * 1000 > nowMs) return cached;
+    verified.delete(cacheKey);
+    return null;
+  }
+  let claims: TokenClaims | null = null;
   try {
     const payload = await verify(token, secret, "HS256");
-    const claims = TokenClaimsSchema.safeParse(payload);
-    return claims.success ? claims.data : null;
+    const parsed = TokenClaimsSchema.safeParse(payload);
+    claims = parsed.success ? parsed.data : null;
   } catch {
     return null;
   }
+  if (claims === null) return null;
+  if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
+  verified.set(cacheKey, claims);
+  return claims;
 }
 
 /** Compares two secrets in time independent of where they differ. */
