@@ -113,7 +113,7 @@ export const QUICK: Plan = { floorMs: 1_500, warmupMs: 300, maxRequestsPerLevel:
 
 const REQUEST_TIMEOUT_MS = 30_000;
 
-interface Answer {
+export interface Answer {
   status: number;
   body: any;
   ms: number;
@@ -156,7 +156,7 @@ export class Client {
 
 // ---- statistics ----------------------------------------------------------------------------------
 
-interface LatencyStats {
+export interface LatencyStats {
   count: number;
   p50_ms: number;
   p90_ms: number;
@@ -234,7 +234,7 @@ export async function closedLoop(route: string, concurrency: number, durationMs:
 }
 
 /** Two measurements of one route and concurrency as one: requests and time summed, latencies pooled. */
-function mergeLoads(parts: LoadResult[]): LoadResult {
+export function mergeLoads(parts: LoadResult[]): LoadResult {
   const first = parts[0]!;
   const requests = parts.reduce((a, p) => a + p.requests, 0);
   const seconds = parts.reduce((a, p) => a + p.seconds, 0);
@@ -422,7 +422,7 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
 }
 
 /** Repeats of one scenario as one result: steps and time summed, latencies pooled. */
-function mergeSteps(parts: StepResult[]): StepResult {
+export function mergeSteps(parts: StepResult[]): StepResult {
   const first = parts[0]!;
   if (parts.length === 1) return first;
   const sum = (f: (p: StepResult) => number) => parts.reduce((a, p) => a + f(p), 0);

@@ -24,6 +24,11 @@ export interface DevServerOptions {
   logLevel?: string;
   /** Where the storage dir and the log go (default bench/tmp); the storage dir is removed on stop. */
   workDir?: string;
+  /**
+   * Reuse this storage dir (`--persist-to`) instead of a fresh one, e.g. the dir of a server stopped with
+   * `keepPersistDir`: a restart on the same storage (every Durable Object replays its WAL on first use).
+   */
+  persistDir?: string;
   /** Extra `--var NAME:VALUE` bindings. */
   vars?: Record<string, string>;
   /** Give up after this long without a 200 from /health (default 180 s). */
@@ -75,7 +80,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   mkdirSync(workDir, { recursive: true });
   const stamp = `${port}-${Date.now()}`;
   // Own local storage and inspector port: another `npm start` may be running from the same checkout.
-  const persistDir = path.join(workDir, `state-${stamp}`);
+  const persistDir = opts.persistDir ?? path.join(workDir, `state-${stamp}`);
   const logFile = path.join(workDir, `dev-server-${stamp}.log`);
   const fd = openSync(logFile, "w");
   const args = ["scripts/dev.mjs", "--persist-to", persistDir, "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false"];
@@ -105,7 +110,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     }
     await sleep(250);
   }
-  await stopDevServer(server);
+  await stopDevServer(server, { keepPersistDir: opts.persistDir !== undefined });
   throw new Error(`the dev server did not answer /health within ${timeoutMs / 1000} s; see ${logFile}:\n${tail(logFile)}`);
 }
 
@@ -118,8 +123,14 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-/** Stops the whole process group of the server: SIGTERM, then SIGKILL after 5 s; removes its storage. */
-export async function stopDevServer(server: DevServer): Promise<void> {
+/** How to stop it. */
+export interface StopDevServerOptions {
+  /** Keep the storage dir (to start another server on it with `persistDir`); removed by default. */
+  keepPersistDir?: boolean;
+}
+
+/** Stops the whole process group of the server: SIGTERM, then SIGKILL after 5 s; removes its storage unless kept. */
+export async function stopDevServer(server: DevServer, opts: StopDevServerOptions = {}): Promise<void> {
   const pid = server.child?.pid;
   if (pid === undefined) return;
   server.child = null;
@@ -137,5 +148,5 @@ export async function stopDevServer(server: DevServer): Promise<void> {
     }
     for (let i = 0; i < 20 && groupAlive(pid); i++) await sleep(100);
   }
-  if (server.persistDir !== null) rmSync(server.persistDir, { recursive: true, force: true });
+  if (server.persistDir !== null && opts.keepPersistDir !== true) rmSync(server.persistDir, { recursive: true, force: true });
 }
