@@ -3,7 +3,7 @@
  * no clock (time comes from each event), nothing re-derived — every status change is its own event.
  */
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
-import type { Attempt, AttemptStatus, Step } from "./records.js";
+import { type Attempt, type AttemptStatus, type Step, TERMINAL_TASK_STATUSES, type TaskStatus } from "./records.js";
 import type { DagState } from "./state.js";
 import {
   addDependent,
@@ -73,6 +73,15 @@ function releaseClaim(state: DagState, step: Step, outcome: AttemptStatus, at: s
 function writeResults(step: Step, p: { result_summary: string | null; artifact_ids: string[] | null }): void {
   if (p.result_summary !== null) step.result_summary = p.result_summary;
   if (p.artifact_ids !== null) step.artifact_ids = [...p.artifact_ids];
+}
+
+/** The task's own status change (blocked, reopened, terminal) with its reason; a terminal one ends the task. */
+function setTaskStatus(state: DagState, status: TaskStatus, reason: string | null, at: string): void {
+  const task = state.task!;
+  task.status = status;
+  task.status_reason = reason;
+  if (TERMINAL_TASK_STATUSES.has(status)) task.ended_at = at;
+  touchTask(state, at);
 }
 
 function touchTask(state: DagState, at: string): void {
@@ -162,34 +171,11 @@ const handlers: Handlers = {
     s.task!.status = "running";
     touchTask(s, e.created_at);
   },
-  task_blocked(s, e) {
-    s.task!.status = "blocked";
-    s.task!.status_reason = e.payload.reason;
-    touchTask(s, e.created_at);
-  },
-  task_reopened(s, e) {
-    s.task!.status = "pending";
-    s.task!.status_reason = e.payload.reason;
-    touchTask(s, e.created_at);
-  },
-  task_completed(s, e) {
-    s.task!.status = "completed";
-    s.task!.status_reason = e.payload.reason;
-    s.task!.ended_at = e.created_at;
-    touchTask(s, e.created_at);
-  },
-  task_failed(s, e) {
-    s.task!.status = "failed";
-    s.task!.status_reason = e.payload.reason;
-    s.task!.ended_at = e.created_at;
-    touchTask(s, e.created_at);
-  },
-  task_cancelled(s, e) {
-    s.task!.status = "cancelled";
-    s.task!.status_reason = e.payload.reason;
-    s.task!.ended_at = e.created_at;
-    touchTask(s, e.created_at);
-  },
+  task_blocked: (s, e) => setTaskStatus(s, "blocked", e.payload.reason, e.created_at),
+  task_reopened: (s, e) => setTaskStatus(s, "pending", e.payload.reason, e.created_at),
+  task_completed: (s, e) => setTaskStatus(s, "completed", e.payload.reason, e.created_at),
+  task_failed: (s, e) => setTaskStatus(s, "failed", e.payload.reason, e.created_at),
+  task_cancelled: (s, e) => setTaskStatus(s, "cancelled", e.payload.reason, e.created_at),
   task_step_ready(s, e) {
     const step = stepOf(s, e);
     setStepStatus(s, step, "ready");
