@@ -43,15 +43,15 @@
  * listens), `formatBullmqReport`, `problems`, `writeBullmqResults`, `FULL`, `QUICK`.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { pathToFileURL } from "node:url";
 import { FlowProducer, type Job, Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
+import { cpuIdleShare, eachArg, exitWithError, fmt, freePort, isMain, type LatencyStats, machineCpu, machineInfo, round, sleep, stats, table, tail } from "./bench-common.js";
 
 // ---- plan and options ----------------------------------------------------------------------------
 
@@ -147,13 +147,7 @@ const USAGE = `usage: npm run bench:bullmq -- [--quick] [--out bench/bullmq-resu
 function parseArgs(argv: string[]): { opts: BullmqBenchOptions; out: string } {
   const opts: BullmqBenchOptions = { ...DEFAULT_OPTIONS };
   let out = "bench/bullmq-results.json";
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${arg} needs a value\n${USAGE}`);
-      return v;
-    };
+  eachArg(argv, USAGE, (arg, value) => {
     switch (arg) {
       case "--quick":
         opts.quick = true;
@@ -185,44 +179,15 @@ function parseArgs(argv: string[]): { opts: BullmqBenchOptions; out: string } {
         else throw new Error(`--remove-on-complete takes true, false or a count\n${USAGE}`);
         break;
       }
-      case "-h":
-      case "--help":
-        console.log(USAGE);
-        process.exit(0);
-        break;
       default:
-        throw new Error(`unknown option ${arg}\n${USAGE}`);
+        return false;
     }
-  }
+    return true;
+  });
   return { opts, out };
 }
 
 // ---- small helpers ---------------------------------------------------------------------------------
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-function round(n: number, digits = 3): number {
-  const f = 10 ** digits;
-  return Math.round(n * f) / f;
-}
-
-export interface LatencyStats {
-  count: number;
-  p50_ms: number;
-  p90_ms: number;
-  p99_ms: number;
-  mean_ms: number;
-  max_ms: number;
-}
-
-/** Nearest-rank percentiles, as in bench-http. */
-export function stats(samples: number[]): LatencyStats {
-  if (samples.length === 0) return { count: 0, p50_ms: NaN, p90_ms: NaN, p99_ms: NaN, mean_ms: NaN, max_ms: NaN };
-  const sorted = Float64Array.from(samples).sort();
-  const pick = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-  const sum = samples.reduce((a, b) => a + b, 0);
-  return { count: samples.length, p50_ms: round(pick(50)), p90_ms: round(pick(90)), p99_ms: round(pick(99)), mean_ms: round(sum / samples.length), max_ms: round(sorted[sorted.length - 1]!) };
-}
 
 /** Resolves after `ms` unless cancelled; never keeps the process alive on its own. */
 function deadlineAfter(ms: number): { promise: Promise<"timeout">; cancel: () => void } {
@@ -297,19 +262,6 @@ export function ensureRedisServer(log: (line: string) => void): { binary: string
   return { binary, installed: true };
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 /** True when something accepts TCP connections on 127.0.0.1:port (used only to tell about a system Redis). */
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -322,14 +274,6 @@ function portOpen(port: number): Promise<boolean> {
     socket.once("connect", () => done(true));
     socket.once("error", () => done(false));
   });
-}
-
-function tail(file: string, lines = 20): string {
-  try {
-    return readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
-  } catch {
-    return "";
-  }
 }
 
 function newClient(server: RedisServer): Redis {
@@ -367,7 +311,7 @@ export async function startRedis(appendfsync: AppendFsync, log: (line: string) =
   while (Date.now() < until) {
     if (exited !== undefined) {
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`redis-server exited (${exited}) before answering PING:\n${stderr}${tail(logFile)}`);
+      throw new Error(`redis-server exited (${exited}) before answering PING:\n${stderr}${tail(logFile, 20)}`);
     }
     const client = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
     client.on("error", () => {});
@@ -390,7 +334,7 @@ export async function startRedis(appendfsync: AppendFsync, log: (line: string) =
     await sleep(100);
   }
   await stopRedis(server);
-  throw new Error(`redis-server did not answer PING within 20 s:\n${tail(logFile)}`);
+  throw new Error(`redis-server did not answer PING within 20 s:\n${tail(logFile, 20)}`);
 }
 
 function alive(child: ChildProcess): boolean {
@@ -532,20 +476,6 @@ async function redisCpuMs(admin: Redis): Promise<number> {
   const info = await admin.info("cpu");
   const get = (k: string) => Number(new RegExp(`^${k}:([0-9.]+)`, "m").exec(info)?.[1] ?? 0);
   return (get("used_cpu_user") + get("used_cpu_sys")) * 1000;
-}
-
-/** The machine's CPU time so far, all cores, in ms: idle and total. */
-function machineCpu(): { idle: number; total: number } {
-  return os.cpus().reduce((a, c) => ({ idle: a.idle + c.times.idle, total: a.total + c.times.user + c.times.nice + c.times.sys + c.times.idle + c.times.irq }), { idle: 0, total: 0 });
-}
-
-/** Share of this machine's CPU time that was idle over `ms` (all cores): tells whether something else is running. */
-export async function cpuIdleShare(ms = 1_000): Promise<number> {
-  const snap = machineCpu;
-  const a = snap();
-  await sleep(ms);
-  const b = snap();
-  return b.total > a.total ? round((b.idle - a.idle) / (b.total - a.total), 3) : NaN;
 }
 
 function connection(server: RedisServer) {
@@ -1072,7 +1002,7 @@ export async function runBullmqBench(options: Partial<BullmqBenchOptions> = {}):
     const logFile = server.logFile;
     const redisDied = new Promise<never>((_, reject) =>
       child.once("exit", (code, signal) => {
-        if (server?.child === child) reject(new Error(`redis-server exited during the run (${code ?? signal}):\n${tail(logFile)}`));
+        if (server?.child === child) reject(new Error(`redis-server exited during the run (${code ?? signal}):\n${tail(logFile, 20)}`));
       }),
     );
     redisDied.catch(() => {});
@@ -1145,18 +1075,11 @@ export async function runBullmqBench(options: Partial<BullmqBenchOptions> = {}):
     const foreign = Math.max(0, busy - redisUsed - (nodeUsed.user + nodeUsed.system) / 1000);
     const foreignShare = machine1.total > machine0.total ? round(foreign / (machine1.total - machine0.total), 3) : NaN;
     if (foreignShare > 0.1) log(`warning: other processes used ${(foreignShare * 100).toFixed(0)}% of the machine's CPU during the run: figures are skewed low`);
-    const cpus = os.cpus();
     return {
       generated_at: new Date().toISOString(),
       mode: opts.quick ? "quick" : "full",
       machine: {
-        cpus: cpus.length,
-        cpu_model: cpus[0]?.model ?? "unknown",
-        node: process.version,
-        platform: `${os.platform()} ${os.release()} ${os.arch()}`,
-        total_mem_mb: Math.round(os.totalmem() / 2 ** 20),
-        loadavg_start: loadStart.map((n) => round(n, 2)),
-        loadavg_end: os.loadavg().map((n) => round(n, 2)),
+        ...machineInfo(loadStart, os.loadavg()),
         cpu_idle_before: idleBefore,
         foreign_cpu_share: foreignShare,
       },
@@ -1187,16 +1110,6 @@ export async function runBullmqBench(options: Partial<BullmqBenchOptions> = {}):
 }
 
 // ---- report ----------------------------------------------------------------------------------------------
-
-function fmt(n: number | undefined, digits = 1): string {
-  return n === undefined || Number.isNaN(n) ? "-" : n.toFixed(digits);
-}
-
-function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
-}
 
 /** The printed report of one run. */
 export function formatBullmqReport(r: BullmqResults): string {
@@ -1312,13 +1225,7 @@ async function main(): Promise<void> {
 }
 
 // Runs when executed; importing the module (e.g. from a unified bench) runs nothing.
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  main().then(
-    // BullMQ/ioredis may leave sockets or timers behind after close(); the results are written, so leave.
-    () => process.exit(process.exitCode ?? 0),
-    (e) => {
-      console.error(e instanceof Error ? (process.env.BENCH_DEBUG ? (e.stack ?? e.message) : e.message) : e);
-      process.exit(1);
-    },
-  );
+if (isMain(import.meta.url)) {
+  // BullMQ/ioredis may leave sockets or timers behind after close(); the results are written, so leave.
+  main().then(() => process.exit(process.exitCode ?? 0), exitWithError);
 }

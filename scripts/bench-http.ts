@@ -21,12 +21,11 @@
  * Per-step cost = elapsed / steps completed; floor cost = elapsed / requests; ratio = step cost / floor cost.
  * Every loop is bounded in count and in time; a request times out after 30 s.
  */
-import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { pathToFileURL } from "node:url";
+import { eachArg, exitWithError, fmt, isMain, type LatencyStats, machineInfo, round, sourceState, stats, stepsOf, stopOnSignal, table } from "./bench-common.js";
 import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "./dev-server.js";
 
 // ---- options -------------------------------------------------------------------------------------
@@ -45,13 +44,7 @@ const USAGE = `usage: npm run bench:http -- [--quick] [--url http://127.0.0.1:<p
 
 function parseArgs(argv: string[]): Options {
   const opts: Options = { url: null, quick: false, out: "bench/http-results.json", adminToken: defaultAdminToken(), serverLogLevel: "warn", concurrencies: [1, 8, 32] };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${arg} needs a value\n${USAGE}`);
-      return v;
-    };
+  eachArg(argv, USAGE, (arg, value) => {
     switch (arg) {
       case "--url":
         opts.url = value().replace(/\/+$/, "");
@@ -72,15 +65,11 @@ function parseArgs(argv: string[]): Options {
         opts.concurrencies = value().split(",").map((s) => Number(s.trim()));
         if (opts.concurrencies.some((n) => !Number.isInteger(n) || n < 1 || n > 256)) throw new Error("--concurrency takes integers 1..256");
         break;
-      case "-h":
-      case "--help":
-        console.log(USAGE);
-        process.exit(0);
-        break;
       default:
-        throw new Error(`unknown option ${arg}\n${USAGE}`);
+        return false;
     }
-  }
+    return true;
+  });
   if (opts.url !== null) assertLoopback(opts.url);
   return opts;
 }
@@ -152,30 +141,6 @@ export class Client {
     if (a.status !== expected) throw new Error(`${method} ${path} answered ${a.status} (wanted ${expected}): ${JSON.stringify(a.body).slice(0, 400)}`);
     return a;
   }
-}
-
-// ---- statistics ----------------------------------------------------------------------------------
-
-export interface LatencyStats {
-  count: number;
-  p50_ms: number;
-  p90_ms: number;
-  p99_ms: number;
-  mean_ms: number;
-  max_ms: number;
-}
-
-export function stats(samples: number[]): LatencyStats {
-  if (samples.length === 0) return { count: 0, p50_ms: NaN, p90_ms: NaN, p99_ms: NaN, mean_ms: NaN, max_ms: NaN };
-  const sorted = Float64Array.from(samples).sort();
-  const pick = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-  const sum = samples.reduce((a, b) => a + b, 0);
-  return { count: samples.length, p50_ms: round(pick(50)), p90_ms: round(pick(90)), p99_ms: round(pick(99)), mean_ms: round(sum / samples.length), max_ms: round(sorted[sorted.length - 1]!) };
-}
-
-function round(n: number, digits = 3): number {
-  const f = 10 ** digits;
-  return Math.round(n * f) / f;
 }
 
 // ---- closed-loop load for the floor and the reference routes ------------------------------------
@@ -295,10 +260,6 @@ export interface StepResult {
   repeats?: { steps_per_s: number; seconds: number; p50_ms: number; p99_ms: number; server_reloaded: boolean }[];
   /** Raw latencies, kept only in memory (dropped from the JSON). */
   samples?: { step: number[]; claim: number[]; dispatch: number[]; finish: number[] };
-}
-
-function stepsOf(count: number): { step_id: string; title: string; summary: string; depends_on_step_ids: string[] }[] {
-  return Array.from({ length: count }, (_, i) => ({ step_id: `s${String(i).padStart(5, "0")}`, title: `Step ${i}`, summary: "Independent bench step", depends_on_step_ids: [] }));
 }
 
 /**
@@ -460,32 +421,6 @@ export function mergeSteps(parts: StepResult[]): StepResult {
 
 // Started and stopped by scripts/dev-server.ts (shared with bench:sse and the live-client test).
 
-/** The checked-out commit and the files changed in the work tree (read-only git calls), for the record. */
-function sourceState(): { commit: string | null; changed_files: string[] } {
-  try {
-    const commit = execFileSync("git", ["rev-parse", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    const changed = execFileSync("git", ["status", "--porcelain"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .map((l) => l.slice(3));
-    return { commit, changed_files: changed };
-  } catch {
-    return { commit: null, changed_files: [] };
-  }
-}
-
-// ---- report -------------------------------------------------------------------------------------------
-
-function fmt(n: number | undefined, digits = 1): string {
-  return n === undefined || Number.isNaN(n) ? "-" : n.toFixed(digits);
-}
-
-function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
-}
-
 // ---- main ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -495,13 +430,10 @@ async function main(): Promise<void> {
   const source = sourceState();
   const wallStart = performance.now();
   let server: DevServer | null = null;
-  const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`\n${signal}: stopping`);
+  stopOnSignal(() => {
     const s = server;
-    void (s === null ? Promise.resolve() : stopDevServer(s)).finally(() => process.exit(130));
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+    return s === null ? Promise.resolve() : stopDevServer(s);
+  });
   try {
     if (opts.url === null) {
       console.log("starting node scripts/dev.mjs on a free port …");
@@ -592,15 +524,7 @@ async function main(): Promise<void> {
     const results = {
       generated_at: new Date().toISOString(),
       mode: opts.quick ? "quick" : "full",
-      machine: {
-        cpus: cpus.length,
-        cpu_model: cpus[0]?.model ?? "unknown",
-        node: process.version,
-        platform: `${os.platform()} ${os.release()} ${os.arch()}`,
-        total_mem_mb: Math.round(os.totalmem() / 2 ** 20),
-        loadavg_start: loadStart.map((n) => round(n, 2)),
-        loadavg_end: os.loadavg().map((n) => round(n, 2)),
-      },
+      machine: machineInfo(loadStart, os.loadavg()),
       source,
       server: { url: base, started_by_script: server !== null, startup_ms: server?.startupMs ?? null, log_level: opts.serverLogLevel, log: serverLog },
       plan,
@@ -680,9 +604,4 @@ async function main(): Promise<void> {
 }
 
 // Runs when executed (npm run bench:http); importing the module (e.g. to reuse stepScenario) runs nothing.
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  main().catch((e) => {
-    console.error(e instanceof Error ? (process.env.BENCH_DEBUG ? (e.stack ?? e.message) : e.message) : e);
-    process.exit(1);
-  });
-}
+if (isMain(import.meta.url)) main().catch(exitWithError);

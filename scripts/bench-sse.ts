@@ -31,9 +31,9 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { pathToFileURL } from "node:url";
 import { projectWal, WalEventSchema } from "../src/core/index.js";
-import { Client, stats } from "./bench-http.js";
+import { eachArg, exitWithError, isMain, round, stats, stopOnSignal } from "./bench-common.js";
+import { Client } from "./bench-http.js";
 import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "./dev-server.js";
 
 interface Options {
@@ -57,13 +57,7 @@ function parseArgs(argv: string[]): Options {
     if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`${name} takes an integer 1..${max}`);
     return n;
   };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${arg} needs a value\n${USAGE}`);
-      return v;
-    };
+  eachArg(argv, USAGE, (arg, value) => {
     switch (arg) {
       case "--url":
         opts.url = value().replace(/\/+$/, "");
@@ -91,15 +85,11 @@ function parseArgs(argv: string[]): Options {
       case "--server-log-level":
         opts.serverLogLevel = value();
         break;
-      case "-h":
-      case "--help":
-        console.log(USAGE);
-        process.exit(0);
-        break;
       default:
-        throw new Error(`unknown option ${arg}\n${USAGE}`);
+        return false;
     }
-  }
+    return true;
+  });
   if (opts.url !== null) {
     const host = new URL(opts.url).hostname.replace(/^\[|\]$/g, "");
     if (!(host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host))) throw new Error(`--url must be a loopback address, not ${host}`);
@@ -374,11 +364,6 @@ async function walOf(client: Client, taskPath: string, token: string) {
     .map((l) => WalEventSchema.parse(JSON.parse(l)));
 }
 
-function round(n: number, digits = 3): number {
-  const f = 10 ** digits;
-  return Math.round(n * f) / f;
-}
-
 // ---- main ------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -386,13 +371,10 @@ async function main(): Promise<void> {
   const loadStart = os.loadavg();
   const wallStart = performance.now();
   let server: DevServer | null = null;
-  const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`\n${signal}: stopping`);
+  stopOnSignal(() => {
     const s = server;
-    void (s === null ? Promise.resolve() : stopDevServer(s)).finally(() => process.exit(130));
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+    return s === null ? Promise.resolve() : stopDevServer(s);
+  });
   try {
     if (opts.url === null) {
       console.log("starting node scripts/dev.mjs on a free port …");
@@ -442,9 +424,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  main().catch((e) => {
-    console.error(e instanceof Error ? (process.env.BENCH_DEBUG ? (e.stack ?? e.message) : e.message) : e);
-    process.exit(1);
-  });
-}
+if (isMain(import.meta.url)) main().catch(exitWithError);

@@ -46,10 +46,10 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { pathToFileURL } from "node:url";
 import { type FetchLike, RuntimeApiError, RuntimeClient, type WorkerClient } from "../src/client/index.js";
-import { type BullmqResults, cpuIdleShare, problems as bullmqProblems, runBullmqBench } from "./bench-bullmq.js";
-import { type Answer, Client, closedLoop, FULL as HTTP_FULL, QUICK as HTTP_QUICK, type LatencyStats, type LoadResult, mergeLoads, mergeSteps, type Plan, type StepResult, stats, stepScenario } from "./bench-http.js";
+import { type BullmqResults, problems as bullmqProblems, runBullmqBench } from "./bench-bullmq.js";
+import { cpuIdleShare, eachArg, exitWithError, isMain, type LatencyStats, machineCpu, machineInfo, round, sourceState, stats, stepsOf, table } from "./bench-common.js";
+import { type Answer, Client, closedLoop, FULL as HTTP_FULL, QUICK as HTTP_QUICK, type LoadResult, mergeLoads, mergeSteps, type Plan, type StepResult, stepScenario } from "./bench-http.js";
 import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "./dev-server.js";
 
 // ---- options and plan ----------------------------------------------------------------------------------
@@ -71,13 +71,7 @@ const USAGE = `usage: npm run bench -- [--quick] [--out bench/results.json] [--o
 
 function parseArgs(argv: string[]): Options {
   const opts: Options = { quick: false, out: "bench/results.json", only: new Set(SECTIONS), adminToken: defaultAdminToken(), serverLogLevel: "warn", markdown: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${arg} needs a value\n${USAGE}`);
-      return v;
-    };
+  eachArg(argv, USAGE, (arg, value) => {
     switch (arg) {
       case "--quick":
         opts.quick = true;
@@ -100,15 +94,11 @@ function parseArgs(argv: string[]): Options {
       case "--markdown":
         opts.markdown = true;
         break;
-      case "-h":
-      case "--help":
-        console.log(USAGE);
-        process.exit(0);
-        break;
       default:
-        throw new Error(`unknown option ${arg}\n${USAGE}`);
+        return false;
     }
-  }
+    return true;
+  });
   return opts;
 }
 
@@ -155,19 +145,8 @@ const QUICK: BenchPlan = {
 
 // ---- small helpers -------------------------------------------------------------------------------------
 
-function round(n: number, digits = 3): number {
-  const f = 10 ** digits;
-  return Math.round(n * f) / f;
-}
-
 function fmt(n: number | undefined | null, digits = 1): string {
   return n === undefined || n === null || Number.isNaN(n) || !Number.isFinite(n) ? "-" : n.toFixed(digits);
-}
-
-function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
 }
 
 function markdownTable(headers: string[], rows: string[][]): string {
@@ -188,11 +167,6 @@ function reloadCount(server: DevServer | null): number {
 }
 
 // ---- CPU accounting --------------------------------------------------------------------------------------
-
-/** The machine's CPU time so far, all cores, in ms: idle and total. */
-function machineCpu(): { idle: number; total: number } {
-  return os.cpus().reduce((a, c) => ({ idle: a.idle + c.times.idle, total: a.total + c.times.user + c.times.nice + c.times.sys + c.times.idle + c.times.irq }), { idle: 0, total: 0 });
-}
 
 /** All-CPU counters of /proc/stat (ticks): total and steal (time the hypervisor gave to other guests); null off Linux. */
 function procStat(): { total: number; steal: number } | null {
@@ -384,11 +358,6 @@ function batchingStats(perRequest: number[], rtt: number[], batchRtt: number[], 
 
 /** A step scenario with its CPU use (and, batched, what the group commit did). */
 type Measured = StepResult & { cpu: CpuUse; cpu_per_step: ReturnType<typeof perStep>; batching?: BatchingStats; batched: boolean };
-
-function stepsOf(count: number): { step_id: string; title: string; summary: string; depends_on_step_ids: string[] }[] {
-  // Same steps as bench-http's stepScenario.
-  return Array.from({ length: count }, (_, i) => ({ step_id: `s${String(i).padStart(5, "0")}`, title: `Step ${i}`, summary: "Independent bench step", depends_on_step_ids: [] }));
-}
 
 /**
  * bench-http's stepScenario with the workers as WorkerClients of one RuntimeClient (group commit on): the same
@@ -979,19 +948,6 @@ function mainTable(steps: StepsSection, ratios: Ratios[]): { headers: string[]; 
 
 // ---- main -----------------------------------------------------------------------------------------------
 
-function sourceState(): { commit: string | null; changed_files: string[] } {
-  try {
-    const commit = execFileSync("git", ["rev-parse", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    const changed = execFileSync("git", ["status", "--porcelain"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .map((l) => l.slice(3));
-    return { commit, changed_files: changed };
-  } catch {
-    return { commit: null, changed_files: [] };
-  }
-}
-
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   const plan = opts.quick ? QUICK : FULL;
@@ -1176,13 +1132,7 @@ async function main(): Promise<void> {
     generated_at: new Date().toISOString(),
     mode: opts.quick ? "quick" : "full",
     machine: {
-      cpus: cpus.length,
-      cpu_model: cpus[0]?.model ?? "unknown",
-      node: process.version,
-      platform: `${os.platform()} ${os.release()} ${os.arch()}`,
-      total_mem_mb: Math.round(os.totalmem() / 2 ** 20),
-      loadavg_start: loadStart.map((n) => round(n, 2)),
-      loadavg_end: loadEnd.map((n) => round(n, 2)),
+      ...machineInfo(loadStart, loadEnd),
       cpu_idle_before: idleBefore,
       /** Share of the machine's CPU other processes used: during our steps+growth sections, and during BullMQ's run. */
       other_processes_cpu_share: { ours: ours?.other_share ?? null, bullmq: bullmq?.machine.foreign_cpu_share ?? null },
@@ -1301,13 +1251,7 @@ async function main(): Promise<void> {
   if (warnings.length > 0) process.exitCode = 1;
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  main().then(
-    // BullMQ/ioredis may leave sockets or timers behind after close(); the results are written, so leave.
-    () => process.exit(process.exitCode ?? 0),
-    (e) => {
-      console.error(e instanceof Error ? (process.env.BENCH_DEBUG ? (e.stack ?? e.message) : e.message) : e);
-      process.exit(1);
-    },
-  );
+if (isMain(import.meta.url)) {
+  // BullMQ/ioredis may leave sockets or timers behind after close(); the results are written, so leave.
+  main().then(() => process.exit(process.exitCode ?? 0), exitWithError);
 }

@@ -5,9 +5,12 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { freePort, sleep, tail } from "./bench-common.js";
+
+// Kept importable from here (the live-client test and the demo use them).
+export { freePort, sleep, tail };
 
 /** A running dev server. */
 export interface DevServer {
@@ -35,20 +38,6 @@ export interface DevServerOptions {
   startupTimeoutMs?: number;
 }
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 /** The admin token of a local server: $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars (or its example), else dev-admin-token. */
 export function defaultAdminToken(): string {
   if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
@@ -58,18 +47,6 @@ export function defaultAdminToken(): string {
     if (match?.[1]) return match[1];
   }
   return "dev-admin-token";
-}
-
-/** Waits `ms` milliseconds. */
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** The last lines of a file, or "" when it cannot be read. */
-export function tail(file: string, lines = 30): string {
-  try {
-    return readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
-  } catch {
-    return "";
-  }
 }
 
 /** Starts `node scripts/dev.mjs` on a free port and waits for GET /health to answer 200. */
