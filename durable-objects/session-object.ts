@@ -7,7 +7,7 @@ import { monotonicFactory } from "ulid";
 import { RUNTIME_EVENT_SCHEMA_VERSION, type RuntimeError, runtimeError } from "../src/core/index.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import type { IndexEntry } from "./index-entry.js";
-import { buildSessionSnapshot, type ListedTask, type SessionSnapshot } from "./session-snapshot.js";
+import { buildSessionSnapshot, type ListedTask, type SessionSnapshot, type TaskListPage } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
 import { SseHub } from "./sse-hub.js";
 import type { RpcResult } from "./task-graph-object.js";
@@ -25,15 +25,6 @@ export interface TaskListQuery {
   readonly status?: string;
   readonly limit?: number;
   readonly offset?: number;
-}
-
-/** A page of agent.task_list. */
-export interface TaskListPage {
-  readonly tasks: ListedTask[];
-  readonly total: number;
-  readonly limit: number;
-  readonly offset: number;
-  readonly next_offset: number | null;
 }
 
 type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };

@@ -8,6 +8,15 @@ const RECENT_TERMINAL = 10;
 /** One row of agent.task_list: the index entry plus whether it may lag the task. */
 export type ListedTask = IndexEntry & { readonly index_state: "current" | "stale" | "reserved" };
 
+/** A page of agent.task_list. */
+export interface TaskListPage {
+  readonly tasks: ListedTask[];
+  readonly total: number;
+  readonly limit: number;
+  readonly offset: number;
+  readonly next_offset: number | null;
+}
+
 /** A task of the session as the snapshot schema's compact `task`; `stale` when the entry may lag the task. */
 export function compactTask(sessionId: string, t: ListedTask) {
   return {

@@ -4,7 +4,7 @@
  */
 import type { z } from "zod";
 import type { IndexEntry } from "../../durable-objects/index-entry.js";
-import type { ListedTask, SessionSnapshot } from "../../durable-objects/session-snapshot.js";
+import type { ListedTask, SessionSnapshot, TaskListPage } from "../../durable-objects/session-snapshot.js";
 import type {
   CancelRunBody,
   CreateSessionBody,
@@ -25,7 +25,7 @@ import type { PromptSummary, RuntimeError, Step, StepPage, StepStatus, TaskStatu
 
 export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
 export type { ErrorCode, PatchOp, RuntimeError } from "../core/index.js";
-export type { IndexEntry, ListedTask, SessionSnapshot };
+export type { IndexEntry, ListedTask, SessionSnapshot, TaskListPage };
 
 /** A task, as its path (`/v1/sessions/{sid}/tasks/{tid}`) or its ids. */
 export type TaskRef = string | { readonly sessionId: string; readonly taskId: string };
@@ -88,15 +88,6 @@ export interface TokenMinted extends MintedToken {
   readonly role: "orchestrator" | "observer";
   readonly agent_id: string;
   readonly run_id: string | null;
-}
-
-/** One page of agent.task_list. */
-export interface TaskListPage {
-  readonly tasks: ListedTask[];
-  readonly total: number;
-  readonly limit: number;
-  readonly offset: number;
-  readonly next_offset: number | null;
 }
 
 /** What every write answers with (003 "Tool Return Shape"). */

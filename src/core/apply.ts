@@ -3,7 +3,7 @@
  * no clock (time comes from each event), nothing re-derived — every status change is its own event.
  */
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
-import { type Attempt, type AttemptStatus, type Step, TERMINAL_TASK_STATUSES, type TaskStatus } from "./records.js";
+import { type Attempt, type AttemptStatus, type Step, type StepStatus, TERMINAL_TASK_STATUSES, type TaskStatus } from "./records.js";
 import type { DagState } from "./state.js";
 import {
   addDependent,
@@ -73,6 +73,14 @@ function releaseClaim(state: DagState, step: Step, outcome: AttemptStatus, at: s
 function writeResults(step: Step, p: { result_summary: string | null; artifact_ids: string[] | null }): void {
   if (p.result_summary !== null) step.result_summary = p.result_summary;
   if (p.artifact_ids !== null) step.artifact_ids = [...p.artifact_ids];
+}
+
+/** A step's status change that also records why (its reason) and when, on the step and the task. */
+function settleStep(state: DagState, step: Step, status: StepStatus, reason: string | null, at: string): void {
+  setStepStatus(state, step, status);
+  step.status_reason = reason;
+  step.updated_at = at;
+  touchTask(state, at);
 }
 
 /** The task's own status change (blocked, reopened, terminal) with its reason; a terminal one ends the task. */
@@ -237,51 +245,33 @@ const handlers: Handlers = {
     const step = stepOf(s, e);
     writeResults(step, e.payload);
     releaseClaim(s, step, "blocked", e.created_at, e.payload.reason);
-    setStepStatus(s, step, "blocked");
-    step.status_reason = e.payload.reason;
-    step.updated_at = e.created_at;
-    touchTask(s, e.created_at);
+    settleStep(s, step, "blocked", e.payload.reason, e.created_at);
   },
   task_step_completed(s, e) {
     const step = stepOf(s, e);
     writeResults(step, e.payload);
     releaseClaim(s, step, "completed", e.created_at, null);
-    setStepStatus(s, step, "completed");
-    step.status_reason = null;
-    step.updated_at = e.created_at;
-    touchTask(s, e.created_at);
+    settleStep(s, step, "completed", null, e.created_at);
   },
   task_step_failed(s, e) {
     const step = stepOf(s, e);
     writeResults(step, e.payload);
     releaseClaim(s, step, e.payload.attempt_status, e.created_at, e.payload.reason);
-    setStepStatus(s, step, "failed");
-    step.status_reason = e.payload.reason;
-    step.updated_at = e.created_at;
-    touchTask(s, e.created_at);
+    settleStep(s, step, "failed", e.payload.reason, e.created_at);
   },
   task_step_cancelled(s, e) {
     const step = stepOf(s, e);
     releaseClaim(s, step, "cancelled", e.created_at, e.payload.reason);
-    setStepStatus(s, step, "cancelled");
-    step.status_reason = e.payload.reason;
-    step.updated_at = e.created_at;
-    touchTask(s, e.created_at);
+    settleStep(s, step, "cancelled", e.payload.reason, e.created_at);
   },
   task_step_reopened(s, e) {
     const step = stepOf(s, e);
-    setStepStatus(s, step, "pending");
-    step.status_reason = e.payload.reason;
-    step.updated_at = e.created_at;
-    touchTask(s, e.created_at);
+    settleStep(s, step, "pending", e.payload.reason, e.created_at);
   },
   task_step_lease_expired(s, e) {
     const step = stepOf(s, e);
     releaseClaim(s, step, "lost", e.created_at, "lease_expired");
-    setStepStatus(s, step, "pending");
-    step.status_reason = "lease_expired";
-    step.updated_at = e.created_at;
-    touchTask(s, e.created_at);
+    settleStep(s, step, "pending", "lease_expired", e.created_at);
   },
   task_progress(s, e) {
     const p = e.payload;
