@@ -1,14 +1,12 @@
 /** @module Task routes: agent.task_* tools over HTTP, each a call to the task's Durable Object. */
 import { type Context, Hono } from "hono";
-import { verifyToken } from "../src/auth/tokens.js";
-import { type RuntimeError, runtimeError } from "../src/core/index.js";
-import { taskObjectName } from "../src/env.js";
-import type { BatchItem, RpcResult, TaskGraphObject, WriteAnswer } from "../durable-objects/task-graph-object.js";
-import { actorOf, type AppEnv, requireTaskActor } from "./auth.js";
-import { hashRequest, idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
-import { errorResponse, STATUS_OF, toRuntimeError } from "./http-error.js";
+import type { RpcResult, TaskGraphObject, WriteAnswer } from "../durable-objects/task-graph-object.js";
+import { type AppEnv, requireTaskActor } from "./auth.js";
+import { idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
+import { errorResponse } from "./http-error.js";
 import { BatchBody, StepQueryParams, SummaryQueryParams, WalQueryParams } from "./schemas.js";
-import { finishAnswer, rejected, resolveWrite } from "./task-writes.js";
+import { runBatch, taskStub } from "./batch.js";
+import { finishAnswer, resolveWrite } from "./task-writes.js";
 
 /** Routes under /v1/sessions/{sid}/tasks/{tid}. */
 export const taskRoutes = new Hono<AppEnv>();
@@ -16,7 +14,7 @@ export const taskRoutes = new Hono<AppEnv>();
 type TaskContext = Context<AppEnv, "/:sid/tasks/:tid">;
 
 function stubOf(c: Context<AppEnv>, sid: string, tid: string): DurableObjectStub<TaskGraphObject> {
-  return c.env.TASK_GRAPHS.get(c.env.TASK_GRAPHS.idFromName(taskObjectName(sid, tid)));
+  return taskStub(c.env, sid, tid);
 }
 
 function target(c: TaskContext) {
@@ -73,36 +71,7 @@ taskRoutes.post("/:sid/tasks/:tid/batch", async (c) => {
   const tid = c.req.param("tid");
   requireTaskActor(c, sid, tid);
   const { body } = await readCommandBody(c, BatchBody);
-  const prefix = `/v1/sessions/${sid}/tasks/${tid}`;
-  // Each command is authenticated with its own token and resolved like its single route; one that fails
-  // here gets its error in place and never reaches the task object.
-  const prepared = await Promise.all(
-    body.commands.map(async (command): Promise<BatchItem | RuntimeError> => {
-      try {
-        const claims = await verifyToken(c.env.TOKEN_SECRET, command.token);
-        if (claims === null) return runtimeError("unauthorized", "the command's token is malformed, forged or expired");
-        const actor = actorOf(claims);
-        if (actor.session_id !== sid || (actor.role === "worker" && actor.task_id !== tid)) return runtimeError("permission_denied", "the command's token is not in this task's scope");
-        const path = command.path.split("?")[0]!;
-        if (!path.startsWith(prefix)) return runtimeError("validation_error", `a batch command's path must be under ${prefix}`, { path: command.path });
-        const resolved = resolveWrite(command.method, path.slice(prefix.length), parseJsonObject(JSON.stringify(command.body ?? {})));
-        const idem = command.idempotency_key === undefined ? null : { key: command.idempotency_key, hash: await hashRequest(command.method.toUpperCase(), path, JSON.stringify(command.body ?? {})) };
-        return { actor, command: resolved.command, idem, claimNext: resolved.claimNext };
-      } catch (e) {
-        return toRuntimeError(e);
-      }
-    }),
-  );
-  const items = prepared.filter((p): p is BatchItem => !("code" in p));
-  const answers = items.length === 0 ? [] : ((await stubOf(c, sid, tid).executeBatch(items)) as RpcResult<WriteAnswer>[]);
-  let next = 0;
-  const results = await Promise.all(
-    prepared.map(async (p) => {
-      const result = "code" in p ? rejected(p) : await finishAnswer(c.env, sid, answers[next++]!);
-      return result.ok ? { ok: true, status: 200, body: result.value } : { ok: false, status: STATUS_OF[result.error.code], body: { error: { ...result.error, details: result.error.details ?? {} } } };
-    }),
-  );
-  return c.json({ results });
+  return c.json({ results: await runBatch(c.env, sid, tid, body.commands) });
 });
 
 taskRoutes.on(["POST", "PATCH"], ["/:sid/tasks/:tid", "/:sid/tasks/:tid/*"], async (c) => {

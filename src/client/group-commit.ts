@@ -38,6 +38,8 @@ export interface QueuedCall {
 /** What the group commit needs from the Transport. */
 export interface BatchSender {
   readonly retry: RetryPolicy;
+  /** True when a lone command is cheaper as a one-command batch (over a command socket) than as its own request. */
+  readonly loneWritesInBatches: boolean;
   /** Sends one command as its own request (one try). */
   sendSingle(call: QueuedCall): Promise<unknown>;
   /** Sends a batch request (one try): the results in order, or the error of the request as a whole. */
@@ -151,8 +153,8 @@ export class GroupCommit {
   }
 
   private async send(taskPath: string, items: Pending[]): Promise<void> {
-    // A lone write goes as itself: same answer, one less layer, its real status code.
-    if (items.length === 1) return this.sendEach(items);
+    // A lone write goes as itself over HTTP: same answer, one less layer, its real status code.
+    if (items.length === 1 && !this.sender.loneWritesInBatches) return this.sendEach(items);
     let results: BatchResult[];
     try {
       results = await this.sender.sendBatch(taskPath, items.map((p) => p.call.command));

@@ -6,6 +6,7 @@ export { orchestrate, reopenOnce, type OrchestrateOptions, type OrchestrateResul
 export { isRetryable, isRuntimeApiError, RuntimeApiError, type ClientErrorCode, type RuntimeApiErrorCode } from "./errors.js";
 export { type ApiRequest, type FetchLike, newIdempotencyKey, Transport, type TransportOptions } from "./transport.js";
 export { type BatchingOptions, MAX_BATCH_COMMANDS } from "./group-commit.js";
+export { type CommandSocketOptions, type WebSocketConstructor, type WebSocketLike } from "./command-socket.js";
 export { backoffDelay, DEFAULT_RETRY, type RetryOptions } from "./retry.js";
 export { EventSubscription, isAfterId, type SubscribeOptions } from "./event-stream.js";
 export { type SseFrame, SseParser } from "./sse-parser.js";

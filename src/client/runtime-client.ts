@@ -61,6 +61,11 @@ export class RuntimeClient {
     this.token = options.token;
   }
 
+  /** Closes the command sockets of this client's family (see the `socket` option); other calls still work. */
+  close(): void {
+    this.transport.close();
+  }
+
   /** A client of the same family (same Transport: shared batching and retries) calling with another token. */
   withToken(token: string): RuntimeClient {
     return new RuntimeClient({ transport: this.transport, token });

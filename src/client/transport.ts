@@ -4,6 +4,7 @@
  * Node 20, browsers and Workers.
  */
 import { errorFromResponse, networkError, RuntimeApiError, unexpectedResponse } from "./errors.js";
+import { CommandSocket, type CommandSocketOptions, SocketUnavailable, socketOpener, type WebSocketLike } from "./command-socket.js";
 import { type BatchCommand, type BatchingOptions, type BatchResult, type BatchSender, GroupCommit, type QueuedCall } from "./group-commit.js";
 import { batchTarget, queryString, type QueryValue } from "./paths.js";
 import { abortReason, backoffDelay, type RetryOptions, type RetryPolicy, retryPolicy, sleep } from "./retry.js";
@@ -21,7 +22,16 @@ export interface TransportOptions {
   readonly retry?: RetryOptions;
   /** Group commit of task writes issued in the same tick (default on; `false` sends every write alone). */
   readonly batching?: boolean | BatchingOptions;
+  /**
+   * Send group-committed batches over each task's command socket (one WebSocket per task) instead of one
+   * `POST .../batch` each (default off). Where a socket cannot be opened, batches go over HTTP and the socket
+   * is tried again after 30 s. Call `close()` when done so open sockets do not hold the process.
+   */
+  readonly socket?: boolean | CommandSocketOptions;
 }
+
+/** How long a task whose socket could not be opened sends its batches over HTTP before trying again. */
+const SOCKET_RETRY_MS = 30_000;
 
 /** One API call as a client method describes it. */
 export interface ApiRequest {
@@ -50,6 +60,10 @@ export class Transport implements BatchSender {
   readonly retry: RetryPolicy;
   private readonly fetchFn: FetchLike;
   private readonly groupCommit: GroupCommit | null;
+  private readonly sockets: Map<string, CommandSocket> | null;
+  private readonly socketDownUntil = new Map<string, number>();
+  private readonly openSocket: ((url: string) => Promise<WebSocketLike>) | null;
+  private readonly socketIdleMs: number;
 
   constructor(options: TransportOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -58,6 +72,22 @@ export class Transport implements BatchSender {
     this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
     const batching = options.batching ?? true;
     this.groupCommit = batching === false ? null : new GroupCommit(this, batching === true ? {} : batching);
+    const socket = options.socket ?? false;
+    const socketOptions = socket === true ? {} : socket === false ? null : socket;
+    this.sockets = socketOptions === null ? null : new Map();
+    this.openSocket = socketOptions === null ? null : socketOpener(this.fetchFn, socketOptions);
+    this.socketIdleMs = socketOptions?.idleMs ?? 10_000;
+  }
+
+  /** Closes every command socket (frames in flight fail with a retryable network_error). */
+  close(): void {
+    for (const socket of this.sockets?.values() ?? []) socket.close();
+    this.sockets?.clear();
+  }
+
+  /** Over a command socket a one-command frame costs less than a request of its own. */
+  get loneWritesInBatches(): boolean {
+    return this.sockets !== null;
   }
 
   /** True when task writes are group-committed. */
@@ -109,8 +139,24 @@ export class Transport implements BatchSender {
     return this.once({ method: c.method, path: c.path, token: c.token, body: c.body, ...(call.signal === undefined ? {} : { signal: call.signal }) }, c.idempotency_key, readJson);
   }
 
-  /** One try of a batch request; its token is the first command's (every command is re-authenticated). */
+  /**
+   * One try of a batch: over the task's command socket when sockets are on and it can be opened, else as a
+   * request whose token is the first command's (every command is re-authenticated either way).
+   */
   async sendBatch(taskPath: string, commands: readonly BatchCommand[]): Promise<BatchResult[]> {
+    if (this.sockets !== null && this.openSocket !== null && (this.socketDownUntil.get(taskPath) ?? 0) <= Date.now()) {
+      let socket = this.sockets.get(taskPath);
+      if (socket === undefined) {
+        socket = new CommandSocket(`${this.baseUrl.replace(/^http/, "ws")}${taskPath}/socket`, this.openSocket, this.socketIdleMs);
+        this.sockets.set(taskPath, socket);
+      }
+      try {
+        return await socket.send(commands);
+      } catch (e) {
+        if (!(e instanceof SocketUnavailable)) throw e;
+        this.socketDownUntil.set(taskPath, Date.now() + SOCKET_RETRY_MS);
+      }
+    }
     const answer = await this.once({ method: "POST", path: `${taskPath}/batch`, token: commands[0]!.token, body: { commands } }, undefined, readJson<{ results?: unknown }>);
     if (!Array.isArray(answer.results)) throw unexpectedResponse(200, "the batch answer has no results");
     return answer.results as BatchResult[];

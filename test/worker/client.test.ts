@@ -128,6 +128,8 @@ const METHOD_OF: Record<string, keyof RuntimeClient | "transport"> = {
   updateStepStatus: "updateStep",
   appendProgress: "appendProgress",
   batch: "transport",
+  // The group commit sends its batches over the socket with `socket: true`.
+  commandSocket: "transport",
   streamTaskEvents: "subscribe",
   streamSessionEvents: "subscribeSession",
   getTaskSummary: "summary",

@@ -1,0 +1,60 @@
+/**
+ * @module Group commit, shared by its two transports: `POST .../batch` and the task's command socket. Each
+ * command is authenticated with its own token and resolved like its single route; one that fails here gets
+ * its error in place and never reaches the task object; the rest are decided in order and written in one
+ * transaction by the object.
+ */
+import { verifyToken } from "../src/auth/tokens.js";
+import { type RuntimeError, runtimeError } from "../src/core/index.js";
+import { type Env, taskObjectName } from "../src/env.js";
+import type { BatchItem, RpcResult, TaskGraphObject, WriteAnswer } from "../durable-objects/task-graph-object.js";
+import { actorOf } from "./auth.js";
+import { hashRequest, parseJsonObject } from "./body.js";
+import { STATUS_OF, toRuntimeError } from "./http-error.js";
+import type { BatchBody } from "./schemas.js";
+import { finishAnswer, rejected, resolveWrite } from "./task-writes.js";
+import type { z } from "zod";
+
+/** One result of a batch: the command's answer or its error, with the status its single route would give. */
+export interface BatchResult {
+  readonly ok: boolean;
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** The task object of `sid/tid`. */
+export function taskStub(env: Env, sid: string, tid: string): DurableObjectStub<TaskGraphObject> {
+  return env.TASK_GRAPHS.get(env.TASK_GRAPHS.idFromName(taskObjectName(sid, tid)));
+}
+
+/** Runs a validated batch against the task `sid/tid`: one result per command, in order. */
+export async function runBatch(env: Env, sid: string, tid: string, commands: z.infer<typeof BatchBody>["commands"]): Promise<BatchResult[]> {
+  const prefix = `/v1/sessions/${sid}/tasks/${tid}`;
+  const prepared = await Promise.all(commands.map((command) => prepare(env, sid, tid, prefix, command)));
+  const items = prepared.filter((p): p is BatchItem => !("code" in p));
+  const answers = items.length === 0 ? [] : ((await taskStub(env, sid, tid).executeBatch(items)) as RpcResult<WriteAnswer>[]);
+  let next = 0;
+  return Promise.all(
+    prepared.map(async (p) => {
+      const result = "code" in p ? rejected(p) : await finishAnswer(env, sid, answers[next++]!);
+      return result.ok ? { ok: true, status: 200, body: result.value } : { ok: false, status: STATUS_OF[result.error.code], body: { error: { ...result.error, details: result.error.details ?? {} } } };
+    }),
+  );
+}
+
+async function prepare(env: Env, sid: string, tid: string, prefix: string, command: z.infer<typeof BatchBody>["commands"][number]): Promise<BatchItem | RuntimeError> {
+  try {
+    const claims = await verifyToken(env.TOKEN_SECRET, command.token);
+    if (claims === null) return runtimeError("unauthorized", "the command's token is malformed, forged or expired");
+    const actor = actorOf(claims);
+    if (actor.session_id !== sid || (actor.role === "worker" && actor.task_id !== tid)) return runtimeError("permission_denied", "the command's token is not in this task's scope");
+    const path = command.path.split("?")[0]!;
+    if (!path.startsWith(prefix)) return runtimeError("validation_error", `a batch command's path must be under ${prefix}`, { path: command.path });
+    const bodyText = JSON.stringify(command.body ?? {});
+    const resolved = resolveWrite(command.method, path.slice(prefix.length), parseJsonObject(bodyText));
+    const idem = command.idempotency_key === undefined ? null : { key: command.idempotency_key, hash: await hashRequest(command.method.toUpperCase(), path, bodyText) };
+    return { actor, command: resolved.command, idem, claimNext: resolved.claimNext };
+  } catch (e) {
+    return toRuntimeError(e);
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * The task's command socket (`GET .../socket`, WebSocket): frames are batches answered in order with the same
+ * results as `POST .../batch`; frames refused whole say why; the client SDK sends its group commits over it,
+ * falls back to HTTP where it cannot open one, and retries a frame lost with its connection without writing
+ * anything twice.
+ */
+import { SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { type FetchLike, RuntimeClient } from "../../src/client/index.js";
+import { call, dispatch, newSession, newTask, step } from "./helpers.js";
+import { BASE, expectError, expectOk, walOf } from "./support.js";
+
+/** An open command socket and its answers, in arrival order. */
+interface TestSocket {
+  readonly ws: WebSocket;
+  send(frame: unknown): void;
+  next(): Promise<any>;
+  closed: Promise<{ code: number; reason: string }>;
+}
+
+async function openSocket(taskPath: string, token: string, how: "header" | "query" = "header"): Promise<TestSocket> {
+  const url = how === "query" ? `${BASE}${taskPath}/socket?access_token=${encodeURIComponent(token)}` : `${BASE}${taskPath}/socket`;
+  const res = await SELF.fetch(url, { headers: { upgrade: "websocket", ...(how === "header" ? { authorization: `Bearer ${token}` } : {}) } });
+  expect(res.status).toBe(101);
+  const ws = res.webSocket!;
+  ws.accept();
+  const inbox: any[] = [];
+  const waiters: ((v: any) => void)[] = [];
+  ws.addEventListener("message", (e) => {
+    const frame = JSON.parse(e.data as string);
+    const w = waiters.shift();
+    if (w === undefined) inbox.push(frame);
+    else w(frame);
+  });
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.addEventListener("close", (e) => resolve({ code: e.code, reason: e.reason })));
+  return {
+    ws,
+    send: (frame) => ws.send(typeof frame === "string" ? frame : JSON.stringify(frame)),
+    next: () => (inbox.length > 0 ? Promise.resolve(inbox.shift()) : new Promise((r) => waiters.push(r))),
+    closed,
+  };
+}
+
+describe("GET .../socket (command socket)", () => {
+  it("Should answer each frame with the results POST .../batch gives, in order, each command with its own actor", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "sock-order", [step("a"), step("b", ["a"])]);
+    const w = await dispatch(s, t, { max_steps: 2 });
+    const sock = await openSocket(t, w.token);
+    sock.send({
+      id: 1,
+      commands: [
+        { token: w.token, method: "POST", path: `${t}/steps/claim-next` },
+        { token: w.token, method: "POST", path: `${t}/steps/a/status`, body: { status: "completed", result_summary: "done", claim_next: true } },
+      ],
+    });
+    sock.send({ id: "two", commands: [{ token: s.orch, method: "POST", path: `${t}/steps/b/progress`, body: { phase: "watching" } }] });
+    const first = await sock.next();
+    const second = await sock.next();
+    expect(first.id).toBe(1);
+    expect(first.results.map((r: any) => r.status)).toEqual([200, 200]);
+    expect(first.results[0].body.step.step_id).toBe("a");
+    expect(first.results[1].body.next.step.step_id).toBe("b");
+    expect(second).toMatchObject({ id: "two", results: [{ ok: true, status: 200 }] });
+    const wal = await walOf(t, s.orch);
+    expect(wal.slice(-5).map((e) => [e.event_type, e.actor_agent_id])).toEqual([
+      ["task_step_claimed", w.agent_id],
+      ["task_step_completed", w.agent_id],
+      ["task_step_ready", w.agent_id],
+      ["task_step_claimed", w.agent_id],
+      ["task_progress", "orchestrator"],
+    ]);
+    sock.ws.close(1000, "done");
+    expect((await sock.closed).code).toBe(1000);
+  });
+
+  it("Should answer a rejected command in place, and replay a repeated Idempotency-Key instead of writing twice", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "sock-reject", [step("a"), step("b")]);
+    const w1 = await dispatch(s, t);
+    const w2 = await dispatch(s, t);
+    const sock = await openSocket(t, w1.token, "query");
+    const claim = { token: w1.token, method: "POST", path: `${t}/steps/a/claim`, idempotency_key: "sock-claim-a" };
+    sock.send({ id: 7, commands: [claim, { token: w2.token, method: "POST", path: `${t}/steps/a/claim` }, { token: "forged.token.value", method: "POST", path: `${t}/steps/b/claim` }] });
+    const answer = await sock.next();
+    expect(answer.results.map((r: any) => [r.status, r.body.error?.code ?? "ok"])).toEqual([
+      [200, "ok"],
+      [409, "step_already_claimed"],
+      [401, "unauthorized"],
+    ]);
+    const walBefore = (await walOf(t, s.orch)).length;
+    sock.send({ id: 8, commands: [claim] });
+    const again = await sock.next();
+    expect(again.results[0]).toEqual(answer.results[0]);
+    expect((await walOf(t, s.orch)).length).toBe(walBefore);
+    sock.ws.close();
+  });
+
+  it("Should refuse a frame whole with its id, status and error when it is not JSON, not a batch, or too big", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "sock-bad", [step("a")]);
+    const w = await dispatch(s, t);
+    const sock = await openSocket(t, w.token);
+    sock.send("{not json");
+    expect(await sock.next()).toMatchObject({ id: null, status: 400, error: { code: "validation_error" } });
+    sock.send({ id: 3, commands: [] });
+    expect(await sock.next()).toMatchObject({ id: 3, status: 400, error: { code: "validation_error" } });
+    sock.send({ id: 4, commands: [{ token: w.token, method: "DELETE", path: `${t}/steps/a/claim` }] });
+    expect(await sock.next()).toMatchObject({ id: 4, status: 400, error: { code: "validation_error" } });
+    sock.send({ id: 5, commands: [{ token: w.token, method: "POST", path: `${t}/steps/a/claim`, body: { note: "x".repeat(1_100_000) } }] });
+    expect(await sock.next()).toMatchObject({ id: null, status: 413, error: { code: "payload_too_large" } });
+    // The connection is still usable after refused frames.
+    sock.send({ id: 6, commands: [{ token: w.token, method: "POST", path: `${t}/steps/a/claim` }] });
+    expect(await sock.next()).toMatchObject({ id: 6, results: [{ ok: true, status: 200 }] });
+    expect((await walOf(t, s.orch)).filter((e) => e.event_type === "task_step_claimed")).toHaveLength(1);
+    sock.ws.close();
+  });
+
+  it("Should refuse the upgrade without a token in the task's scope, and a GET that is not an upgrade", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "sock-auth", [step("a")]);
+    const other = await newTask(s, "sock-auth-other", [step("a")]);
+    const w = await dispatch(s, other);
+    const upgrade = (token?: string) => SELF.fetch(`${BASE}${t}/socket`, { headers: { upgrade: "websocket", ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) } });
+    const none = await upgrade();
+    expect(none.status).toBe(401);
+    expect(none.webSocket ?? null).toBeNull();
+    expect((await upgrade(w.token)).status).toBe(403);
+    expectError(await call("GET", `${t}/socket`, s.orch), 400, "validation_error");
+  });
+});
+
+describe("RuntimeClient with socket: true", () => {
+  /** A fetch through SELF that counts requests per path suffix. */
+  function counting() {
+    const counts = { batch: 0, socket: 0, other: 0 };
+    const fetch: FetchLike = (input, init) => {
+      const path = new URL(input).pathname;
+      if (path.endsWith("/batch")) counts.batch++;
+      else if (path.endsWith("/socket")) counts.socket++;
+      else counts.other++;
+      return SELF.fetch(input, init);
+    };
+    return { counts, fetch };
+  }
+
+  it("Should run pooled workers to the end with their group commits as frames over one socket", async () => {
+    const { counts, fetch } = counting();
+    const admin = new RuntimeClient({ baseUrl: BASE, token: "test-admin-token", fetch, socket: true });
+    const session = await admin.createSession({});
+    const orch = admin.withToken(session.orchestrator.token);
+    const steps = Array.from({ length: 12 }, (_, i) => step(`s${i}`));
+    await orch.createTask(session.session_id, { task_id: "sock-client", wal_name: "sock-client", title: "Socket client", summary: "", steps });
+    const task = { sessionId: session.session_id, taskId: "sock-client" };
+    const workers = await Promise.all([1, 2, 3].map((n) => orch.dispatchWorker(task, { agent_id: `w${n}`, max_steps: 12 })));
+    counts.batch = counts.other = 0;
+    const reports = await Promise.all(workers.map((w) => w.run(async () => ({ status: "completed", result_summary: "ok" }))));
+    expect(reports.flatMap((r) => r.completed).sort()).toEqual(steps.map((x) => x.step_id).sort());
+    expect(counts.socket).toBe(1);
+    expect(counts.batch).toBe(0);
+    const view = await orch.getTask(task);
+    expect(view.steps.every((x: { status: string }) => x.status === "completed")).toBe(true);
+    admin.close();
+  });
+
+  it("Should send its batches over HTTP where the socket cannot be opened", async () => {
+    const { counts, fetch: inner } = counting();
+    // A server without the socket route: the upgrade is answered 404.
+    const fetch: FetchLike = (input, init) => (new URL(input).pathname.endsWith("/socket") ? Promise.resolve(Response.json({ error: { code: "not_found", message: "no route", details: {} } }, { status: 404 })) : inner(input, init));
+    const admin = new RuntimeClient({ baseUrl: BASE, token: "test-admin-token", fetch, socket: true });
+    const session = await admin.createSession({});
+    const orch = admin.withToken(session.orchestrator.token);
+    await orch.createTask(session.session_id, { task_id: "sock-fallback", wal_name: "sock-fallback", title: "Fallback", summary: "", steps: [step("a"), step("b")] });
+    const task = { sessionId: session.session_id, taskId: "sock-fallback" };
+    const [w1, w2] = await Promise.all([orch.dispatchWorker(task), orch.dispatchWorker(task)]);
+    const [c1, c2] = await Promise.all([w1!.claimNext(), w2!.claimNext()]);
+    expect([c1, c2].map((c) => ("step" in c ? c.step.step_id : null)).sort()).toEqual(["a", "b"]);
+    expect(counts.batch).toBeGreaterThanOrEqual(1);
+    admin.close();
+  });
+
+  it("Should retry a frame whose connection dropped with the same Idempotency-Keys, so nothing is written twice", async () => {
+    // The first socket the client opens is closed by the "network" right after the frame went out.
+    let sockets = 0;
+    const fetch: FetchLike = async (input, init) => {
+      const res = await SELF.fetch(input, init);
+      const ws = (res as Response & { webSocket?: WebSocket | null }).webSocket;
+      if (ws === undefined || ws === null || sockets++ > 0) return res;
+      const original = ws.send.bind(ws);
+      ws.send = (data: string) => {
+        original(data);
+        queueMicrotask(() => ws.close(1011, "dropped"));
+      };
+      return res;
+    };
+    const admin = new RuntimeClient({ baseUrl: BASE, token: "test-admin-token", fetch: SELF.fetch.bind(SELF), socket: true });
+    const session = await admin.createSession({});
+    const orch = admin.withToken(session.orchestrator.token);
+    await orch.createTask(session.session_id, { task_id: "sock-drop", wal_name: "sock-drop", title: "Drop", summary: "", steps: [step("a"), step("b")] });
+    const task = { sessionId: session.session_id, taskId: "sock-drop" };
+    const dispatched = await Promise.all([orch.dispatchWorker(task), orch.dispatchWorker(task)]);
+    const flaky = new RuntimeClient({ baseUrl: BASE, fetch, socket: true, retry: { attempts: 4, baseDelayMs: 5, maxDelayMs: 20 } });
+    const workers = dispatched.map((w) => flaky.worker(task, { token: w.token, runId: w.runId, agentId: w.agentId ?? "w" }));
+    const claims = await Promise.all(workers.map((w) => w.claimNext()));
+    expect(sockets).toBeGreaterThanOrEqual(2);
+    expect(claims.map((c) => ("step" in c ? c.step.step_id : null)).sort()).toEqual(["a", "b"]);
+    const wal = await orch.walExport(task);
+    expect(wal.events.filter((e) => e.event_type === "task_step_claimed")).toHaveLength(2);
+    flaky.close();
+    admin.close();
+  });
+});
