@@ -33,7 +33,7 @@ import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
 import { type IndexEntry, indexEntryOf } from "./index-entry.js";
 import { endFrame, runtimeFrames, type TaskCursor } from "./sse-frames.js";
 import { SseHub } from "./sse-hub.js";
-import { appendEvents, loadEvents, migrate, readWal, readWalTail } from "./wal-store.js";
+import { appendEvents, execRows, loadEvents, MAX_BOUND_PARAMS, migrate, multiRowSql, readWal, readWalTail } from "./wal-store.js";
 
 /** An RPC answer: a value, or a domain error (never a thrown exception for expected outcomes). */
 export type RpcResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: RuntimeError };
@@ -123,9 +123,7 @@ export class TaskGraphObject extends DurableObject<Env> {
     try {
       this.ctx.storage.transactionSync(() => {
         appendEvents(this.sql, unit.events);
-        for (const row of unit.answers) {
-          this.sql.exec("INSERT OR REPLACE INTO idempotency (key, body_hash, answer, created_at_ms) VALUES (?, ?, ?, ?)", row.key, row.hash, row.answer, row.at);
-        }
+        execRows(this.sql, unit.answers, 4, insertIdempotencySql, (row) => [row.key, row.hash, row.answer, row.at]);
       });
     } catch (e) {
       this.state = replay(loadEvents(this.sql));
@@ -175,7 +173,21 @@ export class TaskGraphObject extends DurableObject<Env> {
 
   private findIdempotent(idem: Idempotency | null, now: number): RpcResult<WriteAnswer> | null {
     if (idem === null) return null;
-    const row = this.sql.exec<{ body_hash: string; answer: string; created_at_ms: number }>("SELECT body_hash, answer, created_at_ms FROM idempotency WHERE key = ?", idem.key).toArray()[0];
+    return this.replayOf(idem, this.idempotencyRows([idem.key]).get(idem.key), now);
+  }
+
+  /** The stored answers of these keys (one query per 100 keys: a batch asks once, not per command). */
+  private idempotencyRows(keys: readonly string[]): Map<string, IdempotencyRow> {
+    const rows = new Map<string, IdempotencyRow>();
+    for (let start = 0; start < keys.length; start += MAX_BOUND_PARAMS) {
+      const chunk = keys.slice(start, start + MAX_BOUND_PARAMS);
+      for (const row of this.sql.exec<IdempotencyRow & { key: string }>(selectIdempotencySql(chunk.length), ...chunk)) rows.set(row.key, row);
+    }
+    return rows;
+  }
+
+  /** The earlier answer for a key, its conflict when the request differs, or null when it is new or expired. */
+  private replayOf(idem: Idempotency, row: IdempotencyRow | undefined, now: number): RpcResult<WriteAnswer> | null {
     if (row === undefined || now - row.created_at_ms > IDEMPOTENCY_TTL_MS) return null;
     if (row.body_hash !== idem.hash) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: idem.key }));
     return ok(JSON.parse(row.answer) as WriteAnswer);
@@ -339,17 +351,19 @@ export class TaskGraphObject extends DurableObject<Env> {
     if (this.broken !== null) return items.map(() => err(this.broken!));
     if (this.state.task === null) return items.map(() => err(runtimeError("not_found", "no such task")));
     const now = Date.now();
+    const keys = items.flatMap((item) => (item.idem === null ? [] : [item.idem.key]));
+    const stored = keys.length === 0 ? new Map<string, IdempotencyRow>() : this.idempotencyRows(keys);
     const result = this.transact((unit) => {
       this.reconcileInto(unit, now);
-      return items.map((item) => this.executeOne(unit, item, now));
+      return items.map((item) => this.executeOne(unit, item, stored, now));
     });
     this.purgeIdempotency(now);
     await this.afterCommit();
     return result.ok ? result.value : items.map(() => err(result.error));
   }
 
-  private executeOne(unit: UnitOfWork, item: BatchItem, now: number): RpcResult<WriteAnswer> {
-    const replayed = this.findIdempotent(item.idem, now) ?? unit.findPending(item.idem);
+  private executeOne(unit: UnitOfWork, item: BatchItem, stored: ReadonlyMap<string, IdempotencyRow>, now: number): RpcResult<WriteAnswer> {
+    const replayed = (item.idem === null ? null : this.replayOf(item.idem, stored.get(item.idem.key), now)) ?? unit.findPending(item.idem);
     if (replayed !== null) return replayed;
     const result = this.decideAndApply(unit, item.actor, item.command, now);
     if (!result.ok) return result;
@@ -489,6 +503,25 @@ export interface BatchItem {
 }
 
 /** What one unit of work writes: its events (already applied to memory) and idempotency answers. */
+/** A stored idempotency record. */
+type IdempotencyRow = {
+  body_hash: string;
+  answer: string;
+  created_at_ms: number;
+};
+
+const insertIdempotencySql = multiRowSql("INSERT OR REPLACE INTO idempotency (key, body_hash, answer, created_at_ms) VALUES ", 4);
+const selectIdempotencyIn = new Map<number, string>();
+/** "SELECT … WHERE key IN (?, …)" for `count` keys, built once per count. */
+function selectIdempotencySql(count: number): string {
+  let text = selectIdempotencyIn.get(count);
+  if (text === undefined) {
+    text = `SELECT key, body_hash, answer, created_at_ms FROM idempotency WHERE key IN (${Array.from({ length: count }, () => "?").join(", ")})`;
+    selectIdempotencyIn.set(count, text);
+  }
+  return text;
+}
+
 class UnitOfWork {
   readonly events: WalEvent[] = [];
   readonly answers: { key: string; hash: string; answer: string; at: number }[] = [];

@@ -55,23 +55,47 @@ type WalRow = {
   created_at: string;
 };
 
+/**
+ * Most `?` parameters one statement may bind: Durable Object SQLite allows 100. Multi-row statements are
+ * filled up to it, because a statement costs far more than a row (a batch writes dozens of events).
+ */
+export const MAX_BOUND_PARAMS = 100;
+
+const WAL_COLUMNS = "wal_seq, session_id, event_id, event_type, actor_agent_id, actor_run_id, task_id, step_id, payload, created_at";
+const WAL_ROW_PARAMS = 10;
+const insertWalSql = multiRowSql(`INSERT INTO wal (${WAL_COLUMNS}) VALUES `, WAL_ROW_PARAMS);
+
+/**
+ * `rows` rows of `width` placeholders each after `head`, e.g. "INSERT … VALUES (?, ?), (?, ?)"; memoized
+ * per row count so each statement text (and SQLite's prepared statement for it) is built once.
+ */
+export function multiRowSql(head: string, width: number): (rows: number) => string {
+  const row = `(${Array.from({ length: width }, () => "?").join(", ")})`;
+  const memo = new Map<number, string>();
+  return (rows) => {
+    let text = memo.get(rows);
+    if (text === undefined) {
+      text = head + Array.from({ length: rows }, () => row).join(", ");
+      memo.set(rows, text);
+    }
+    return text;
+  };
+}
+
+/** Runs `statement(rows)` over `items` in chunks that fit MAX_BOUND_PARAMS, binding `params(item)` per row. */
+export function execRows<T>(sql: Sql, items: readonly T[], width: number, statement: (rows: number) => string, params: (item: T) => SqlStorageValue[]): void {
+  const perStatement = Math.floor(MAX_BOUND_PARAMS / width);
+  for (let start = 0; start < items.length; start += perStatement) {
+    const chunk = items.slice(start, start + perStatement);
+    const bound: SqlStorageValue[] = [];
+    for (const item of chunk) bound.push(...params(item));
+    sql.exec(statement(chunk.length), ...bound);
+  }
+}
+
 /** Appends events; the caller wraps this in one storage transaction with anything else the commit writes. */
 export function appendEvents(sql: Sql, events: readonly WalEvent[]): void {
-  for (const e of events) {
-    sql.exec(
-      "INSERT INTO wal (wal_seq, session_id, event_id, event_type, actor_agent_id, actor_run_id, task_id, step_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      e.wal_seq,
-      e.session_id,
-      e.event_id,
-      e.event_type,
-      e.actor_agent_id,
-      e.actor_run_id,
-      e.task_id,
-      e.step_id,
-      JSON.stringify(e.payload),
-      e.created_at,
-    );
-  }
+  execRows(sql, events, WAL_ROW_PARAMS, insertWalSql, (e) => [e.wal_seq, e.session_id, e.event_id, e.event_type, e.actor_agent_id, e.actor_run_id, e.task_id, e.step_id, JSON.stringify(e.payload), e.created_at]);
 }
 
 function rowToEvent(row: WalRow): WalEvent {

@@ -9,7 +9,7 @@ import { type RuntimeError, runtimeError } from "../src/core/index.js";
 import { type Env, taskObjectName } from "../src/env.js";
 import type { BatchItem, RpcResult, TaskGraphObject, WriteAnswer } from "../durable-objects/task-graph-object.js";
 import { actorOf } from "./auth.js";
-import { hashRequest, parseJsonObject } from "./body.js";
+import { hashRequest, withoutActorFields } from "./body.js";
 import { STATUS_OF, toRuntimeError } from "./http-error.js";
 import type { BatchBody } from "./schemas.js";
 import { finishAnswer, rejected, resolveWrite } from "./task-writes.js";
@@ -50,9 +50,9 @@ async function prepare(env: Env, sid: string, tid: string, prefix: string, comma
     if (actor.session_id !== sid || (actor.role === "worker" && actor.task_id !== tid)) return runtimeError("permission_denied", "the command's token is not in this task's scope");
     const path = command.path.split("?")[0]!;
     if (!path.startsWith(prefix)) return runtimeError("validation_error", `a batch command's path must be under ${prefix}`, { path: command.path });
-    const bodyText = JSON.stringify(command.body ?? {});
-    const resolved = resolveWrite(command.method, path.slice(prefix.length), parseJsonObject(bodyText));
-    const idem = command.idempotency_key === undefined ? null : { key: command.idempotency_key, hash: await hashRequest(command.method.toUpperCase(), path, bodyText) };
+    const body = command.body ?? {};
+    const resolved = resolveWrite(command.method, path.slice(prefix.length), withoutActorFields(body));
+    const idem = command.idempotency_key === undefined ? null : { key: command.idempotency_key, hash: await hashRequest(command.method.toUpperCase(), path, JSON.stringify(body)) };
     return { actor, command: resolved.command, idem, claimNext: resolved.claimNext };
   } catch (e) {
     return toRuntimeError(e);

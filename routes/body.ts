@@ -29,7 +29,12 @@ export function parseJsonObject(text: string): Record<string, unknown> {
     fail("validation_error", "the body is not valid JSON");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) fail("validation_error", "the body must be a JSON object");
-  const body = { ...(value as Record<string, unknown>) };
+  return withoutActorFields(value as Record<string, unknown>);
+}
+
+/** A copy of a parsed body without the actor fields a caller may have sent. */
+export function withoutActorFields(value: Record<string, unknown>): Record<string, unknown> {
+  const body = { ...value };
   for (const field of ACTOR_FIELDS) delete body[field];
   return body;
 }
@@ -54,9 +59,14 @@ export async function idempotencyOf(c: Context<AppEnv>, bodyText: string): Promi
 
 /** SHA-256 (hex) of a request's method, path and body: what an idempotency key is bound to. */
 export async function hashRequest(method: string, path: string, bodyText: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${method} ${path}\n${bodyText}`));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", UTF8.encode(`${method} ${path}\n${bodyText}`)));
+  let hex = "";
+  for (const byte of digest) hex += HEX[byte];
+  return hex;
 }
+
+const UTF8 = new TextEncoder();
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
 
 /** Reads, parses and validates a JSON body; returns it with its idempotency record. */
 export async function readCommandBody<S extends z.ZodType>(c: Context<AppEnv>, schema: S): Promise<{ body: z.infer<S>; idem: Idempotency | null }> {

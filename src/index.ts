@@ -1,4 +1,5 @@
 /** @module The Worker entry: builds the HTTP app and exports the Durable Object classes. */
+import "./zod-setup.js";
 import { buildApp } from "../routes/app.js";
 
 export { SessionObject } from "../durable-objects/session-object.js";

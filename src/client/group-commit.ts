@@ -101,7 +101,7 @@ export class GroupCommit {
       const onAbort = () => settle(pending, () => pending.reject(abortReason(signal!)));
       const pending: Pending = {
         call,
-        size: JSON.stringify(call.command).length + 1,
+        size: commandSize(call.command),
         settled: false,
         resolve: (v) => {
           signal?.removeEventListener("abort", onAbort);
@@ -196,6 +196,11 @@ export class GroupCommit {
       }),
     );
   }
+}
+
+/** A command's size in a batch body, to within a few bytes (only the body needs serialising to know it). */
+function commandSize(c: BatchCommand): number {
+  return 64 + c.token.length + c.path.length + (c.idempotency_key?.length ?? 0) + JSON.stringify(c.body).length;
 }
 
 function settle(p: Pending, action: () => void): void {

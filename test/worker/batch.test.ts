@@ -73,6 +73,34 @@ describe("POST .../batch (group commit)", () => {
     expect((await walOf(t, s.orch)).length).toBe(length);
   });
 
+  it("Should write and replay a batch larger than one SQL statement holds (events, idempotency rows and lookups are chunked)", async () => {
+    const s = await newSession();
+    const steps = Array.from({ length: 40 }, (_, i) => step(`s${i}`));
+    const t = await newTask(s, "batch-chunks", steps);
+    const w = await dispatch(s, t, { max_steps: 40 });
+    // 121 keyed commands: a claim, then 40 completions with claim_next (80 events) and 80 progress reports: 160 events, 121 keys.
+    const commands: Record<string, unknown>[] = [{ token: w.token, method: "POST", path: `${t}/steps/claim-next`, idempotency_key: "chunk-claim" }];
+    for (let i = 0; i < 40; i++) {
+      commands.push({ token: w.token, method: "POST", path: `${t}/steps/s${i}/progress`, body: { phase: "a" }, idempotency_key: `chunk-p${i}-a` });
+      commands.push({ token: w.token, method: "POST", path: `${t}/steps/s${i}/progress`, body: { phase: "b" }, idempotency_key: `chunk-p${i}-b` });
+      commands.push({ token: w.token, method: "POST", path: `${t}/steps/s${i}/status`, body: { status: "completed", result_summary: `done ${i}`, claim_next: true }, idempotency_key: `chunk-c${i}` });
+    }
+    const before = (await walOf(t, s.orch)).length;
+    const first = expectOk(await call("POST", `${t}/batch`, w.token, { commands }));
+    expect(first.results.every((r: { ok: boolean }) => r.ok)).toBe(true);
+    const wal = await walOf(t, s.orch);
+    expect(wal.length - before).toBe(first.results.reduce((n: number, r: { body: { event_ids: string[] } }) => n + r.body.event_ids.length, 0));
+    expect(wal.length - before).toBe(160);
+    expect(wal.map((e) => e.wal_seq)).toEqual(wal.map((_, i) => i + 1));
+    // The same batch again: every command is answered from its stored record and nothing is written.
+    const again = expectOk(await call("POST", `${t}/batch`, w.token, { commands }));
+    expect(again.results.map((r: { body: unknown }) => r.body)).toEqual(first.results.map((r: { body: unknown }) => r.body));
+    expect((await walOf(t, s.orch)).length).toBe(wal.length);
+    // After a restart of the object the records are still there (they were written with the events).
+    const view = expectOk(await call("GET", t, s.orch));
+    expect(view.steps.filter((x: { status: string }) => x.status === "completed")).toHaveLength(40);
+  });
+
   it.each([
     ["no commands", { commands: [] }],
     ["an unknown field", { commands: [], extra: 1 }],
