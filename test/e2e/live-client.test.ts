@@ -4,12 +4,15 @@
  * completion over HTTP. The server is started with a short SSE_MAX_STREAM_MS so the stream is closed under
  * the client mid-run and EventSource resumes by itself with Last-Event-ID. Every runtime event must arrive
  * exactly once, in order, validate against the published schema, and equal the projection of the exported WAL.
+ * Then the client SDK's command socket from Node (the `ws` package), with the connection cut under it.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { EventSource } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { type FetchLike, RuntimeClient, type WebSocketConstructor } from "../../src/client/index.js";
 import { projectWal, RUNTIME_EVENT_TYPES, WalEventSchema } from "../../src/core/index.js";
 import { type DevServer, defaultAdminToken, sleep, startDevServer, stopDevServer } from "../../scripts/dev-server.js";
 import { validateRuntimeEvent } from "../core/runtime-event-contract.js";
@@ -162,5 +165,49 @@ describe("a browser-style EventSource against wrangler dev", () => {
     expect(changes[changes.length - 1]).toMatchObject({ nativeStatus: "completed", payload: { change: "terminal", task: { task_id: "fan", terminal: true } } });
     expect(changes.map((c) => c.sequence)).toEqual(changes.map((_, i) => i + 1));
     for (const c of changes) expect(validateRuntimeEvent(c)).toBe(true);
+  });
+});
+
+describe("the client SDK's command socket from Node (ws) against wrangler dev", () => {
+  it("Should run pooled workers to the end over one socket, and survive the connection dropping under frames in flight", async () => {
+    const admin = new RuntimeClient({ baseUrl: server.base, token: defaultAdminToken(), batching: false });
+    const session = await admin.createSession({});
+    const orch = admin.withToken(session.orchestrator.token);
+    const steps = Array.from({ length: 60 }, (_, i) => ({ step_id: `s${i}`, title: `Step ${i}`, summary: "work", depends_on_step_ids: [] }));
+    await orch.createTask(session.session_id, { task_id: "sock", wal_name: "sock", title: "Socket", summary: "", steps });
+    const task = { sessionId: session.session_id, taskId: "sock" };
+    const dispatched = await Promise.all(Array.from({ length: 6 }, (_, i) => orch.dispatchWorker(task, { agent_id: `w${i}`, max_steps: 60 })));
+
+    // ws's WebSocket, counting frames and commands; the first socket is cut (TCP reset) after its 5th frame.
+    const seen = { sockets: 0, frames: 0, commands: 0, httpBatches: 0 };
+    class CountingWebSocket extends WebSocket {
+      private readonly serial = ++seen.sockets;
+      private sent = 0;
+      override send(data: string): void {
+        seen.frames++;
+        seen.commands += (JSON.parse(data) as { commands: unknown[] }).commands.length;
+        super.send(data);
+        if (this.serial === 1 && ++this.sent === 5) this.terminate();
+      }
+    }
+    const fetchCounting: FetchLike = (input, init) => {
+      if (new URL(input).pathname.endsWith("/batch")) seen.httpBatches++;
+      return fetch(input, init);
+    };
+    const family = new RuntimeClient({ baseUrl: server.base, fetch: fetchCounting, socket: { WebSocket: CountingWebSocket as unknown as WebSocketConstructor }, retry: { attempts: 5, baseDelayMs: 20, maxDelayMs: 200 } });
+    const workers = dispatched.map((w) => family.worker(task, { token: w.token, runId: w.runId, agentId: w.agentId ?? "w" }));
+    const reports = await within(Promise.all(workers.map((w) => w.run(async (step, ctx) => {
+      await ctx.progress({ phase: "working", summary: step.step_id });
+      return { result_summary: `${step.step_id} done` };
+    }))), 60_000, "the workers over the socket");
+    family.close();
+
+    expect(reports.flatMap((r) => r.completed).sort()).toEqual(steps.map((s) => s.step_id).sort());
+    expect(seen.sockets, "a new socket after the cut").toBeGreaterThanOrEqual(2);
+    expect(seen.commands / seen.frames, "frames carried several workers' commands").toBeGreaterThan(1);
+    expect(seen.httpBatches).toBe(0);
+    const wal = await orch.walExport(task, { limit: 10_000 });
+    const completions = wal.events.filter((e) => e.event_type === "task_step_completed").map((e) => e.step_id);
+    expect(completions.sort()).toEqual(steps.map((s) => s.step_id).sort());
   });
 });
