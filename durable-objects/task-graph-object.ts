@@ -101,6 +101,12 @@ export class TaskGraphObject extends DurableObject<Env> {
     });
   }
 
+  /** Which task this object holds (null before its task is created, or when its WAL is broken). */
+  taskIdentity(): { sessionId: string; taskId: string } | null {
+    const task = this.state.task;
+    return task === null || this.broken !== null ? null : { sessionId: task.session_id, taskId: task.task_id };
+  }
+
   private get sql(): SqlStorage {
     return this.ctx.storage.sql;
   }

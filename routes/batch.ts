@@ -27,12 +27,25 @@ export function taskStub(env: Env, sid: string, tid: string): DurableObjectStub<
   return env.TASK_GRAPHS.get(env.TASK_GRAPHS.idFromName(taskObjectName(sid, tid)));
 }
 
-/** Runs a validated batch against the task `sid/tid`: one result per command, in order. */
-export async function runBatch(env: Env, sid: string, tid: string, commands: z.infer<typeof BatchBody>["commands"]): Promise<BatchResult[]> {
+/** The commands of a batch, each checked and resolved, or its error (it never reaches the task object). */
+export type PreparedBatch = readonly (BatchItem | RuntimeError)[];
+
+/** Runs a validated batch against the task `sid/tid` through its object's RPC: one result per command, in order. */
+export async function runBatch(env: Env, sid: string, tid: string, commands: BatchCommands): Promise<BatchResult[]> {
+  const prepared = await prepareBatch(env, sid, tid, commands);
+  return settleBatch(env, sid, prepared, (items) => taskStub(env, sid, tid).executeBatch(items) as Promise<RpcResult<WriteAnswer>[]>);
+}
+
+/** Authenticates and resolves every command of a batch, in parallel. */
+export function prepareBatch(env: Env, sid: string, tid: string, commands: BatchCommands): Promise<PreparedBatch> {
   const prefix = `/v1/sessions/${sid}/tasks/${tid}`;
-  const prepared = await Promise.all(commands.map((command) => prepare(env, sid, tid, prefix, command)));
+  return Promise.all(commands.map((command) => prepare(env, sid, tid, prefix, command)));
+}
+
+/** Executes the prepared commands that passed (all in one unit, by `execute`) and puts every result in place. */
+export async function settleBatch(env: Env, sid: string, prepared: PreparedBatch, execute: (items: BatchItem[]) => Promise<RpcResult<WriteAnswer>[]>): Promise<BatchResult[]> {
   const items = prepared.filter((p): p is BatchItem => !("code" in p));
-  const answers = items.length === 0 ? [] : ((await taskStub(env, sid, tid).executeBatch(items)) as RpcResult<WriteAnswer>[]);
+  const answers = items.length === 0 ? [] : await execute(items);
   let next = 0;
   return Promise.all(
     prepared.map(async (p) => {
@@ -42,7 +55,9 @@ export async function runBatch(env: Env, sid: string, tid: string, commands: z.i
   );
 }
 
-async function prepare(env: Env, sid: string, tid: string, prefix: string, command: z.infer<typeof BatchBody>["commands"][number]): Promise<BatchItem | RuntimeError> {
+type BatchCommands = z.infer<typeof BatchBody>["commands"];
+
+async function prepare(env: Env, sid: string, tid: string, prefix: string, command: BatchCommands[number]): Promise<BatchItem | RuntimeError> {
   try {
     const claims = await verifyToken(env.TOKEN_SECRET, command.token);
     if (claims === null) return runtimeError("unauthorized", "the command's token is malformed, forged or expired");

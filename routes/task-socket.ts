@@ -5,26 +5,33 @@
  * every command still carries its own token, exactly as in `POST .../batch`. Frames of a connection are
  * run one after another, in arrival order.
  *
- * Why: a request costs far more than the commands it carries (HTTP parsing on both ends, a hop per proxy),
- * and a worker host's batches are small and frequent; a socket pays the request once.
+ * The Worker authenticates the upgrade and hands it to the task's object, which holds the socket with the
+ * WebSocket Hibernation API: frames go straight to the object that decides them (no Worker → object hop per
+ * frame), every frame is an event of its own for the platform's CPU limits, and an idle socket costs no
+ * duration. The object class the Worker exports is TaskGraphObject with this transport added, so the
+ * protocol (frames, auth, status codes) stays in routes/ and the object keeps only the commit path.
+ *
+ * Why a socket: a request costs far more than the commands it carries (HTTP parsing on both ends, a hop per
+ * proxy), and a worker host's batches are small and frequent; a socket pays the request once.
  */
 import { Hono } from "hono";
 import { z } from "zod";
 import type { RuntimeError } from "../src/core/index.js";
 import { type Env, readConfig } from "../src/env.js";
+import { TaskGraphObject } from "../durable-objects/task-graph-object.js";
 import { type AppEnv, requireTaskActor } from "./auth.js";
-import { runBatch } from "./batch.js";
+import { prepareBatch, settleBatch, taskStub } from "./batch.js";
+import { validate } from "./body.js";
 import { fail, STATUS_OF, toRuntimeError } from "./http-error.js";
 import { BatchBody } from "./schemas.js";
-import { validate } from "./body.js";
 
 /** Frames a connection may have waiting; past it the socket is closed with 1013 (try again later). */
 export const MAX_QUEUED_FRAMES = 64;
 
 /** A command frame: a batch body and the caller's id for the answer. */
-export const SocketFrame = BatchBody.extend({ id: z.union([z.string().min(1).max(128), z.number().int()]) });
+export const SocketFrame = z.strictObject({ ...BatchBody.shape, id: z.union([z.string().min(1).max(128), z.number().int()]) });
 
-/** The route of the command socket. */
+/** The route of the command socket: authenticate, then hand the upgrade to the task's object. */
 export const taskSocketRoutes = new Hono<AppEnv>();
 
 taskSocketRoutes.get("/:sid/tasks/:tid/socket", (c) => {
@@ -32,51 +39,102 @@ taskSocketRoutes.get("/:sid/tasks/:tid/socket", (c) => {
   const tid = c.req.param("tid");
   requireTaskActor(c, sid, tid);
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") fail("validation_error", "this route takes a WebSocket upgrade (Upgrade: websocket)");
-  const env = c.env;
-  const maxBytes = readConfig(env).maxBodyBytes;
-  const pair = new WebSocketPair();
-  const socket = pair[1];
-  socket.accept();
-  let chain: Promise<void> = Promise.resolve();
-  let queued = 0;
-  // Answer the client's close so the connection ends cleanly on both sides.
-  socket.addEventListener("close", (event: CloseEvent) => {
-    try {
-      socket.close(1000, event.reason);
-    } catch {
-      // already closed
-    }
-  });
-  socket.addEventListener("message", (event) => {
-    if (++queued > MAX_QUEUED_FRAMES) {
+  const url = new URL(c.req.url);
+  url.searchParams.delete("access_token");
+  return taskStub(c.env, sid, tid).fetch(url.toString(), { headers: { upgrade: "websocket", [SCOPE_HEADER]: JSON.stringify({ sid, tid }) } });
+});
+
+/** How the route tells the object which task a socket is for (the object only accepts a socket for itself). */
+const SCOPE_HEADER = "x-task-scope";
+
+/** What each socket remembers across hibernation. */
+interface SocketScope {
+  sid: string;
+  tid: string;
+}
+
+/** TaskGraphObject serving command sockets; exported by the Worker under the binding's class name. */
+export class TaskGraphObjectWithSocket extends TaskGraphObject {
+  /** Per socket: the frame being run (the next waits for it) and how many are waiting. */
+  private readonly lanes = new Map<WebSocket, { tail: Promise<void>; queued: number }>();
+
+  override async fetch(request: Request): Promise<Response> {
+    const scope = parseScope(request.headers.get(SCOPE_HEADER));
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket" || scope === null) return Response.json({ error: { code: "not_found", message: "no such route", details: {} } }, { status: 404 });
+    const missing = this.taskIdentity();
+    if (missing === null || missing.sessionId !== scope.sid || missing.taskId !== scope.tid) return Response.json({ error: { code: "not_found", message: "no such task", details: {} } }, { status: 404 });
+    const pair = new WebSocketPair();
+    this.ctx.acceptWebSocket(pair[1]);
+    pair[1].serializeAttachment(scope);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  override async webSocketMessage(socket: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const lane = this.lanes.get(socket) ?? { tail: Promise.resolve(), queued: 0 };
+    this.lanes.set(socket, lane);
+    if (++lane.queued > MAX_QUEUED_FRAMES) {
+      this.lanes.delete(socket);
       socket.close(1013, `more than ${MAX_QUEUED_FRAMES} frames waiting`);
       return;
     }
-    chain = chain
-      .then(async () => socket.send(JSON.stringify(await answerFrame(env, sid, tid, event.data, maxBytes))))
-      .catch(() => undefined)
-      .finally(() => void queued--);
-  });
-  return new Response(null, { status: 101, webSocket: pair[0] });
-});
+    const scope = socket.deserializeAttachment() as SocketScope;
+    const run = lane.tail.then(async () => {
+      const answer = await this.answerFrame(scope, message);
+      try {
+        socket.send(JSON.stringify(answer));
+      } catch {
+        // the client is gone; its commands were written and a retry with the same keys gets their answers
+      }
+    });
+    lane.tail = run.catch(() => undefined).finally(() => {
+      if (--lane.queued === 0 && this.lanes.get(socket) === lane) this.lanes.delete(socket);
+    });
+    await run.catch(() => undefined);
+  }
 
-async function answerFrame(env: Env, sid: string, tid: string, data: string | ArrayBuffer, maxBytes: number): Promise<object> {
-  let id: unknown = null;
-  try {
-    if (typeof data !== "string") fail("validation_error", "frames must be text (JSON)");
-    if (data.length > maxBytes) fail("payload_too_large", `the frame is over ${maxBytes} bytes`, { limit: maxBytes });
-    let raw: unknown;
+  override async webSocketClose(socket: WebSocket, _code: number, reason: string): Promise<void> {
+    this.lanes.delete(socket);
     try {
-      raw = JSON.parse(data);
+      socket.close(1000, reason);
     } catch {
-      fail("validation_error", "the frame is not valid JSON");
+      // already closed
     }
-    if (typeof raw === "object" && raw !== null && "id" in raw) id = (raw as { id: unknown }).id;
-    const frame = validate(SocketFrame, raw);
-    return { id: frame.id, results: await runBatch(env, sid, tid, frame.commands) };
-  } catch (e) {
-    const error: RuntimeError = toRuntimeError(e);
-    return { id: typeof id === "string" || typeof id === "number" ? id : null, status: STATUS_OF[error.code], error: { ...error, details: error.details ?? {} } };
+  }
+
+  override async webSocketError(socket: WebSocket): Promise<void> {
+    this.lanes.delete(socket);
+  }
+
+  private async answerFrame(scope: SocketScope, data: string | ArrayBuffer): Promise<object> {
+    let id: unknown = null;
+    try {
+      if (typeof data !== "string") fail("validation_error", "frames must be text (JSON)");
+      const maxBytes = readConfig(this.env as Env).maxBodyBytes;
+      if (data.length > maxBytes) fail("payload_too_large", `the frame is over ${maxBytes} bytes`, { limit: maxBytes });
+      let raw: unknown;
+      try {
+        raw = JSON.parse(data);
+      } catch {
+        fail("validation_error", "the frame is not valid JSON");
+      }
+      if (typeof raw === "object" && raw !== null && "id" in raw) id = (raw as { id: unknown }).id;
+      const frame = validate(SocketFrame, raw);
+      const env = this.env as Env;
+      const prepared = await prepareBatch(env, scope.sid, scope.tid, frame.commands);
+      return { id: frame.id, results: await settleBatch(env, scope.sid, prepared, (items) => this.executeBatch(items)) };
+    } catch (e) {
+      const error: RuntimeError = toRuntimeError(e);
+      return { id: typeof id === "string" || typeof id === "number" ? id : null, status: STATUS_OF[error.code], error: { ...error, details: error.details ?? {} } };
+    }
   }
 }
 
+function parseScope(header: string | null): SocketScope | null {
+  if (header === null) return null;
+  try {
+    const value = JSON.parse(header) as Partial<SocketScope>;
+    return typeof value.sid === "string" && typeof value.tid === "string" ? { sid: value.sid, tid: value.tid } : null;
+  } catch {
+    return null;
+  }
+}

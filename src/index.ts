@@ -3,7 +3,8 @@ import "./zod-setup.js";
 import { buildApp } from "../routes/app.js";
 
 export { SessionObject } from "../durable-objects/session-object.js";
-export { TaskGraphObject } from "../durable-objects/task-graph-object.js";
+// The task object as the Worker deploys it: TaskGraphObject plus the command socket's transport.
+export { TaskGraphObjectWithSocket as TaskGraphObject } from "../routes/task-socket.js";
 
 /** The HTTP application served by the Worker. */
 export const app = buildApp();

@@ -127,6 +127,10 @@ describe("GET .../socket (command socket)", () => {
     expect(none.webSocket ?? null).toBeNull();
     expect((await upgrade(w.token)).status).toBe(403);
     expectError(await call("GET", `${t}/socket`, s.orch), 400, "validation_error");
+    // A task that does not exist has no object to hold the socket.
+    const missing = await SELF.fetch(`${BASE}/v1/sessions/${s.sid}/tasks/no-such-task/socket`, { headers: { upgrade: "websocket", authorization: `Bearer ${s.orch}` } });
+    expect(missing.status).toBe(404);
+    expect((await missing.json<{ error: { code: string } }>()).error.code).toBe("not_found");
   });
 });
 
@@ -180,17 +184,15 @@ describe("RuntimeClient with socket: true", () => {
   });
 
   it("Should retry a frame whose connection dropped with the same Idempotency-Keys, so nothing is written twice", async () => {
-    // The first socket the client opens is closed by the "network" right after the frame went out.
+    // The first socket the client opens loses the answer to its first frame: the "network" swallows it and
+    // the connection drops. The frame was written; the retry must get the same answers and write nothing.
     let sockets = 0;
     const fetch: FetchLike = async (input, init) => {
       const res = await SELF.fetch(input, init);
       const ws = (res as Response & { webSocket?: WebSocket | null }).webSocket;
       if (ws === undefined || ws === null || sockets++ > 0) return res;
-      const original = ws.send.bind(ws);
-      ws.send = (data: string) => {
-        original(data);
-        queueMicrotask(() => ws.close(1011, "dropped"));
-      };
+      const add = ws.addEventListener.bind(ws) as (type: string, listener: (event: unknown) => void) => void;
+      (ws as unknown as { addEventListener: typeof add }).addEventListener = (type, listener) => (type === "message" ? add("message", () => ws.close(1011, "answer lost")) : add(type, listener));
       return res;
     };
     const admin = new RuntimeClient({ baseUrl: BASE, token: "test-admin-token", fetch: SELF.fetch.bind(SELF), socket: true });
