@@ -4,11 +4,12 @@
  * falls back to HTTP where it cannot open one, and retries a frame lost with its connection without writing
  * anything twice.
  */
-import { SELF } from "cloudflare:test";
+import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { type FetchLike, RuntimeClient } from "../../src/client/index.js";
 import { call, dispatch, newSession, newTask, step } from "./helpers.js";
-import { BASE, expectError, expectOk, walOf } from "./support.js";
+import { MAX_QUEUED_FRAMES, type TaskGraphObjectWithSocket } from "../../routes/task-socket.js";
+import { BASE, expectError, taskStub, walOf } from "./support.js";
 
 /** An open command socket and its answers, in arrival order. */
 interface TestSocket {
@@ -131,6 +132,61 @@ describe("GET .../socket (command socket)", () => {
     const missing = await SELF.fetch(`${BASE}/v1/sessions/${s.sid}/tasks/no-such-task/socket`, { headers: { upgrade: "websocket", authorization: `Bearer ${s.orch}` } });
     expect(missing.status).toBe(404);
     expect((await missing.json<{ error: { code: string } }>()).error.code).toBe("not_found");
+  });
+});
+
+describe("the task object's socket lanes", () => {
+  /** A stand-in for an accepted socket: what the object sends and how it closes it. */
+  function fakeSocket(scope: { sid: string; tid: string }) {
+    const sent: any[] = [];
+    const closed: { code: number; reason: string }[] = [];
+    const socket = {
+      deserializeAttachment: () => scope,
+      send: (data: string) => sent.push(JSON.parse(data)),
+      close: (code: number, reason: string) => closed.push({ code, reason }),
+    } as unknown as WebSocket;
+    return { socket, sent, closed };
+  }
+
+  it("Should run and answer the frames of one socket in arrival order, even when a later frame is quicker to prepare", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "lane-order", [step("a")]);
+    // A token this isolate has not verified yet: the first frame waits for its signature check, while the
+    // orchestrator's token (verified by the calls above) makes the later frames quicker to prepare.
+    const w = await dispatch(s, t);
+    const fake = fakeSocket({ sid: s.sid, tid: "lane-order" });
+    const frames = [
+      { id: 1, commands: [{ token: w.token, method: "POST", path: `${t}/steps/a/claim` }] },
+      { id: 2, commands: [{ token: s.orch, method: "POST", path: `${t}/steps/a/progress`, body: { phase: "second" } }] },
+      { id: 3, commands: [{ token: s.orch, method: "POST", path: `${t}/steps/a/progress`, body: { phase: "third" } }] },
+    ];
+    await runInDurableObject(taskStub(s.sid, "lane-order"), async (object: TaskGraphObjectWithSocket) => {
+      await Promise.all(frames.map((f) => object.webSocketMessage(fake.socket, JSON.stringify(f))));
+    });
+    expect(fake.sent.map((f) => [f.id, f.results[0].ok])).toEqual([
+      [1, true],
+      [2, true],
+      [3, true],
+    ]);
+    const wal = await walOf(t, s.orch);
+    expect(wal.slice(-3).map((e) => [e.event_type, (e.payload as { phase?: string }).phase ?? null])).toEqual([
+      ["task_step_claimed", null],
+      ["task_progress", "second"],
+      ["task_progress", "third"],
+    ]);
+  });
+
+  it(`Should close a socket with 1013 when more than ${MAX_QUEUED_FRAMES} frames are waiting, and still answer the ones it took`, async () => {
+    const s = await newSession();
+    const t = await newTask(s, "lane-cap", [step("a")]);
+    const w = await dispatch(s, t);
+    const fake = fakeSocket({ sid: s.sid, tid: "lane-cap" });
+    await runInDurableObject(taskStub(s.sid, "lane-cap"), async (object: TaskGraphObjectWithSocket) => {
+      const frame = (id: number) => JSON.stringify({ id, commands: [{ token: w.token, method: "POST", path: `${t}/steps/a/progress`, body: { phase: `p${id}` } }] });
+      await Promise.all(Array.from({ length: MAX_QUEUED_FRAMES + 1 }, (_, i) => object.webSocketMessage(fake.socket, frame(i + 1))));
+    });
+    expect(fake.closed).toEqual([{ code: 1013, reason: `more than ${MAX_QUEUED_FRAMES} frames waiting` }]);
+    expect(fake.sent.map((f) => f.id)).toEqual(Array.from({ length: MAX_QUEUED_FRAMES }, (_, i) => i + 1));
   });
 });
 
