@@ -33,7 +33,7 @@ import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
 import { type IndexEntry, indexEntryOf } from "./index-entry.js";
 import { endFrame, runtimeFrames, type TaskCursor } from "./sse-frames.js";
 import { SseHub } from "./sse-hub.js";
-import { appendEvents, execRows, loadEvents, MAX_BOUND_PARAMS, migrate, multiRowSql, readWal, readWalTail } from "./wal-store.js";
+import { appendEvents, execRows, loadEvents, MAX_BOUND_PARAMS, migrate, multiRowSql, placeholders, readWal, readWalTail, sqlPerCount } from "./wal-store.js";
 
 /** An RPC answer: a value, or a domain error (never a thrown exception for expected outcomes). */
 export type RpcResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: RuntimeError };
@@ -69,7 +69,7 @@ export class TaskGraphObject extends DurableObject<Env> {
   private state: DagState = emptyState();
   /** Set when the WAL could not be replayed: every call answers storage_error, never a half-built DAG. */
   private broken: RuntimeError | null = null;
-  private readonly config: RuntimeConfig;
+  protected readonly config: RuntimeConfig;
   private alarmAt: number | null = null;
   /** The wal_seq and task status the session index last acknowledged (unknown after a restart: push once). */
   private pushedSeq = 0;
@@ -508,7 +508,6 @@ export interface BatchItem {
   readonly claimNext: boolean;
 }
 
-/** What one unit of work writes: its events (already applied to memory) and idempotency answers. */
 /** A stored idempotency record. */
 type IdempotencyRow = {
   body_hash: string;
@@ -517,17 +516,9 @@ type IdempotencyRow = {
 };
 
 const insertIdempotencySql = multiRowSql("INSERT OR REPLACE INTO idempotency (key, body_hash, answer, created_at_ms) VALUES ", 4);
-const selectIdempotencyIn = new Map<number, string>();
-/** "SELECT … WHERE key IN (?, …)" for `count` keys, built once per count. */
-function selectIdempotencySql(count: number): string {
-  let text = selectIdempotencyIn.get(count);
-  if (text === undefined) {
-    text = `SELECT key, body_hash, answer, created_at_ms FROM idempotency WHERE key IN (${Array.from({ length: count }, () => "?").join(", ")})`;
-    selectIdempotencyIn.set(count, text);
-  }
-  return text;
-}
+const selectIdempotencySql = sqlPerCount((keys) => `SELECT key, body_hash, answer, created_at_ms FROM idempotency WHERE key IN (${placeholders(keys)})`);
 
+/** What one unit of work writes: its events (already applied to memory) and idempotency answers. */
 class UnitOfWork {
   readonly events: WalEvent[] = [];
   readonly answers: { key: string; hash: string; answer: string; at: number }[] = [];

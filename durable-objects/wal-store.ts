@@ -65,21 +65,28 @@ const WAL_COLUMNS = "wal_seq, session_id, event_id, event_type, actor_agent_id, 
 const WAL_ROW_PARAMS = 10;
 const insertWalSql = multiRowSql(`INSERT INTO wal (${WAL_COLUMNS}) VALUES `, WAL_ROW_PARAMS);
 
-/**
- * `rows` rows of `width` placeholders each after `head`, e.g. "INSERT … VALUES (?, ?), (?, ?)"; memoized
- * per row count so each statement text (and SQLite's prepared statement for it) is built once.
- */
-export function multiRowSql(head: string, width: number): (rows: number) => string {
-  const row = `(${Array.from({ length: width }, () => "?").join(", ")})`;
+/** `count` placeholders: "?, ?, ?". */
+export function placeholders(count: number): string {
+  return Array.from({ length: count }, () => "?").join(", ");
+}
+
+/** A statement text that depends on a count, built once per count (and so prepared once by SQLite). */
+export function sqlPerCount(build: (count: number) => string): (count: number) => string {
   const memo = new Map<number, string>();
-  return (rows) => {
-    let text = memo.get(rows);
+  return (count) => {
+    let text = memo.get(count);
     if (text === undefined) {
-      text = head + Array.from({ length: rows }, () => row).join(", ");
-      memo.set(rows, text);
+      text = build(count);
+      memo.set(count, text);
     }
     return text;
   };
+}
+
+/** `rows` rows of `width` placeholders each after `head`, e.g. "INSERT … VALUES (?, ?), (?, ?)". */
+export function multiRowSql(head: string, width: number): (rows: number) => string {
+  const row = `(${placeholders(width)})`;
+  return sqlPerCount((rows) => head + Array.from({ length: rows }, () => row).join(", "));
 }
 
 /** Runs `statement(rows)` over `items` in chunks that fit MAX_BOUND_PARAMS, binding `params(item)` per row. */

@@ -10,7 +10,7 @@ import { type Env, taskObjectName } from "../src/env.js";
 import type { BatchItem, RpcResult, TaskGraphObject, WriteAnswer } from "../durable-objects/task-graph-object.js";
 import { actorOf } from "./auth.js";
 import { hashRequest, withoutActorFields } from "./body.js";
-import { STATUS_OF, toRuntimeError } from "./http-error.js";
+import { errorEnvelope, STATUS_OF, toRuntimeError } from "./http-error.js";
 import type { BatchBody } from "./schemas.js";
 import { finishAnswer, rejected, resolveWrite } from "./task-writes.js";
 import type { z } from "zod";
@@ -50,7 +50,7 @@ export async function settleBatch(env: Env, sid: string, prepared: PreparedBatch
   return Promise.all(
     prepared.map(async (p) => {
       const result = "code" in p ? rejected(p) : await finishAnswer(env, sid, answers[next++]!);
-      return result.ok ? { ok: true, status: 200, body: result.value } : { ok: false, status: STATUS_OF[result.error.code], body: { error: { ...result.error, details: result.error.details ?? {} } } };
+      return result.ok ? { ok: true, status: 200, body: result.value } : { ok: false, status: STATUS_OF[result.error.code], body: errorEnvelope(result.error) };
     }),
   );
 }

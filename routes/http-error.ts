@@ -40,9 +40,14 @@ export function fail(code: ErrorCode, message: string, details?: Record<string, 
   throw new ApiError(runtimeError(code, message, details));
 }
 
-/** Answers `{"error": {code, message, details}}` with the code's status. */
+/** The error envelope every answer uses: `{"error": {code, message, details}}`. */
+export function errorEnvelope(error: RuntimeError): { error: { code: RuntimeError["code"]; message: string; details: Record<string, unknown> } } {
+  return { error: { code: error.code, message: error.message, details: error.details ?? {} } };
+}
+
+/** Answers the error envelope with the code's status. */
 export function errorResponse(c: Context, error: RuntimeError): Response {
-  return c.json({ error: { code: error.code, message: error.message, details: error.details ?? {} } }, STATUS_OF[error.code]);
+  return c.json(errorEnvelope(error), STATUS_OF[error.code]);
 }
 
 /** Normalises anything thrown into a domain error: never a 500 for the caller. */

@@ -16,13 +16,13 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import type { RuntimeError } from "../src/core/index.js";
-import { type Env, readConfig } from "../src/env.js";
+import { type RuntimeError, runtimeError } from "../src/core/index.js";
+import type { Env } from "../src/env.js";
 import { TaskGraphObject } from "../durable-objects/task-graph-object.js";
 import { type AppEnv, requireTaskActor } from "./auth.js";
 import { prepareBatch, settleBatch, taskStub } from "./batch.js";
 import { validate } from "./body.js";
-import { fail, STATUS_OF, toRuntimeError } from "./http-error.js";
+import { errorEnvelope, fail, STATUS_OF, toRuntimeError } from "./http-error.js";
 import { BatchBody } from "./schemas.js";
 
 /** Frames a connection may have waiting; past it the socket is closed with 1013 (try again later). */
@@ -60,9 +60,9 @@ export class TaskGraphObjectWithSocket extends TaskGraphObject {
 
   override async fetch(request: Request): Promise<Response> {
     const scope = parseScope(request.headers.get(SCOPE_HEADER));
-    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket" || scope === null) return Response.json({ error: { code: "not_found", message: "no such route", details: {} } }, { status: 404 });
-    const missing = this.taskIdentity();
-    if (missing === null || missing.sessionId !== scope.sid || missing.taskId !== scope.tid) return Response.json({ error: { code: "not_found", message: "no such task", details: {} } }, { status: 404 });
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket" || scope === null) return notFound("no such route");
+    const held = this.taskIdentity();
+    if (held === null || held.sessionId !== scope.sid || held.taskId !== scope.tid) return notFound("no such task");
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1]);
     pair[1].serializeAttachment(scope);
@@ -109,7 +109,7 @@ export class TaskGraphObjectWithSocket extends TaskGraphObject {
     let id: unknown = null;
     try {
       if (typeof data !== "string") fail("validation_error", "frames must be text (JSON)");
-      const maxBytes = readConfig(this.env as Env).maxBodyBytes;
+      const maxBytes = this.config.maxBodyBytes;
       if (data.length > maxBytes) fail("payload_too_large", `the frame is over ${maxBytes} bytes`, { limit: maxBytes });
       let raw: unknown;
       try {
@@ -124,9 +124,13 @@ export class TaskGraphObjectWithSocket extends TaskGraphObject {
       return { id: frame.id, results: await settleBatch(env, scope.sid, prepared, (items) => this.executeBatch(items)) };
     } catch (e) {
       const error: RuntimeError = toRuntimeError(e);
-      return { id: typeof id === "string" || typeof id === "number" ? id : null, status: STATUS_OF[error.code], error: { ...error, details: error.details ?? {} } };
+      return { id: typeof id === "string" || typeof id === "number" ? id : null, status: STATUS_OF[error.code], ...errorEnvelope(error) };
     }
   }
+}
+
+function notFound(message: string): Response {
+  return Response.json(errorEnvelope(runtimeError("not_found", message)), { status: STATUS_OF.not_found });
 }
 
 function parseScope(header: string | null): SocketScope | null {

@@ -1,6 +1,6 @@
 /** @module Task routes: agent.task_* tools over HTTP, each a call to the task's Durable Object. */
 import { type Context, Hono } from "hono";
-import type { RpcResult, TaskGraphObject, WriteAnswer } from "../durable-objects/task-graph-object.js";
+import type { RpcResult, WriteAnswer } from "../durable-objects/task-graph-object.js";
 import { type AppEnv, requireTaskActor } from "./auth.js";
 import { idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
 import { errorResponse } from "./http-error.js";
@@ -13,15 +13,11 @@ export const taskRoutes = new Hono<AppEnv>();
 
 type TaskContext = Context<AppEnv, "/:sid/tasks/:tid">;
 
-function stubOf(c: Context<AppEnv>, sid: string, tid: string): DurableObjectStub<TaskGraphObject> {
-  return taskStub(c.env, sid, tid);
-}
-
 function target(c: TaskContext) {
   const sid = c.req.param("sid");
   const tid = c.req.param("tid");
   const actor = requireTaskActor(c, sid, tid);
-  return { actor, stub: stubOf(c, sid, tid) };
+  return { actor, stub: taskStub(c.env, sid, tid) };
 }
 
 function answer<T>(c: Context, result: RpcResult<T>, status: 200 | 201 = 200): Response {
@@ -82,6 +78,6 @@ taskRoutes.on(["POST", "PATCH"], ["/:sid/tasks/:tid", "/:sid/tasks/:tid/*"], asy
   const rest = new URL(c.req.url).pathname.slice(`/v1/sessions/${sid}/tasks/${tid}`.length);
   const write = resolveWrite(c.req.method, rest, parseJsonObject(text));
   const idem = await idempotencyOf(c, text);
-  const result = (await stubOf(c, sid, tid).execute(actor, write.command, idem, { claimNext: write.claimNext })) as RpcResult<WriteAnswer>;
+  const result = (await taskStub(c.env, sid, tid).execute(actor, write.command, idem, { claimNext: write.claimNext })) as RpcResult<WriteAnswer>;
   return answer(c, await finishAnswer(c.env, sid, result), write.status);
 });

@@ -1064,7 +1064,7 @@ async function main(): Promise<void> {
       const client = new Client(server.base);
 
       if (opts.only.has("steps")) {
-        console.log("\n[steps] floor, unbatched and batched at the same concurrency");
+        console.log("\n[steps] floor, unbatched, batch requests and the command socket at the same concurrency");
         try {
           steps = await runSteps(client, server.base, opts, plan, server);
         } catch (e) {

@@ -60,10 +60,13 @@ export class Transport implements BatchSender {
   readonly retry: RetryPolicy;
   private readonly fetchFn: FetchLike;
   private readonly groupCommit: GroupCommit | null;
-  private readonly sockets: Map<string, CommandSocket> | null;
-  private readonly socketDownUntil = new Map<string, number>();
-  private readonly openSocket: ((url: string) => Promise<WebSocketLike>) | null;
-  private readonly socketIdleMs: number;
+  /** With the `socket` option: how to open a task's socket, and each task's socket or when to try it again. */
+  private readonly sockets: {
+    readonly open: (url: string) => Promise<WebSocketLike>;
+    readonly idleMs: number;
+    readonly byTask: Map<string, CommandSocket>;
+    readonly downUntil: Map<string, number>;
+  } | null;
 
   constructor(options: TransportOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -74,15 +77,13 @@ export class Transport implements BatchSender {
     this.groupCommit = batching === false ? null : new GroupCommit(this, batching === true ? {} : batching);
     const socket = options.socket ?? false;
     const socketOptions = socket === true ? {} : socket === false ? null : socket;
-    this.sockets = socketOptions === null ? null : new Map();
-    this.openSocket = socketOptions === null ? null : socketOpener(this.fetchFn, socketOptions);
-    this.socketIdleMs = socketOptions?.idleMs ?? 10_000;
+    this.sockets = socketOptions === null ? null : { open: socketOpener(this.fetchFn, socketOptions), idleMs: socketOptions.idleMs ?? 10_000, byTask: new Map(), downUntil: new Map() };
   }
 
   /** Closes every command socket (frames in flight fail with a retryable network_error). */
   close(): void {
-    for (const socket of this.sockets?.values() ?? []) socket.close();
-    this.sockets?.clear();
+    for (const socket of this.sockets?.byTask.values() ?? []) socket.close();
+    this.sockets?.byTask.clear();
   }
 
   /** Over a command socket a one-command frame costs less than a request of its own. */
@@ -144,17 +145,18 @@ export class Transport implements BatchSender {
    * request whose token is the first command's (every command is re-authenticated either way).
    */
   async sendBatch(taskPath: string, commands: readonly BatchCommand[]): Promise<BatchResult[]> {
-    if (this.sockets !== null && this.openSocket !== null && (this.socketDownUntil.get(taskPath) ?? 0) <= Date.now()) {
-      let socket = this.sockets.get(taskPath);
+    const sockets = this.sockets;
+    if (sockets !== null && (sockets.downUntil.get(taskPath) ?? 0) <= Date.now()) {
+      let socket = sockets.byTask.get(taskPath);
       if (socket === undefined) {
-        socket = new CommandSocket(`${this.baseUrl.replace(/^http/, "ws")}${taskPath}/socket`, this.openSocket, this.socketIdleMs);
-        this.sockets.set(taskPath, socket);
+        socket = new CommandSocket(`${this.baseUrl.replace(/^http/, "ws")}${taskPath}/socket`, sockets.open, sockets.idleMs);
+        sockets.byTask.set(taskPath, socket);
       }
       try {
         return await socket.send(commands);
       } catch (e) {
         if (!(e instanceof SocketUnavailable)) throw e;
-        this.socketDownUntil.set(taskPath, Date.now() + SOCKET_RETRY_MS);
+        sockets.downUntil.set(taskPath, Date.now() + SOCKET_RETRY_MS);
       }
     }
     const answer = await this.once({ method: "POST", path: `${taskPath}/batch`, token: commands[0]!.token, body: { commands } }, undefined, readJson<{ results?: unknown }>);
