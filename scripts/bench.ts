@@ -337,8 +337,8 @@ class SocketMeter {
     const meter = this;
     return class MeteredWebSocket extends WebSocket {
       private readonly sentAt = new Map<string, number>();
-      constructor(url: string) {
-        super(url);
+      constructor(url: string, protocols?: string | string[], options?: WebSocket.ClientOptions) {
+        super(url, protocols, options);
         this.addEventListener("message", (event) => {
           const id = frameId(String(event.data));
           const at = id === null ? undefined : this.sentAt.get(id);

@@ -24,7 +24,14 @@ export interface WebSocketLike {
 }
 
 /** A WebSocket constructor (`globalThis.WebSocket`, or `ws`'s default export on Node 20). */
-export type WebSocketConstructor = new (url: string) => WebSocketLike;
+export type WebSocketConstructor = new (url: string, protocols?: string | string[], options?: object) => WebSocketLike;
+
+/**
+ * Options only the `ws` package reads (browsers and undici ignore a third argument): no permessage-deflate.
+ * Frames are small and answered within milliseconds; deflating every one cost both ends more CPU than a
+ * step's own work on the service (measured with `npm run bench`), for bytes a worker host rarely lacks.
+ */
+const WS_PACKAGE_OPTIONS = { perMessageDeflate: false };
 
 /** How the client uses command sockets. */
 export interface CommandSocketOptions {
@@ -193,7 +200,7 @@ export function socketOpener(fetchFn: (input: string, init?: RequestInit) => Pro
   if (Ctor === undefined) throw new TypeError("command sockets need a WebSocket: pass socket: { WebSocket } (on Node 20, the `ws` package's)");
   return (url) =>
     new Promise<WebSocketLike>((resolve, reject) => {
-      const socket = new Ctor(url);
+      const socket = new Ctor(url, undefined, WS_PACKAGE_OPTIONS);
       let settled = false;
       socket.addEventListener("open", () => {
         settled = true;

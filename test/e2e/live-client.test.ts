@@ -179,10 +179,14 @@ describe("the client SDK's command socket from Node (ws) against wrangler dev", 
     const dispatched = await Promise.all(Array.from({ length: 6 }, (_, i) => orch.dispatchWorker(task, { agent_id: `w${i}`, max_steps: 60 })));
 
     // ws's WebSocket, counting frames and commands; the first socket is cut (TCP reset) after its 5th frame.
-    const seen = { sockets: 0, frames: 0, commands: 0, httpBatches: 0 };
+    const seen = { sockets: 0, frames: 0, commands: 0, httpBatches: 0, extensions: [] as string[] };
     class CountingWebSocket extends WebSocket {
       private readonly serial = ++seen.sockets;
       private sent = 0;
+      constructor(...args: ConstructorParameters<typeof WebSocket>) {
+        super(...args);
+        this.once("open", () => seen.extensions.push(this.extensions));
+      }
       override send(data: string): void {
         seen.frames++;
         seen.commands += (JSON.parse(data) as { commands: unknown[] }).commands.length;
@@ -206,6 +210,8 @@ describe("the client SDK's command socket from Node (ws) against wrangler dev", 
     expect(seen.sockets, "a new socket after the cut").toBeGreaterThanOrEqual(2);
     expect(seen.commands / seen.frames, "frames carried several workers' commands").toBeGreaterThan(1);
     expect(seen.httpBatches).toBe(0);
+    expect(seen.extensions, "no permessage-deflate: it cost more CPU than the frames' work").toEqual(seen.extensions.map(() => ""));
+    expect(seen.extensions.length).toBe(seen.sockets);
     const wal = await orch.walExport(task, { limit: 10_000 });
     const completions = wal.events.filter((e) => e.event_type === "task_step_completed").map((e) => e.step_id);
     expect(completions.sort()).toEqual(steps.map((s) => s.step_id).sort());
