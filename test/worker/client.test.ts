@@ -10,6 +10,7 @@ import { projectWal, type WalEvent } from "../../src/core/index.js";
 import {
   type FetchLike,
   isAfterId,
+  newIdempotencyKey,
   orchestrate,
   RuntimeApiError,
   RuntimeClient,
@@ -288,6 +289,18 @@ describe("RuntimeApiError: typed errors, thrown at once unless a retry can help"
       throw new TypeError("fetch failed");
     };
     await expect(client(ADMIN, { fetch: offline }).createSession({}, { signal: controller.signal })).rejects.toThrow("caller gave up");
+  });
+});
+
+describe("Idempotency-Key format", () => {
+  it("Should be a UUIDv7 whose text sorts in the order the keys were made (the service's key index grows at its end)", () => {
+    const at = Date.parse("2026-11-22T12:00:00.000Z");
+    const key = newIdempotencyKey(at);
+    expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(parseInt(key.replace(/-/g, "").slice(0, 12), 16)).toBe(at);
+    const keys = Array.from({ length: 50 }, (_, i) => newIdempotencyKey(at + i * 7));
+    expect([...keys].sort()).toEqual(keys);
+    expect(new Set(Array.from({ length: 1_000 }, () => newIdempotencyKey(at))).size).toBe(1_000);
   });
 });
 
