@@ -21,6 +21,7 @@ import {
   runtimeError,
   type StepPage,
   type StepQuery,
+  stepSnapshot,
   systemActor,
   decide,
   taskSummary,
@@ -392,7 +393,7 @@ export class TaskGraphObject extends DurableObject<Env> {
   private describeValue(value: DecisionValue): Record<string, unknown> {
     switch (value.kind) {
       case "claimed":
-        return { step: structuredClone(this.state.steps.get(value.step_id)), attempt_id: value.attempt_id };
+        return { step: stepSnapshot(this.state.steps.get(value.step_id)!), attempt_id: value.attempt_id };
       case "no_step_claimed":
         return { no_step_claimed: true, reason: value.reason };
       case "dispatched":

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { taskReadModel } from "../../src/core/index.js";
+import { StepSchema, stepSnapshot, taskReadModel } from "../../src/core/index.js";
 import { indexEntryOf } from "../../durable-objects/index-entry.js";
 import { buildSessionSnapshot, type ListedTask } from "../../durable-objects/session-snapshot.js";
 import { Harness, step } from "./harness.js";
@@ -76,5 +76,29 @@ describe("session snapshot", () => {
     expect(snapshot.tasks.find((t) => t.taskId === "t_running")!.status).toBe("stale");
     expect(snapshot.taskSummary.recentTerminal.map((t) => t.taskId).sort()).toEqual(["t_done", "t_failed"]);
     expect(snapshot.blockedTasks).toEqual([expect.objectContaining({ taskId: "t_running", failedSteps: 1 })]);
+  });
+});
+
+describe("stepSnapshot (what a write answer carries while later commands of its batch apply)", () => {
+  it("Should equal a deep clone, and stay as it was when the step changes afterwards", () => {
+    const h = busyTask();
+    for (const original of h.state.steps.values()) {
+      const snapshot = stepSnapshot(original);
+      const clone = structuredClone(original);
+      expect(snapshot).toEqual(clone);
+      original.attempt_ids.push("att_later");
+      original.artifact_ids.push("later.md");
+      original.depends_on_step_ids.push("later");
+      original.status = "cancelled";
+      expect(snapshot).toEqual(clone);
+    }
+  });
+
+  it("Should cover every nested field of a step: all others are primitives (a new object field needs copying)", () => {
+    const arrays = new Set(["depends_on_step_ids", "attempt_ids", "artifact_ids"]);
+    for (const s of busyTask().state.steps.values()) {
+      expect(Object.keys(s).sort()).toEqual(Object.keys(StepSchema.shape).sort());
+      for (const [field, value] of Object.entries(s)) if (typeof value === "object" && value !== null) expect(arrays, field).toContain(field);
+    }
   });
 });

@@ -223,6 +223,40 @@ describe("RuntimeClient with socket: true", () => {
     admin.close();
   });
 
+  it("Should split one tick's writes to a task into up to 3 frames of at least 8 commands, sent back to back", async () => {
+    const frames: number[] = [];
+    const fetch: FetchLike = async (input, init) => {
+      const res = await SELF.fetch(input, init);
+      const ws = (res as Response & { webSocket?: WebSocket | null }).webSocket;
+      if (ws === undefined || ws === null) return res;
+      const send = ws.send.bind(ws);
+      ws.send = (data: string) => {
+        frames.push((JSON.parse(data) as { commands: unknown[] }).commands.length);
+        send(data);
+      };
+      return res;
+    };
+    const admin = new RuntimeClient({ baseUrl: BASE, token: "test-admin-token", fetch: SELF.fetch.bind(SELF), socket: true });
+    const session = await admin.createSession({});
+    const orch = admin.withToken(session.orchestrator.token);
+    const steps = Array.from({ length: 60 }, (_, i) => step(`s${i}`));
+    await orch.createTask(session.session_id, { task_id: "sock-split", wal_name: "sock-split", title: "Split", summary: "", steps });
+    const task = { sessionId: session.session_id, taskId: "sock-split" };
+    const dispatched = await Promise.all(Array.from({ length: 60 }, (_, i) => orch.dispatchWorker(task, { agent_id: `w${i}` })));
+    const family = new RuntimeClient({ baseUrl: BASE, fetch, socket: true });
+    const workers = dispatched.map((w) => family.worker(task, { token: w.token, runId: w.runId, agentId: w.agentId ?? "w" }));
+    for (const [from, to, expected] of [[0, 32, [11, 11, 10]], [32, 48, [8, 8]], [48, 60, [12]]] as const) {
+      frames.length = 0;
+      const claims = await Promise.all(workers.slice(from, to).map((w) => w.claimNext()));
+      expect(claims.every((c) => "step" in c && c.step !== undefined)).toBe(true);
+      expect(frames).toEqual(expected);
+    }
+    const wal = await orch.walExport(task);
+    expect(wal.events.filter((e) => e.event_type === "task_step_claimed")).toHaveLength(60);
+    family.close();
+    admin.close();
+  });
+
   it("Should send its batches over HTTP where the socket cannot be opened", async () => {
     const { counts, fetch: inner } = counting();
     // A server without the socket route: the upgrade is answered 404.
