@@ -25,6 +25,7 @@
  *             - batched: the same workers as WorkerClients of one RuntimeClient with group commit on; step
  *               latency = each worker's `updateStep(..., {status: "completed", claim_next: true})` call;
  *             - socket: the same, the group commits sent as frames over each task's command socket (ws).
+ *             Unbatched runs take bench-http's steps per worker; the group-commit runs 150 (40 in quick mode).
  *             Diagnostics: requests and commands per request, HTTP round trip vs call time (time queued in
  *             the client), CPU ms per step of this process (the client) and of the dev server's process group;
  *             and a batch anatomy: batch requests of fixed shapes (32 complete+claim_next with and without
@@ -108,6 +109,12 @@ function parseArgs(argv: string[]): Options {
 interface BenchPlan {
   /** bench-http's plan: floor time, steps per worker, minimum steps, repeats, tasks of the multi-task case. */
   http: Plan;
+  /**
+   * Steps per worker in the group-commit scenarios (batch requests and socket). They run 5–20× faster than
+   * unbatched steps, so bench-http's count would time tens of milliseconds of ramp-up; BullMQ's figure
+   * pools at least 2 s.
+   */
+  groupCommitStepsPerWorker: number;
   concurrencies: number[];
   growthSizes: number[];
   /** Steps measured per DAG size (tasks of fewer steps are repeated until this many). */
@@ -124,6 +131,7 @@ interface BenchPlan {
 const FULL: BenchPlan = {
   // bench-http's full plan with 5 repeats instead of 3: this machine's figures drift from one run to the next.
   http: { ...HTTP_FULL, repeats: 5 },
+  groupCommitStepsPerWorker: 150,
   concurrencies: [1, 8, 32],
   growthSizes: [10, 1_000, 10_000],
   growthMeasuredSteps: 200,
@@ -135,6 +143,7 @@ const FULL: BenchPlan = {
 };
 const QUICK: BenchPlan = {
   http: HTTP_QUICK,
+  groupCommitStepsPerWorker: 40,
   concurrencies: [1, 8, 32],
   growthSizes: [10, 1_000, 10_000],
   growthMeasuredSteps: 100,
@@ -637,7 +646,10 @@ async function runSteps(client: Client, base: string, opts: Options, plan: Bench
         // The order of the carriers rotates between repeats, so none always runs on a fresher machine.
         for (let k = 0; k < carriers.length; k++) {
           const carrier = carriers[(k + repeat) % carriers.length]!;
-          const m = carrier === "unbatched" ? await unbatchedScenario(client, opts.adminToken, c, tasks, http, server) : await batchedScenario(client, base, opts.adminToken, c, tasks, http, server, carrier);
+          const m =
+            carrier === "unbatched"
+              ? await unbatchedScenario(client, opts.adminToken, c, tasks, http, server)
+              : await batchedScenario(client, base, opts.adminToken, c, tasks, { ...http, stepsPerWorker: plan.groupCommitStepsPerWorker }, server, carrier);
           console.log(stepLine(carrier, m));
           push(`${carrier}${tasks}`, m);
         }
