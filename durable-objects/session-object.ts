@@ -10,7 +10,7 @@ import type { IndexEntry } from "./index-entry.js";
 import { buildSessionSnapshot, type ListedTask, type SessionSnapshot, type TaskListPage } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
 import { SseHub } from "./sse-hub.js";
-import type { RpcResult } from "./task-graph-object.js";
+import { type Idempotency, IDEMPOTENCY_TTL_MS, type RpcResult } from "./task-graph-object.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
 const RESERVATION_CHECK_MS = 60_000;
@@ -61,6 +61,9 @@ export class SessionObject extends DurableObject<Env> {
         seq INTEGER NOT NULL
       )`);
       this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_terminal ON tasks (terminal, updated_at)");
+      // Idempotency-Keys of task creates: a create's own record lives in its task's object, which a retry
+      // naming another task_id never reaches; the session sees every create.
+      this.sql.exec("CREATE TABLE IF NOT EXISTS create_keys (key TEXT PRIMARY KEY, hash TEXT NOT NULL, task_id TEXT NOT NULL, created_at_ms INTEGER NOT NULL)");
       // The session event log: one row per index change, `data` the snapshot.updated event as streamed.
       this.sql.exec("CREATE TABLE IF NOT EXISTS session_events (seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL)");
       this.lastEventSeq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM session_events").one().n;
@@ -101,20 +104,34 @@ export class SessionObject extends DurableObject<Env> {
     return this.sql.exec<{ session_id: string; created_at: string }>("SELECT session_id, created_at FROM session").toArray()[0] ?? null;
   }
 
-  /** Reserves a task id and a wal name atomically (task_id_conflict, path_conflict). */
-  async reserve(taskId: string, walName: string): Promise<RpcResult<null>> {
+  /**
+   * Reserves a task id and a wal name atomically (task_id_conflict, path_conflict), and the create's
+   * Idempotency-Key: a key that created (or is creating) a task with another request is
+   * idempotency_conflict, whichever task_id the new request names.
+   */
+  async reserve(taskId: string, walName: string, idem: Idempotency | null = null): Promise<RpcResult<null>> {
+    const now = Date.now();
+    if (idem !== null) {
+      this.sql.exec("DELETE FROM create_keys WHERE created_at_ms <= ?", now - IDEMPOTENCY_TTL_MS);
+      const used = this.sql.exec<{ hash: string; task_id: string }>("SELECT hash, task_id FROM create_keys WHERE key = ?", idem.key).toArray()[0];
+      if (used !== undefined && (used.hash !== idem.hash || used.task_id !== taskId)) {
+        return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: idem.key }));
+      }
+    }
     const taken = this.sql.exec<{ task_id: string; wal_name: string }>("SELECT task_id, wal_name FROM tasks WHERE task_id = ? OR wal_name = ?", taskId, walName).toArray();
     if (taken.some((r) => r.task_id === taskId)) return err(runtimeError("task_id_conflict", `task_id ${taskId} is already used in this session`, { task_id: taskId }));
     if (taken.length > 0) return err(runtimeError("path_conflict", `wal_name ${walName} is already used in this session; choose another`, { wal_name: walName }));
     const seq = (this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n);
-    this.sql.exec("INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, seq) VALUES (?, ?, 'reserved', ?, ?)", taskId, walName, Date.now(), seq);
+    this.sql.exec("INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, seq) VALUES (?, ?, 'reserved', ?, ?)", taskId, walName, now, seq);
+    if (idem !== null) this.sql.exec("INSERT OR REPLACE INTO create_keys (key, hash, task_id, created_at_ms) VALUES (?, ?, ?, ?)", idem.key, idem.hash, taskId, now);
     await this.armCleanup();
     return ok(null);
   }
 
-  /** Drops a reservation whose create failed. */
+  /** Drops a reservation whose create failed, and its Idempotency-Key (nothing was created under it). */
   async release(taskId: string): Promise<void> {
-    this.sql.exec("DELETE FROM tasks WHERE task_id = ? AND state = 'reserved'", taskId);
+    const dropped = this.sql.exec("DELETE FROM tasks WHERE task_id = ? AND state = 'reserved'", taskId).rowsWritten;
+    if (dropped > 0) this.sql.exec("DELETE FROM create_keys WHERE task_id = ?", taskId);
   }
 
   /** Records what a task object says of its task; an older push (lower wal_seq) never overwrites a newer one. */

@@ -54,7 +54,7 @@ export interface WriteAnswer {
 }
 
 /** How long an idempotency record is kept. */
-const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /** How long count-only index changes are gathered before one push. */
 const INDEX_PUSH_DEBOUNCE_MS = 200;
 /** How soon a failed index push is retried (doubling up to a minute). */
@@ -326,7 +326,7 @@ export class TaskGraphObject extends DurableObject<Env> {
     if (this.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));
     if (actor.role !== "orchestrator") return err(runtimeError("tool_not_available", "agent.task_create is available to the orchestrator only"));
     const session = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(actor.session_id));
-    const reserved = (await session.reserve(taskId, walName)) as RpcResult<null>;
+    const reserved = (await session.reserve(taskId, walName, idem)) as RpcResult<null>;
     if (!reserved.ok) return err(reserved.error);
     // Another create may have committed while we waited on the session.
     if (this.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));

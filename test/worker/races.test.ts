@@ -137,6 +137,28 @@ describe("idempotency", () => {
     expect(expectOk(await call("GET", `/v1/sessions/${S.sid}/tasks/${id}`, S.orch)).task.title).toBe("Idempotent");
   });
 
+  it("Should answer 422 idempotency_conflict and create nothing when a create key is reused for another task_id", async () => {
+    const first = uniqueId();
+    const other = uniqueId();
+    const headers = { "idempotency-key": `create-${first}` };
+    expectOk(await call("POST", `/v1/sessions/${S.sid}/tasks`, S.orch, createBody(first), headers), 201);
+    expectError(await call("POST", `/v1/sessions/${S.sid}/tasks`, S.orch, createBody(other), headers), 422, "idempotency_conflict");
+    expectError(await call("GET", `/v1/sessions/${S.sid}/tasks/${other}`, S.orch), 404, "not_found");
+    // The other task_id is still free under a key of its own; the first create still replays.
+    expectOk(await call("POST", `/v1/sessions/${S.sid}/tasks`, S.orch, createBody(other), { "idempotency-key": `create-${other}` }), 201);
+    expect(expectOk(await call("POST", `/v1/sessions/${S.sid}/tasks`, S.orch, createBody(first), headers), 201).task.task_id).toBe(first);
+  });
+
+  it("Should free a create's key when the create is refused, so the corrected request may use it", async () => {
+    const id = uniqueId();
+    const headers = { "idempotency-key": `create-${id}` };
+    const cyclic = { ...createBody(id), steps: [step("a", ["b"]), step("b", ["a"])] };
+    const refused = await call("POST", `/v1/sessions/${S.sid}/tasks`, S.orch, cyclic, headers);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).not.toBe("idempotency_conflict");
+    expectOk(await call("POST", `/v1/sessions/${S.sid}/tasks`, S.orch, createBody(uniqueId()), headers), 201);
+  });
+
   it("Should write nothing more when a step completion is retried with the same key", async () => {
     const { t } = await task([step("a"), step("b", ["a"])]);
     const w = await dispatch(S, t);
