@@ -34,6 +34,11 @@ export interface Operation {
   readonly summary: string;
   readonly body?: z.ZodType;
   readonly query?: z.ZodType;
+  /**
+   * A stream rather than one answer: Server-Sent Events or a WebSocket. Listed in OpenAPI, but not in
+   * /v1/tools, whose tools an agent calls and reads one answer from.
+   */
+  readonly stream?: "sse" | "websocket";
 }
 
 const S = "/v1/sessions/{sid}";
@@ -65,11 +70,11 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: `${T}/steps/{step}/status`, operationId: "updateStepStatus", tool: "agent.task_update_step", roles: ["worker", "orchestrator"], summary: "Update a step's execution status and results.", body: UpdateStepBody },
   { method: "post", path: `${T}/steps/{step}/progress`, operationId: "appendProgress", tool: "append_task_progress", roles: ["worker", "orchestrator"], summary: "Report progress; renews the caller's lease.", body: ProgressBody },
   { method: "post", path: `${T}/batch`, operationId: "batch", tool: "batch", roles: ["orchestrator", "worker"], summary: "Group commit: commands in order, one transaction, one result each (each with its own token).", body: BatchBody },
-  { method: "get", path: `${T}/socket`, operationId: "commandSocket", tool: "command_socket", roles: ["orchestrator", "worker"], summary: "WebSocket upgrade (token as Bearer or ?access_token=): batch bodies as frames {id, commands}, each answered by {id, results} in arrival order, or {id, status, error} for a frame refused whole; every command carries its own token." },
+  { method: "get", path: `${T}/socket`, operationId: "commandSocket", tool: "command_socket", roles: ["orchestrator", "worker"], summary: "WebSocket upgrade (token as Bearer or ?access_token=): batch bodies as frames {id, commands}, each answered by {id, results} in arrival order, or {id, status, error} for a frame refused whole; every command carries its own token.", stream: "websocket" },
   { method: "get", path: `${T}/summary`, operationId: "getTaskSummary", tool: "task_summary", roles: inScope, summary: "Compact DAG summary for a prompt, within token_budget.", query: SummaryQueryParams },
   { method: "get", path: `${T}/wal`, operationId: "exportWal", tool: "task_wal", roles: inScope, summary: "The WAL as JSON Lines after after_seq.", query: WalQueryParams },
-  { method: "get", path: `${T}/events`, operationId: "streamTaskEvents", tool: "task_events", roles: inScope, summary: "Server-Sent Events of the task's runtime events (id: wal_seq or wal_seq.k); resumes from Last-Event-ID or after_seq; ends with an end frame once the task is terminal.", query: EventsQueryParams },
-  { method: "get", path: `${S}/events`, operationId: "streamSessionEvents", tool: "session_events", roles: inScope, summary: "Server-Sent Events of the session's task summaries (snapshot.updated) as they change; resumes from Last-Event-ID or after_seq.", query: EventsQueryParams },
+  { method: "get", path: `${T}/events`, operationId: "streamTaskEvents", tool: "task_events", roles: inScope, summary: "Server-Sent Events of the task's runtime events (id: wal_seq or wal_seq.k); resumes from Last-Event-ID or after_seq; ends with an end frame once the task is terminal.", query: EventsQueryParams, stream: "sse" },
+  { method: "get", path: `${S}/events`, operationId: "streamSessionEvents", tool: "session_events", roles: inScope, summary: "Server-Sent Events of the session's task summaries (snapshot.updated) as they change; resumes from Last-Event-ID or after_seq.", query: EventsQueryParams, stream: "sse" },
 ];
 
 /** JSON Schema of a zod schema as a request sees it (input side). */
@@ -96,7 +101,11 @@ export function openApiDocument(origin: string): Record<string, unknown> {
       ...(op.body === undefined ? {} : { requestBody: { required: false, content: { "application/json": { schema: jsonSchemaOf(op.body) } } } }),
       security: auth,
       responses: {
-        "200": { description: "Success" },
+        ...(op.stream === "websocket"
+          ? { "101": { description: "Switching Protocols: the WebSocket" } }
+          : op.stream === "sse"
+            ? { "200": { description: "An event stream", content: { "text/event-stream": { schema: { type: "string" } } } } }
+            : { "200": { description: "Success" } }),
         default: { description: "Error envelope", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
       },
     };

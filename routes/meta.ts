@@ -27,7 +27,7 @@ metaRoutes.get("/tools", (c) => {
   const caller = c.get("caller");
   const role: Role = caller.kind === "admin" ? "admin" : caller.claims.role;
   if (caller.kind !== "admin" && caller.claims.role === undefined) fail("unauthorized", "unknown role");
-  const tools = OPERATIONS.filter((op) => op.roles.includes(role)).map((op) => ({
+  const tools = OPERATIONS.filter((op) => op.roles.includes(role) && op.stream === undefined).map((op) => ({
     name: op.tool,
     description: op.summary,
     http: { method: op.method.toUpperCase(), path: op.path },

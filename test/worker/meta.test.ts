@@ -9,6 +9,8 @@ describe("public and self-describing routes", () => {
     expect(Object.keys(res.body.paths)).toContain("/v1/sessions/{sid}/tasks/{tid}/steps/claim-next");
     const create = res.body.paths["/v1/sessions/{sid}/tasks"].post;
     expect(create.requestBody.content["application/json"].schema.required).toEqual(expect.arrayContaining(["task_id", "wal_name", "title", "steps"]));
+    expect(Object.keys(res.body.paths["/v1/sessions/{sid}/tasks/{tid}/events"].get.responses["200"].content)).toEqual(["text/event-stream"]);
+    expect(Object.keys(res.body.paths["/v1/sessions/{sid}/tasks/{tid}/socket"].get.responses)).toContain("101");
   });
 
   it("Should serve the docs page without a token", async () => {
@@ -46,6 +48,8 @@ describe("public and self-describing routes", () => {
     expect(names(worker)).toEqual(expect.arrayContaining(["agent.task_claim_step", "agent.task_update_step", "agent.task_query_steps"]));
     expect(names(worker)).not.toContain("agent.task_create");
     expect(names(worker)).not.toContain("agent.task_update");
+    // Streams are for programs, not tools an agent calls for one answer.
+    for (const stream of ["task_events", "session_events", "command_socket"]) expect([...names(orch), ...names(worker)]).not.toContain(stream);
     const claim = worker.body.tools.find((tool: { name: string }) => tool.name === "agent.task_update_step");
     expect(claim.input_schema.properties.body.properties.status.enum).toEqual(expect.arrayContaining(["completed", "failed", "blocked"]));
   });
