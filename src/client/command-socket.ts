@@ -27,7 +27,8 @@ export interface WebSocketLike {
 export type WebSocketConstructor = new (url: string, protocols?: string | string[], options?: object) => WebSocketLike;
 
 /**
- * Options only the `ws` package reads (browsers and undici ignore a third argument): no permessage-deflate.
+ * Options only the `ws` package reads (browsers and undici ignore a third argument; the second is `[]`, as
+ * Chromium sends an explicit `undefined` as a subprotocol): no permessage-deflate.
  * Frames are small and answered within milliseconds; deflating every one cost both ends more CPU than a
  * step's own work on the service (measured with `npm run bench`), for bytes a worker host rarely lacks.
  */
@@ -200,7 +201,7 @@ export function socketOpener(fetchFn: (input: string, init?: RequestInit) => Pro
   if (Ctor === undefined) throw new TypeError("command sockets need a WebSocket: pass socket: { WebSocket } (on Node 20, the `ws` package's)");
   return (url) =>
     new Promise<WebSocketLike>((resolve, reject) => {
-      const socket = new Ctor(url, undefined, WS_PACKAGE_OPTIONS);
+      const socket = new Ctor(url, [], WS_PACKAGE_OPTIONS);
       let settled = false;
       socket.addEventListener("open", () => {
         settled = true;
