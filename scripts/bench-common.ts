@@ -1,6 +1,6 @@
-/** @module Helpers shared by the benchmark scripts (bench, bench-http, bench-sse, bench-bullmq) and dev-server. */
+/** @module Helpers shared by the benchmark scripts (bench, bench-http, bench-sse, bench-bullmq, bench-socket) and dev-server. */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -167,4 +167,43 @@ export function exitWithError(e: unknown): never {
 /** `count` independent steps s00000, s00001, … as the step scenarios create them. */
 export function stepsOf(count: number): { step_id: string; title: string; summary: string; depends_on_step_ids: string[] }[] {
   return Array.from({ length: count }, (_, i) => ({ step_id: `s${String(i).padStart(5, "0")}`, title: `Step ${i}`, summary: "Independent bench step", depends_on_step_ids: [] }));
+}
+
+let clockTicks: number | null = null;
+function ticksPerSecond(): number {
+  if (clockTicks === null) {
+    try {
+      clockTicks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  return clockTicks;
+}
+
+/** CPU time (user + sys, ms) of the live processes of one process group, from /proc; null off Linux. */
+export function groupCpuMs(pgid: number | null): { ms: number; processes: number } | null {
+  if (pgid === null) return null;
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return null;
+  }
+  let ticks = 0;
+  let processes = 0;
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      // Fields after "(comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(f[2]) !== pgid) continue;
+      ticks += Number(f[11]) + Number(f[12]);
+      processes++;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { ms: (ticks * 1000) / ticksPerSecond(), processes };
 }

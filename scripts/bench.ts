@@ -43,15 +43,14 @@
  * vs the floor = floor req/s / steps/s at the same concurrency. CPU of other processes (machine busy time
  * minus this process and the dev server's process group) is recorded: on a 2-core machine it skews every figure.
  */
-import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
 import { type FetchLike, RuntimeApiError, RuntimeClient, type WebSocketConstructor, type WorkerClient } from "../src/client/index.js";
 import { type BullmqResults, problems as bullmqProblems, runBullmqBench } from "./bench-bullmq.js";
-import { cpuIdleShare, eachArg, exitWithError, isMain, type LatencyStats, machineCpu, machineInfo, round, sourceState, stats, stepsOf, table } from "./bench-common.js";
+import { cpuIdleShare, eachArg, exitWithError, groupCpuMs, isMain, type LatencyStats, machineCpu, machineInfo, round, sourceState, stats, stepsOf, table } from "./bench-common.js";
 import { type Answer, Client, closedLoop, FULL as HTTP_FULL, QUICK as HTTP_QUICK, type LoadResult, mergeLoads, mergeSteps, type Plan, type StepResult, stepScenario } from "./bench-http.js";
 import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "./dev-server.js";
 
@@ -190,45 +189,6 @@ function procStat(): { total: number; steal: number } | null {
   } catch {
     return null;
   }
-}
-
-let clockTicks: number | null = null;
-function ticksPerSecond(): number {
-  if (clockTicks === null) {
-    try {
-      clockTicks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()) || 100;
-    } catch {
-      clockTicks = 100;
-    }
-  }
-  return clockTicks;
-}
-
-/** CPU time (user + sys, ms) of the live processes of one process group, from /proc; null off Linux. */
-function groupCpuMs(pgid: number | null): { ms: number; processes: number } | null {
-  if (pgid === null) return null;
-  let entries: string[];
-  try {
-    entries = readdirSync("/proc");
-  } catch {
-    return null;
-  }
-  let ticks = 0;
-  let processes = 0;
-  for (const name of entries) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      // Fields after "(comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(f[2]) !== pgid) continue;
-      ticks += Number(f[11]) + Number(f[12]);
-      processes++;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return { ms: (ticks * 1000) / ticksPerSecond(), processes };
 }
 
 interface CpuSnap {

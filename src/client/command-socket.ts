@@ -40,6 +40,11 @@ export interface CommandSocketOptions {
   readonly WebSocket?: WebSocketConstructor;
   /** Close a task's socket after this long with nothing in flight (default 10 s; it reopens on the next batch). */
   readonly idleMs?: number;
+  /**
+   * Frames one tick's writes to a task are split into, each of at least 8 commands, sent back to back so the
+   * service decides one while this process reads another's answers (default 3; 1: one frame a tick).
+   */
+  readonly framesPerTick?: number;
 }
 
 const OPEN = 1;

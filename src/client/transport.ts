@@ -33,11 +33,11 @@ export interface TransportOptions {
 /** How long a task whose socket could not be opened sends its batches over HTTP before trying again. */
 const SOCKET_RETRY_MS = 30_000;
 /**
- * Frames one tick's commands for a task are split into over its socket, so the service decides one while
- * this process reads another's answers. 32 workers on one task, 4,800-step runs, 5 interleaved pairs: 6,444
- * steps/s as one frame a tick, 7,064 as 3 (2 and 4 did worse than 3).
+ * Default frames per tick over a socket (CommandSocketOptions.framesPerTick). 32 workers on one task,
+ * `npm run bench:socket`: 3 beat 1 by 2–10 % in steps/s (2 and 4 did worse than 3), for about a quarter
+ * more of the task object's CPU per step (a frame costs it ≈ 0.2 ms whatever it carries).
  */
-const SOCKET_PIPELINE_DEPTH = 3;
+const SOCKET_FRAMES_PER_TICK = 3;
 
 /** One API call as a client method describes it. */
 export interface ApiRequest {
@@ -84,6 +84,7 @@ export class Transport implements BatchSender {
   private readonly sockets: {
     readonly open: (url: string) => Promise<WebSocketLike>;
     readonly idleMs: number;
+    readonly framesPerTick: number;
     readonly byTask: Map<string, CommandSocket>;
     readonly downUntil: Map<string, number>;
   } | null;
@@ -97,7 +98,16 @@ export class Transport implements BatchSender {
     this.groupCommit = batching === false ? null : new GroupCommit(this, batching === true ? {} : batching);
     const socket = options.socket ?? false;
     const socketOptions = socket === true ? {} : socket === false ? null : socket;
-    this.sockets = socketOptions === null ? null : { open: socketOpener(this.fetchFn, socketOptions), idleMs: socketOptions.idleMs ?? 10_000, byTask: new Map(), downUntil: new Map() };
+    this.sockets =
+      socketOptions === null
+        ? null
+        : {
+            open: socketOpener(this.fetchFn, socketOptions),
+            idleMs: socketOptions.idleMs ?? 10_000,
+            framesPerTick: Math.max(1, Math.floor(socketOptions.framesPerTick ?? SOCKET_FRAMES_PER_TICK)),
+            byTask: new Map(),
+            downUntil: new Map(),
+          };
   }
 
   /** Closes every command socket (frames in flight fail with a retryable network_error). */
@@ -111,10 +121,10 @@ export class Transport implements BatchSender {
     return this.sockets !== null;
   }
 
-  /** Frames per tick over a task's command socket (measured best with `npm run bench`); 1 over HTTP. */
+  /** Frames per tick over a task's command socket; 1 over HTTP. */
   pipelineDepth(taskPath: string): number {
     const sockets = this.sockets;
-    return sockets !== null && (sockets.downUntil.get(taskPath) ?? 0) <= Date.now() ? SOCKET_PIPELINE_DEPTH : 1;
+    return sockets !== null && (sockets.downUntil.get(taskPath) ?? 0) <= Date.now() ? sockets.framesPerTick : 1;
   }
 
   /** True when task writes are group-committed. */

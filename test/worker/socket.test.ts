@@ -223,7 +223,8 @@ describe("RuntimeClient with socket: true", () => {
     admin.close();
   });
 
-  it("Should split one tick's writes to a task into up to 3 frames of at least 8 commands, sent back to back", async () => {
+  /** A fetch through SELF whose sockets record the command count of each frame they send. */
+  function frameCounting() {
     const frames: number[] = [];
     const fetch: FetchLike = async (input, init) => {
       const res = await SELF.fetch(input, init);
@@ -236,13 +237,23 @@ describe("RuntimeClient with socket: true", () => {
       };
       return res;
     };
-    const admin = new RuntimeClient({ baseUrl: BASE, token: "test-admin-token", fetch: SELF.fetch.bind(SELF), socket: true });
+    return { frames, fetch };
+  }
+
+  /** A task of `count` ready steps and `count` dispatched runs. */
+  async function readyTask(id: string, count: number) {
+    const admin = new RuntimeClient({ baseUrl: BASE, token: "test-admin-token", fetch: SELF.fetch.bind(SELF) });
     const session = await admin.createSession({});
     const orch = admin.withToken(session.orchestrator.token);
-    const steps = Array.from({ length: 60 }, (_, i) => step(`s${i}`));
-    await orch.createTask(session.session_id, { task_id: "sock-split", wal_name: "sock-split", title: "Split", summary: "", steps });
-    const task = { sessionId: session.session_id, taskId: "sock-split" };
-    const dispatched = await Promise.all(Array.from({ length: 60 }, (_, i) => orch.dispatchWorker(task, { agent_id: `w${i}` })));
+    await orch.createTask(session.session_id, { task_id: id, wal_name: id, title: id, summary: "", steps: Array.from({ length: count }, (_, i) => step(`s${i}`)) });
+    const task = { sessionId: session.session_id, taskId: id };
+    const dispatched = await Promise.all(Array.from({ length: count }, (_, i) => orch.dispatchWorker(task, { agent_id: `w${i}` })));
+    return { orch, task, dispatched };
+  }
+
+  it("Should split one tick's writes to a task into up to 3 frames of at least 8 commands, sent back to back", async () => {
+    const { frames, fetch } = frameCounting();
+    const { orch, task, dispatched } = await readyTask("sock-split", 60);
     const family = new RuntimeClient({ baseUrl: BASE, fetch, socket: true });
     const workers = dispatched.map((w) => family.worker(task, { token: w.token, runId: w.runId, agentId: w.agentId ?? "w" }));
     for (const [from, to, expected] of [[0, 32, [11, 11, 10]], [32, 48, [8, 8]], [48, 60, [12]]] as const) {
@@ -254,7 +265,16 @@ describe("RuntimeClient with socket: true", () => {
     const wal = await orch.walExport(task);
     expect(wal.events.filter((e) => e.event_type === "task_step_claimed")).toHaveLength(60);
     family.close();
-    admin.close();
+  });
+
+  it("Should send one tick's writes as one frame with framesPerTick: 1", async () => {
+    const { frames, fetch } = frameCounting();
+    const { task, dispatched } = await readyTask("sock-one-frame", 32);
+    const family = new RuntimeClient({ baseUrl: BASE, fetch, socket: { framesPerTick: 1 } });
+    const claims = await Promise.all(dispatched.map((w) => family.worker(task, { token: w.token, runId: w.runId, agentId: w.agentId ?? "w" }).claimNext()));
+    expect(claims.every((c) => "step" in c && c.step !== undefined)).toBe(true);
+    expect(frames).toEqual([32]);
+    family.close();
   });
 
   it("Should send its batches over HTTP where the socket cannot be opened", async () => {
