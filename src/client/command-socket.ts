@@ -30,7 +30,7 @@ export type WebSocketConstructor = new (url: string, protocols?: string | string
  * Options only the `ws` package reads (browsers and undici ignore a third argument; the second is `[]`, as
  * Chromium sends an explicit `undefined` as a subprotocol): no permessage-deflate.
  * Frames are small and answered within milliseconds; deflating every one cost both ends more CPU than a
- * step's own work on the service (measured with `npm run bench`), for bytes a worker host rarely lacks.
+ * step's own work on the service (32 workers on one task: ≈ 4,000 steps/s with it, ≈ 5,900 without).
  */
 const WS_PACKAGE_OPTIONS = { perMessageDeflate: false };
 

@@ -41,11 +41,11 @@ export interface BatchSender {
   /** True when a lone command is cheaper as a one-command batch (over a command socket) than as its own request. */
   readonly loneWritesInBatches: boolean;
   /**
-   * Into how many batches one tick's commands for this task are split (each of at least MIN_PIPELINED
-   * commands), sent back to back: 1 for requests, more over a command socket, where the service decides one
-   * frame while this process reads the answers of the one before.
+   * Into how many batches one tick's commands for this task are split (each of at least
+   * MIN_COMMANDS_PER_SPLIT commands), sent back to back: 1 for requests, more over a command socket, where
+   * the service decides one frame while this process reads the answers of the one before.
    */
-  pipelineDepth(taskPath: string): number;
+  framesPerTick(taskPath: string): number;
   /** Sends one command as its own request (one try). */
   sendSingle(call: QueuedCall): Promise<unknown>;
   /** Sends a batch request (one try): the results in order, or the error of the request as a whole. */
@@ -70,8 +70,8 @@ interface Pending {
 
 export { MAX_BATCH_COMMANDS };
 
-/** Fewest commands in a batch split off for pipelining: below it a frame's fixed cost outweighs the overlap. */
-export const MIN_PIPELINED = 8;
+/** Fewest commands in a batch split off a tick's writes: below it a frame's fixed cost outweighs the overlap. */
+export const MIN_COMMANDS_PER_SPLIT = 8;
 
 /**
  * Runs `fn` once the current macrotask and every microtask it queued are done. setImmediate where there is
@@ -139,16 +139,16 @@ export class GroupCommit {
     const queues = [...this.queues];
     this.queues.clear();
     for (const [taskPath, queue] of queues) {
-      for (const chunk of this.chunks(queue.filter((p) => !p.settled), this.sender.pipelineDepth(taskPath))) void this.send(taskPath, chunk);
+      for (const chunk of this.chunks(queue.filter((p) => !p.settled), this.sender.framesPerTick(taskPath))) void this.send(taskPath, chunk);
     }
   }
 
   /**
    * Splits a queue into batches within maxCommands and maxBytes (a command over maxBytes goes alone), and
-   * into up to `depth` batches of at least MIN_PIPELINED commands each.
+   * into up to `frames` batches of at least MIN_COMMANDS_PER_SPLIT commands each.
    */
-  private chunks(queue: Pending[], depth: number): Pending[][] {
-    const parts = Math.max(1, Math.min(depth, Math.floor(queue.length / MIN_PIPELINED)));
+  private chunks(queue: Pending[], frames: number): Pending[][] {
+    const parts = Math.max(1, Math.min(frames, Math.floor(queue.length / MIN_COMMANDS_PER_SPLIT)));
     const maxCommands = Math.min(this.maxCommands, Math.ceil(queue.length / parts));
     const out: Pending[][] = [];
     let current: Pending[] = [];

@@ -122,7 +122,7 @@ export class Transport implements BatchSender {
   }
 
   /** Frames per tick over a task's command socket; 1 over HTTP. */
-  pipelineDepth(taskPath: string): number {
+  framesPerTick(taskPath: string): number {
     const sockets = this.sockets;
     return sockets !== null && (sockets.downUntil.get(taskPath) ?? 0) <= Date.now() ? sockets.framesPerTick : 1;
   }
