@@ -145,22 +145,28 @@ export class GroupCommit {
 
   /**
    * Splits a queue into batches within maxCommands and maxBytes (a command over maxBytes goes alone), and
-   * into up to `frames` batches of at least MIN_COMMANDS_PER_SPLIT commands each.
+   * into up to `frames` batches of about equal size, at least MIN_COMMANDS_PER_SPLIT commands each. That
+   * split keeps one caller's commands (one token) together in their order: split batches may still go as
+   * concurrent requests (a socket that cannot be opened falls back to HTTP), which could reorder them.
    */
   private chunks(queue: Pending[], frames: number): Pending[][] {
     const parts = Math.max(1, Math.min(frames, Math.floor(queue.length / MIN_COMMANDS_PER_SPLIT)));
-    const maxCommands = Math.min(this.maxCommands, Math.ceil(queue.length / parts));
+    const target = Math.ceil(queue.length / parts);
     const out: Pending[][] = [];
     let current: Pending[] = [];
     let bytes = 0;
-    for (const p of queue) {
-      if (current.length > 0 && (current.length >= maxCommands || bytes + p.size > this.maxBytes)) {
-        out.push(current);
-        current = [];
-        bytes = 0;
+    const cut = () => {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    };
+    for (const group of parts > 1 ? byToken(queue) : [queue]) {
+      if (current.length > 0 && current.length + group.length > target && current.length >= MIN_COMMANDS_PER_SPLIT) cut();
+      for (const p of group) {
+        if (current.length > 0 && (current.length >= this.maxCommands || bytes + p.size > this.maxBytes)) cut();
+        current.push(p);
+        bytes += p.size;
       }
-      current.push(p);
-      bytes += p.size;
     }
     if (current.length > 0) out.push(current);
     return out;
@@ -215,6 +221,17 @@ export class GroupCommit {
 /** A command's size in a batch body, to within a few bytes (only the body needs serialising to know it). */
 function commandSize(c: BatchCommand): number {
   return 64 + c.token.length + c.path.length + (c.idempotency_key?.length ?? 0) + JSON.stringify(c.body).length;
+}
+
+/** The queue's commands grouped by token, groups in the order their first command came, each in order. */
+function byToken(queue: readonly Pending[]): Pending[][] {
+  const groups = new Map<string, Pending[]>();
+  for (const p of queue) {
+    const group = groups.get(p.call.command.token);
+    if (group === undefined) groups.set(p.call.command.token, [p]);
+    else group.push(p);
+  }
+  return [...groups.values()];
 }
 
 function settle(p: Pending, action: () => void): void {

@@ -267,6 +267,42 @@ describe("RuntimeClient with socket: true", () => {
     family.close();
   });
 
+  it("Should keep one worker's writes of a tick in one frame, in order, when the tick is split", async () => {
+    const sent: string[][] = [];
+    const fetch: FetchLike = async (input, init) => {
+      const res = await SELF.fetch(input, init);
+      const ws = (res as Response & { webSocket?: WebSocket | null }).webSocket;
+      if (ws === undefined || ws === null) return res;
+      const send = ws.send.bind(ws);
+      ws.send = (data: string) => {
+        sent.push((JSON.parse(data) as { commands: { token: string; path: string }[] }).commands.map((c) => `${c.token} ${c.path.split("/").slice(-2).join("/")}`));
+        send(data);
+      };
+      return res;
+    };
+    const { orch, task, dispatched } = await readyTask("sock-together", 31);
+    const family = new RuntimeClient({ baseUrl: BASE, fetch, socket: true });
+    const workers = dispatched.map((w) => family.worker(task, { token: w.token, runId: w.runId, agentId: w.agentId ?? "w" }));
+    const steps = (await Promise.all(workers.map((w) => w.claimNext()))).map((c) => ("step" in c && c.step !== undefined ? c.step.step_id : "none"));
+    sent.length = 0;
+    // One tick: ten workers report progress, the eleventh reports progress and completes its step, the rest
+    // report progress: 32 commands, whose even split into 3 frames would fall between the eleventh's two.
+    const writes: Promise<unknown>[] = [];
+    workers.forEach((w, i) => {
+      writes.push(w.appendProgress(steps[i]!, { summary: "working" }));
+      if (i === 10) writes.push(w.updateStep(steps[i]!, { status: "completed", result_summary: "done" }));
+    });
+    await Promise.all(writes);
+    expect(sent.map((f) => f.length).reduce((a, b) => a + b, 0)).toBe(32);
+    expect(sent.length).toBe(3);
+    const eleventh = dispatched[10]!.token;
+    const frame = sent.find((f) => f.some((c) => c.startsWith(eleventh)))!;
+    expect(frame.filter((c) => c.startsWith(eleventh)).map((c) => c.split(" ")[1])).toEqual([`${steps[10]}/progress`, `${steps[10]}/status`]);
+    const view = await orch.getTask(task);
+    expect(view.steps.find((x: { step_id: string }) => x.step_id === steps[10])!.status).toBe("completed");
+    family.close();
+  });
+
   it("Should send one tick's writes as one frame with framesPerTick: 1", async () => {
     const { frames, fetch } = frameCounting();
     const { task, dispatched } = await readyTask("sock-one-frame", 32);
