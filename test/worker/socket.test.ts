@@ -223,21 +223,21 @@ describe("RuntimeClient with socket: true", () => {
     admin.close();
   });
 
-  /** A fetch through SELF whose sockets record the command count of each frame they send. */
-  function frameCounting() {
-    const frames: number[] = [];
+  /** A fetch through SELF whose sockets record the commands ("token path") of each frame they send. */
+  function frameRecording() {
+    const frames: string[][] = [];
     const fetch: FetchLike = async (input, init) => {
       const res = await SELF.fetch(input, init);
       const ws = (res as Response & { webSocket?: WebSocket | null }).webSocket;
       if (ws === undefined || ws === null) return res;
       const send = ws.send.bind(ws);
       ws.send = (data: string) => {
-        frames.push((JSON.parse(data) as { commands: unknown[] }).commands.length);
+        frames.push((JSON.parse(data) as { commands: { token: string; path: string }[] }).commands.map((c) => `${c.token} ${c.path}`));
         send(data);
       };
       return res;
     };
-    return { frames, fetch };
+    return { frames, sizes: () => frames.map((f) => f.length), fetch };
   }
 
   /** A task of `count` ready steps and `count` dispatched runs. */
@@ -252,7 +252,7 @@ describe("RuntimeClient with socket: true", () => {
   }
 
   it("Should split one tick's writes to a task into up to 3 frames of at least 8 commands, sent back to back", async () => {
-    const { frames, fetch } = frameCounting();
+    const { frames, sizes, fetch } = frameRecording();
     const { orch, task, dispatched } = await readyTask("sock-split", 60);
     const family = new RuntimeClient({ baseUrl: BASE, fetch, socket: true });
     const workers = dispatched.map((w) => family.worker(task, { token: w.token, runId: w.runId, agentId: w.agentId ?? "w" }));
@@ -260,7 +260,7 @@ describe("RuntimeClient with socket: true", () => {
       frames.length = 0;
       const claims = await Promise.all(workers.slice(from, to).map((w) => w.claimNext()));
       expect(claims.every((c) => "step" in c && c.step !== undefined)).toBe(true);
-      expect(frames).toEqual(expected);
+      expect(sizes()).toEqual(expected);
     }
     const wal = await orch.walExport(task);
     expect(wal.events.filter((e) => e.event_type === "task_step_claimed")).toHaveLength(60);
@@ -268,18 +268,7 @@ describe("RuntimeClient with socket: true", () => {
   });
 
   it("Should keep one worker's writes of a tick in one frame, in order, when the tick is split", async () => {
-    const sent: string[][] = [];
-    const fetch: FetchLike = async (input, init) => {
-      const res = await SELF.fetch(input, init);
-      const ws = (res as Response & { webSocket?: WebSocket | null }).webSocket;
-      if (ws === undefined || ws === null) return res;
-      const send = ws.send.bind(ws);
-      ws.send = (data: string) => {
-        sent.push((JSON.parse(data) as { commands: { token: string; path: string }[] }).commands.map((c) => `${c.token} ${c.path.split("/").slice(-2).join("/")}`));
-        send(data);
-      };
-      return res;
-    };
+    const { frames: sent, fetch } = frameRecording();
     const { orch, task, dispatched } = await readyTask("sock-together", 31);
     const family = new RuntimeClient({ baseUrl: BASE, fetch, socket: true });
     const workers = dispatched.map((w) => family.worker(task, { token: w.token, runId: w.runId, agentId: w.agentId ?? "w" }));
@@ -297,19 +286,19 @@ describe("RuntimeClient with socket: true", () => {
     expect(sent.length).toBe(3);
     const eleventh = dispatched[10]!.token;
     const frame = sent.find((f) => f.some((c) => c.startsWith(eleventh)))!;
-    expect(frame.filter((c) => c.startsWith(eleventh)).map((c) => c.split(" ")[1])).toEqual([`${steps[10]}/progress`, `${steps[10]}/status`]);
+    expect(frame.filter((c) => c.startsWith(eleventh)).map((c) => c.split("/").slice(-2).join("/"))).toEqual([`${steps[10]}/progress`, `${steps[10]}/status`]);
     const view = await orch.getTask(task);
     expect(view.steps.find((x: { step_id: string }) => x.step_id === steps[10])!.status).toBe("completed");
     family.close();
   });
 
   it("Should send one tick's writes as one frame with framesPerTick: 1", async () => {
-    const { frames, fetch } = frameCounting();
+    const { sizes, fetch } = frameRecording();
     const { task, dispatched } = await readyTask("sock-one-frame", 32);
     const family = new RuntimeClient({ baseUrl: BASE, fetch, socket: { framesPerTick: 1 } });
     const claims = await Promise.all(dispatched.map((w) => family.worker(task, { token: w.token, runId: w.runId, agentId: w.agentId ?? "w" }).claimNext()));
     expect(claims.every((c) => "step" in c && c.step !== undefined)).toBe(true);
-    expect(frames).toEqual([32]);
+    expect(sizes()).toEqual([32]);
     family.close();
   });
 
