@@ -92,7 +92,7 @@ export class TaskGraphObject extends DurableObject<Env> {
     this.hub = new SseHub(this.config.sse);
     void ctx.blockConcurrencyWhile(async () => {
       try {
-        migrate(this.sql);
+        migrate(this.sql, (work) => ctx.storage.transactionSync(work));
         this.state = replay(loadEvents(this.sql));
         this.alarmAt = await ctx.storage.getAlarm();
       } catch (e) {

@@ -87,13 +87,51 @@ describe("restart", () => {
   });
 });
 
+describe("the WAL's storage format", () => {
+  it("Should migrate a WAL stored in the ten-column table of schema version 1 to one JSON row per event, losing nothing", async () => {
+    const { t, stub } = await task([step("a"), step("b", ["a"]), step("c")]);
+    const w = await dispatch(S, t, { max_steps: 2 });
+    expectOk(await call("POST", `${t}/steps/a/claim`, w.token));
+    expectOk(await call("POST", `${t}/steps/a/progress`, w.token, { phase: "fetch", counters: { pages: 4 }, summary: "quote \" and ünïcode" }));
+    expectOk(await call("POST", `${t}/steps/a/status`, w.token, { status: "completed", result_summary: "a done", claim_next: true }));
+    const before = await get(t);
+    const exported = await walOf(t, S.orch);
+    // Put the events back as version 1 stored them: ten columns, the payload as JSON text.
+    await runInDurableObject(stub, (_i, state) => {
+      const sql = state.storage.sql;
+      state.storage.transactionSync(() => {
+        sql.exec(`CREATE TABLE wal (wal_seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, event_id TEXT NOT NULL UNIQUE, event_type TEXT NOT NULL,
+          actor_agent_id TEXT NOT NULL, actor_run_id TEXT, task_id TEXT NOT NULL, step_id TEXT, payload TEXT NOT NULL, created_at TEXT NOT NULL)`);
+        for (const e of exported) {
+          sql.exec("INSERT INTO wal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", e.wal_seq, e.session_id, e.event_id, e.event_type, e.actor_agent_id, e.actor_run_id, e.task_id, e.step_id, JSON.stringify(e.payload), e.created_at);
+        }
+        sql.exec("DROP TABLE wal_events");
+        sql.exec("UPDATE schema_version SET version = 1");
+      });
+    });
+    await evictDurableObject(stub);
+
+    expect(await get(t)).toEqual(before);
+    expect(await walOf(t, S.orch)).toEqual(exported);
+    const tables = await runInDurableObject(stub, (_i, state) => ({
+      version: state.storage.sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version,
+      wal: state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'wal'").one().n,
+    }));
+    expect(tables).toEqual({ version: 2, wal: 0 });
+    // And it goes on writing.
+    expectOk(await call("POST", `${t}/steps/b/status`, w.token, { status: "completed", result_summary: "b done" }));
+    expect(stepOf(await get(t), "b").status).toBe("completed");
+  });
+});
+
 describe("a WAL that does not replay", () => {
   it.each([
-    ["a payload is not JSON", "UPDATE wal SET payload = '{garbage' WHERE wal_seq = 6"],
-    ["a payload has the wrong shape", "UPDATE wal SET payload = '{\"run_id\": 7}' WHERE wal_seq = 6"],
-    ["an event type is unknown", "UPDATE wal SET event_type = 'task_exploded' WHERE wal_seq = 6"],
-    ["a row is missing", "DELETE FROM wal WHERE wal_seq = 3"],
-    ["an event names an unknown step", "UPDATE wal SET step_id = 'zz' WHERE wal_seq = 6"],
+    ["an event is not JSON", "UPDATE wal_events SET event = '{garbage' WHERE wal_seq = 6"],
+    ["a payload has the wrong shape", "UPDATE wal_events SET event = json_set(event, '$.payload', json('{\"run_id\": 7}')) WHERE wal_seq = 6"],
+    ["an event type is unknown", "UPDATE wal_events SET event = json_set(event, '$.event_type', 'task_exploded') WHERE wal_seq = 6"],
+    ["a row is missing", "DELETE FROM wal_events WHERE wal_seq = 3"],
+    ["a row holds another event", "UPDATE wal_events SET event = json_set(event, '$.wal_seq', 99) WHERE wal_seq = 6"],
+    ["an event names an unknown step", "UPDATE wal_events SET event = json_set(event, '$.step_id', 'zz') WHERE wal_seq = 6"],
   ])("Should answer 503 storage_error on every call and never a half-built DAG when %s", async (_name, sql) => {
     const { t, stub } = await task([step("a"), step("b", ["a"]), step("c")]);
     const w = await dispatch(S, t, { max_steps: 2 });
@@ -124,7 +162,7 @@ describe("a WAL that does not replay", () => {
       expectError(await call(method, path, token, body), 503, "storage_error");
     }
     // Nothing was appended behind the broken row, and the object tells the session index nothing.
-    const rows = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM wal").one().n);
+    const rows = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM wal_events").one().n);
     expect(rows).toBe(sql.startsWith("DELETE") ? 7 : 8);
     expect(await runInDurableObject(stub, (instance: TaskGraphObject) => instance.indexEntry())).toBeNull();
     expect(await runDurableObjectAlarm(stub)).toBeTypeOf("boolean");
