@@ -119,6 +119,14 @@ export function tail(file: string, lines = 30): string {
   }
 }
 
+/** The benchmarks only ever talk to this machine: throws unless `url` is a loopback address. */
+export function assertLoopback(url: string): void {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+  if (!(host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host))) {
+    throw new Error(`--url must be a loopback address (127.0.0.0/8, localhost, ::1), not ${host}`);
+  }
+}
+
 /** On the first SIGINT or SIGTERM: says so on stderr, runs `stop` (e.g. stops the dev server), exits with 130. */
 export function stopOnSignal(stop: () => Promise<void>): void {
   const onSignal = (signal: NodeJS.Signals) => {

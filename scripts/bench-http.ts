@@ -25,8 +25,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { eachArg, exitWithError, fmt, isMain, type LatencyStats, machineInfo, round, sourceState, stats, stepsOf, stopOnSignal, table } from "./bench-common.js";
-import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "./dev-server.js";
+import { assertLoopback, eachArg, exitWithError, fmt, isMain, type LatencyStats, machineInfo, round, sourceState, stats, stepsOf, table } from "./bench-common.js";
+import { benchServer, type DevServer, defaultAdminToken, stopDevServer } from "./dev-server.js";
 
 // ---- options -------------------------------------------------------------------------------------
 
@@ -72,14 +72,6 @@ function parseArgs(argv: string[]): Options {
   });
   if (opts.url !== null) assertLoopback(opts.url);
   return opts;
-}
-
-/** The benchmark only ever talks to this machine. */
-function assertLoopback(url: string): void {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
-  if (!(host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host))) {
-    throw new Error(`--url must be a loopback address (127.0.0.0/8, localhost, ::1), not ${host}`);
-  }
 }
 
 /** Sizes of one run. Full mode stays well under ~5 minutes on a 2-core machine. */
@@ -262,11 +254,72 @@ export interface StepResult {
   samples?: { step: number[]; claim: number[]; dispatch: number[]; finish: number[] };
 }
 
+/** A dispatched worker run of a scenario. */
+export interface ScenarioRun {
+  readonly taskPath: string;
+  readonly token: string;
+  readonly runId: string;
+  readonly agentId: string;
+}
+
+/** Where a call left a run: the step it holds now, or none and why; and how long the call took. */
+export interface StepCall {
+  readonly ms: number;
+  readonly stepId: string | null;
+  readonly reason?: unknown;
+}
+
+/** One run's calls. Each throws on an answer it does not expect (the run stops, the error is counted). */
+export interface RunDriver {
+  claimNext(): Promise<StepCall>;
+  /** Completes `stepId` with `claim_next: true`. */
+  completeAndClaim(stepId: string): Promise<StepCall>;
+}
+
+/** How a scenario's worker runs call the service; `start`/`stop` bracket the measured window. */
+export interface StepCarrier {
+  /** Names the scenario's tasks and runs: `bench-<label>t0`, `bench-<label>w0`. */
+  readonly label: string;
+  drive(run: ScenarioRun, maxSteps: number): RunDriver;
+  start?(): void;
+  stop?(): void;
+}
+
+/** The raw client, one request per call: the unbatched worker loop. */
+export function requestCarrier(client: Client): StepCarrier {
+  const answered = (what: string, a: Answer, next: unknown): StepCall => {
+    if (a.status !== 200) throw new Error(`${what} ${a.status}: ${JSON.stringify(a.body).slice(0, 200)}`);
+    return { ms: a.ms, ...claimedStep(next) };
+  };
+  return {
+    label: "",
+    drive: (run) => ({
+      claimNext: async () => {
+        const a = await client.call("POST", `${run.taskPath}/steps/claim-next`, run.token, {});
+        return answered("claim-next", a, a.body);
+      },
+      completeAndClaim: async (stepId) => {
+        const a = await client.call("POST", `${run.taskPath}/steps/${stepId}/status`, run.token, { status: "completed", result_summary: "done", claim_next: true });
+        return answered("status", a, a.body?.next);
+      },
+    }),
+  };
+}
+
+/** The step a claim answer (or a completion's `next`) holds, or none and why; throws on anything else. */
+export function claimedStep(answer: any): { stepId: string | null; reason?: unknown } {
+  if (typeof answer?.step?.step_id === "string") return { stepId: answer.step.step_id };
+  if (answer?.no_step_claimed === true) return { stepId: null, reason: answer.reason };
+  throw new Error(`unexpected next: ${JSON.stringify(answer).slice(0, 200)}`);
+}
+
 /**
- * One task (or several) of independent steps, `workers` concurrent client loops. With fewer workers than
- * tasks, each loop works through its runs one after the other, so the concurrency stays `workers`.
+ * One task (or several) of independent steps, `workers` concurrent loops, each claiming and completing
+ * with `claim_next` through `carrier` (by default one raw request per call). With fewer workers than tasks,
+ * each loop works through its runs one after the other, so the concurrency stays `workers`. Set-up, the
+ * runs' finish and the server-side verification go through the raw client, outside the measured window.
  */
-export async function stepScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan): Promise<StepResult> {
+export async function stepScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, carrier: StepCarrier = requestCarrier(client)): Promise<StepResult> {
   const perTask = Math.ceil(Math.max(plan.stepsPerWorker * workers, plan.minSteps) / tasks);
   const planned = perTask * tasks;
   const session = await client.must(201, "POST", "/v1/sessions", adminToken, {});
@@ -275,19 +328,20 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
   const createMs: number[] = [];
   const taskPaths: string[] = [];
   for (let t = 0; t < tasks; t++) {
-    const tid = `bench-t${t}`;
+    const tid = `bench-${carrier.label}t${t}`;
     const created = await client.must(201, "POST", `/v1/sessions/${sid}/tasks`, orch, { task_id: tid, wal_name: tid, title: `Bench task ${t}`, summary: "HTTP benchmark", steps: stepsOf(perTask) });
     createMs.push(round(created.ms));
     taskPaths.push(`/v1/sessions/${sid}/tasks/${tid}`);
   }
   const runCount = Math.max(workers, tasks);
-  const runs: { taskPath: string; token: string; runId: string }[] = [];
+  const runs: { run: ScenarioRun; driver: RunDriver }[] = [];
   const dispatchMs: number[] = [];
   for (let r = 0; r < runCount; r++) {
     const taskPath = taskPaths[r % tasks]!;
-    const d = await client.must(201, "POST", `${taskPath}/workers`, orch, { agent_id: `bench-w${r}`, max_steps: perTask });
+    const d = await client.must(201, "POST", `${taskPath}/workers`, orch, { agent_id: `bench-${carrier.label}w${r}`, max_steps: perTask });
     dispatchMs.push(d.ms);
-    runs.push({ taskPath, token: d.body.token, runId: d.body.run_id });
+    const run: ScenarioRun = { taskPath, token: d.body.token, runId: d.body.run_id, agentId: d.body.agent_id };
+    runs.push({ run, driver: carrier.drive(run, perTask) });
   }
 
   const stepLatencies: number[] = [];
@@ -302,16 +356,20 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
     errors++;
     firstError ??= msg;
   };
+  const noteReason = (reason: unknown) => {
+    const k = String(reason ?? "no_step_claimed");
+    reasons[k] = (reasons[k] ?? 0) + 1;
+  };
+  carrier.start?.();
   const t0 = performance.now();
   const deadline = t0 + plan.scenarioTimeoutMs;
   let lastStepAt = t0;
 
-  const workRun = async (run: (typeof runs)[number]) => {
-    const claim = await client.call("POST", `${run.taskPath}/steps/claim-next`, run.token, {});
-    if (claim.status !== 200) return noteError(`claim-next ${claim.status}: ${JSON.stringify(claim.body).slice(0, 200)}`);
+  const workRun = async ({ run, driver }: (typeof runs)[number]) => {
+    const claim = await driver.claimNext();
     claimLatencies.push(claim.ms);
-    let current: string | null = claim.body.step?.step_id ?? null;
-    if (current === null) reasons[String(claim.body.reason ?? "no_step_claimed")] = (reasons[String(claim.body.reason ?? "no_step_claimed")] ?? 0) + 1;
+    let current = claim.stepId;
+    if (current === null) noteReason(claim.reason);
     let calls = 0;
     while (current !== null) {
       if (performance.now() > deadline) {
@@ -319,19 +377,14 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
         return;
       }
       if (++calls > perTask + 1) return noteError("a run completed more steps than its task has");
-      const a = await client.call("POST", `${run.taskPath}/steps/${current}/status`, run.token, { status: "completed", result_summary: "done", claim_next: true });
-      if (a.status !== 200) return noteError(`status ${a.status}: ${JSON.stringify(a.body).slice(0, 200)}`);
+      const a = await driver.completeAndClaim(current);
       stepLatencies.push(a.ms);
       lastStepAt = performance.now();
       const key = `${run.taskPath}#${current}`;
       if (completed.has(key)) duplicates++;
       completed.add(key);
-      const next = a.body.next;
-      if (next?.step?.step_id !== undefined) current = next.step.step_id;
-      else if (next?.no_step_claimed === true) {
-        reasons[String(next.reason ?? "no_step_claimed")] = (reasons[String(next.reason ?? "no_step_claimed")] ?? 0) + 1;
-        current = null;
-      } else return noteError(`unexpected next: ${JSON.stringify(next).slice(0, 200)}`);
+      current = a.stepId;
+      if (current === null) noteReason(a.reason);
     }
   };
   await Promise.all(
@@ -345,11 +398,12 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
       }
     }),
   );
+  carrier.stop?.();
   const seconds = (lastStepAt - t0) / 1000;
 
   // Not part of the measured window: end the runs, then check the server's own count of completed steps.
   const finishMs: number[] = [];
-  for (const run of runs) {
+  for (const { run } of runs) {
     const f = await client.call("POST", `${run.taskPath}/runs/${run.runId}/finish`, run.token, { outcome: "finished" });
     if (f.status === 200) finishMs.push(f.ms);
     else noteError(`finish ${f.status}: ${JSON.stringify(f.body).slice(0, 200)}`);
@@ -430,21 +484,10 @@ async function main(): Promise<void> {
   const source = sourceState();
   const wallStart = performance.now();
   let server: DevServer | null = null;
-  stopOnSignal(() => {
-    const s = server;
-    return s === null ? Promise.resolve() : stopDevServer(s);
-  });
   try {
-    if (opts.url === null) {
-      console.log("starting node scripts/dev.mjs on a free port …");
-      server = await startDevServer({ logLevel: opts.serverLogLevel });
-      console.log(`server up at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s (log: ${server.logFile})`);
-    } else {
-      const res = await fetch(`${opts.url}/health`, { signal: AbortSignal.timeout(5_000) });
-      await res.text();
-      if (res.status !== 200) throw new Error(`${opts.url}/health answered ${res.status}`);
-    }
-    const base = server?.base ?? opts.url!;
+    const reached = await benchServer(opts.url, opts.serverLogLevel);
+    server = reached.server;
+    const base = reached.base;
     const client = new Client(base);
 
     // A small task whose ready-steps query is the "authenticated read through the task object" reference.

@@ -7,17 +7,18 @@
  *   npm run bench:socket -- --frames 1,2,3 --rounds 5     # frames per tick to compare, rounds of each
  *   npm run bench:socket -- --workers 8 --steps 2400 --url http://127.0.0.1:8787
  *
- * A round: per frames-per-tick value, a fresh task of `--steps` independent steps and `--workers` pooled
- * runs, each a `WorkerClient` of one socket-carrying `RuntimeClient` (ws, as `npm run bench`), looping
- * `updateStep(…, {status: "completed", claim_next: true})` until nothing is left. Steps/s = steps / time
- * from the first claim to the last answer; CPU ms per step of this process and of the dev server's process
- * group (only when this script started the server). Prints a table; writes nothing.
+ * A round: per frames-per-tick value, bench.ts's socket scenario on one fresh task of `--steps` independent
+ * steps and `--workers` pooled runs (WorkerClients of one socket-carrying RuntimeClient, ws). Steps/s = steps
+ * / time from the first claim to the last answer; CPU ms per step of this process and of the dev server's
+ * process group over that window (the server's only when this script started it). Prints a table; writes
+ * nothing.
  */
-import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
 import { RuntimeClient, type WebSocketConstructor } from "../src/client/index.js";
-import { eachArg, exitWithError, fmt, groupCpuMs, isMain, round, stepsOf, table } from "./bench-common.js";
-import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "./dev-server.js";
+import { assertLoopback, eachArg, exitWithError, fmt, groupCpuMs, isMain, round, table } from "./bench-common.js";
+import { sdkCarrier } from "./bench.js";
+import { Client, FULL as HTTP_FULL, stepScenario } from "./bench-http.js";
+import { benchServer, type DevServer, defaultAdminToken, stopDevServer } from "./dev-server.js";
 
 interface Options {
   url: string | null;
@@ -45,6 +46,7 @@ function parseOptions(argv: string[]): Options {
     else return false;
     return true;
   });
+  if (opts.url !== null) assertLoopback(opts.url);
   return opts;
 }
 
@@ -56,54 +58,47 @@ interface Run {
   serverMs: number | null;
 }
 
-/** One task to the end over the socket with `framesPerTick`. */
-async function runOnce(base: string, admin: RuntimeClient, opts: Options, framesPerTick: number, server: DevServer | null): Promise<Run> {
-  const session = await admin.createSession({});
-  const orch = admin.withToken(session.orchestrator.token);
-  const taskId = `socket-${framesPerTick}-${Date.now().toString(36)}`;
-  await orch.createTask(session.session_id, { task_id: taskId, wal_name: taskId, title: "Socket bench", summary: "", steps: stepsOf(opts.steps) });
-  const task = { sessionId: session.session_id, taskId };
-  const family = new RuntimeClient({ baseUrl: base, socket: { WebSocket: WebSocket as unknown as WebSocketConstructor, framesPerTick } });
-  const workers = [];
-  for (let i = 0; i < opts.workers; i++) {
-    const run = await orch.dispatchWorker(task, { agent_id: `bench-w${i}`, max_steps: opts.steps });
-    workers.push(family.worker(task, { token: run.token, runId: run.runId, agentId: run.agentId ?? `bench-w${i}` }));
-  }
-  const server0 = groupCpuMs(server?.child?.pid ?? null)?.ms ?? null;
-  const self0 = process.cpuUsage();
-  const t0 = performance.now();
-  let steps = 0;
-  await Promise.all(
-    workers.map(async (w) => {
-      const claim = await w.claimNext();
-      let current = claim.no_step_claimed === true ? null : claim.step.step_id;
-      while (current !== null) {
-        const answer = await w.updateStep(current, { status: "completed", result_summary: "done", claim_next: true });
-        steps++;
-        const next = answer.next;
-        current = next !== undefined && "step" in next && next.step !== undefined ? next.step.step_id : null;
-      }
+/** One task to the end over the socket with `framesPerTick` (bench.ts's socket scenario, one task). */
+async function runOnce(client: Client, opts: Options, framesPerTick: number, server: DevServer | null): Promise<Run> {
+  const family = new RuntimeClient({ baseUrl: client.base, socket: { WebSocket: WebSocket as unknown as WebSocketConstructor, framesPerTick } });
+  let self0 = process.cpuUsage();
+  let server0: number | null = null;
+  const run: Run = { framesPerTick, steps: 0, seconds: 0, clientMs: 0, serverMs: null };
+  const serverMs = () => groupCpuMs(server?.child?.pid ?? null)?.ms ?? null;
+  const res = await stepScenario(
+    client,
+    defaultAdminToken(),
+    opts.workers,
+    1,
+    { ...HTTP_FULL, stepsPerWorker: 0, minSteps: opts.steps },
+    sdkCarrier(family, "s", {
+      start: () => {
+        server0 = serverMs();
+        self0 = process.cpuUsage();
+      },
+      stop: () => {
+        const self = process.cpuUsage(self0);
+        const server1 = serverMs();
+        run.clientMs = (self.user + self.system) / 1000;
+        run.serverMs = server0 === null || server1 === null ? null : server1 - server0;
+      },
     }),
   );
-  const seconds = (performance.now() - t0) / 1000;
-  const self = process.cpuUsage(self0);
-  const server1 = groupCpuMs(server?.child?.pid ?? null)?.ms ?? null;
   family.close();
-  if (steps !== opts.steps) throw new Error(`completed ${steps} of ${opts.steps} steps`);
-  return { framesPerTick, steps, seconds, clientMs: (self.user + self.system) / 1000, serverMs: server0 === null || server1 === null ? null : server1 - server0 };
+  if (res.errors > 0 || res.steps_completed !== opts.steps) throw new Error(`completed ${res.steps_completed} of ${opts.steps} steps${res.first_error === undefined ? "" : `: ${res.first_error}`}`);
+  return { ...run, steps: res.steps_completed, seconds: res.seconds };
 }
 
 async function main(): Promise<void> {
   const opts = parseOptions(process.argv.slice(2));
-  const server = opts.url === null ? await startDevServer({ logLevel: "warn" }) : null;
-  const base = opts.url ?? server!.base;
+  const { base, server } = await benchServer(opts.url, "warn");
   try {
-    const admin = new RuntimeClient({ baseUrl: base, token: defaultAdminToken(), batching: false });
+    const client = new Client(base);
     console.log(`bench:socket — ${opts.workers} workers, one task of ${opts.steps} steps, frames per tick ${opts.frames.join(" vs ")}, ${opts.rounds} interleaved rounds (+1 warm-up)`);
     const runs: Run[] = [];
     for (let round = 0; round <= opts.rounds; round++) {
       for (const frames of round % 2 === 0 ? opts.frames : [...opts.frames].reverse()) {
-        const r = await runOnce(base, admin, opts, frames, server);
+        const r = await runOnce(client, opts, frames, server);
         if (round === 0) continue;
         runs.push(r);
         console.log(`  round ${round}  frames/tick ${frames}: ${fmt(r.steps / r.seconds, 0)} steps/s`);

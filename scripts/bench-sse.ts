@@ -27,14 +27,14 @@
  * command's own decide+commit time; client and server share the same CPUs, so with many subscribers the
  * client's own parsing competes with the server (the figures are an upper bound of the server's share).
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { projectWal, WalEventSchema } from "../src/core/index.js";
-import { eachArg, exitWithError, isMain, round, stats, stopOnSignal } from "./bench-common.js";
+import { assertLoopback, eachArg, exitWithError, groupCpuMs, isMain, round, stats } from "./bench-common.js";
 import { Client } from "./bench-http.js";
-import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "./dev-server.js";
+import { benchServer, type DevServer, defaultAdminToken, stopDevServer } from "./dev-server.js";
 
 interface Options {
   url: string | null;
@@ -90,10 +90,7 @@ function parseArgs(argv: string[]): Options {
     }
     return true;
   });
-  if (opts.url !== null) {
-    const host = new URL(opts.url).hostname.replace(/^\[|\]$/g, "");
-    if (!(host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host))) throw new Error(`--url must be a loopback address, not ${host}`);
-  }
+  if (opts.url !== null) assertLoopback(opts.url);
   return opts;
 }
 
@@ -222,27 +219,10 @@ interface ScenarioResult {
   first_error?: string;
 }
 
-/** CPU seconds (user + system) of every process in a process group, from /proc; null where /proc is not there. */
+/** CPU seconds of the server's process group so far (bench-common's groupCpuMs), or null. */
 function groupCpuSeconds(pgid: number | undefined): number | null {
-  if (pgid === undefined) return null;
-  try {
-    let ticks = 0;
-    for (const entry of readdirSync("/proc")) {
-      if (!/^\d+$/.test(entry)) continue;
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      } catch {
-        continue; // exited meanwhile
-      }
-      // Fields after the command name (which may hold spaces): state is field 3, pgrp field 5, utime 14, stime 15.
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) === pgid) ticks += Number(fields[11]) + Number(fields[12]);
-    }
-    return ticks / 100; // USER_HZ
-  } catch {
-    return null;
-  }
+  const ms = groupCpuMs(pgid ?? null)?.ms;
+  return ms === undefined ? null : ms / 1000;
 }
 
 /** The server's process group, when this script started it (for the CPU split). */
@@ -371,18 +351,11 @@ async function main(): Promise<void> {
   const loadStart = os.loadavg();
   const wallStart = performance.now();
   let server: DevServer | null = null;
-  stopOnSignal(() => {
-    const s = server;
-    return s === null ? Promise.resolve() : stopDevServer(s);
-  });
   try {
-    if (opts.url === null) {
-      console.log("starting node scripts/dev.mjs on a free port …");
-      server = await startDevServer({ logLevel: opts.serverLogLevel });
-      console.log(`server up at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s (log: ${server.logFile})`);
-      serverGroup = server.child?.pid;
-    }
-    const client = new Client(server?.base ?? opts.url!);
+    const reached = await benchServer(opts.url, opts.serverLogLevel);
+    server = reached.server;
+    serverGroup = server?.child?.pid;
+    const client = new Client(reached.base);
     // Warm the isolate, the objects and the connection pool.
     await scenario(client, { ...opts, steps: Math.max(200, Math.floor(opts.steps / 2)) }, Math.min(5, opts.subscribers));
 

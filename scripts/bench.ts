@@ -48,10 +48,10 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
-import { type FetchLike, RuntimeApiError, RuntimeClient, type WebSocketConstructor, type WorkerClient } from "../src/client/index.js";
+import { type FetchLike, RuntimeApiError, RuntimeClient, type WebSocketConstructor } from "../src/client/index.js";
 import { type BullmqResults, problems as bullmqProblems, runBullmqBench } from "./bench-bullmq.js";
-import { cpuIdleShare, eachArg, exitWithError, groupCpuMs, isMain, type LatencyStats, machineCpu, machineInfo, round, sourceState, stats, stepsOf, table } from "./bench-common.js";
-import { type Answer, Client, closedLoop, FULL as HTTP_FULL, QUICK as HTTP_QUICK, type LoadResult, mergeLoads, mergeSteps, type Plan, type StepResult, stepScenario } from "./bench-http.js";
+import { cpuIdleShare, eachArg, exitWithError, groupCpuMs, isMain, type LatencyStats, machineCpu, machineInfo, round, sourceState, stats, table } from "./bench-common.js";
+import { type Answer, claimedStep, Client, closedLoop, FULL as HTTP_FULL, QUICK as HTTP_QUICK, type LoadResult, mergeLoads, mergeSteps, type Plan, type StepCall, type StepCarrier, type StepResult, stepScenario } from "./bench-http.js";
 import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "./dev-server.js";
 
 // ---- options and plan ----------------------------------------------------------------------------------
@@ -375,145 +375,73 @@ type Carrier = "unbatched" | "batched" | "socket";
 type Measured = StepResult & { cpu: CpuUse; cpu_per_step: ReturnType<typeof perStep>; batching?: BatchingStats; batched: boolean; carrier: Carrier };
 
 /**
- * bench-http's stepScenario with the workers as WorkerClients of one RuntimeClient (group commit on): the same
- * tasks, runs and lanes (with fewer workers than tasks a lane works through its runs one after the other).
- * Set-up, finish and verification go through the raw client and are not measured. `carrier` "socket" sends
- * the group commits as frames over each task's command socket (`socket: { WebSocket }`, ws's on Node 20).
+ * The client SDK as a scenario's carrier: each run a WorkerClient of `family` (group commit on: batch
+ * requests, or frames over the command socket); a refusal becomes an error naming its code. `window` is told
+ * when the measured window opens and closes.
+ */
+export function sdkCarrier(family: RuntimeClient, label: string, window: { start?(): void; stop?(): void } = {}): StepCarrier {
+  const timed = async (call: () => Promise<unknown>, held: (answer: any) => unknown): Promise<StepCall> => {
+    const t = performance.now();
+    let answer: unknown;
+    try {
+      answer = await call();
+    } catch (e) {
+      throw e instanceof RuntimeApiError ? new Error(`${e.code} ${e.status}: ${e.message}`) : e;
+    }
+    return { ms: performance.now() - t, ...claimedStep(held(answer)) };
+  };
+  return {
+    label,
+    ...window,
+    drive: (run, maxSteps) => {
+      const worker = family.worker(run.taskPath, { token: run.token, runId: run.runId, agentId: run.agentId, maxSteps });
+      return {
+        claimNext: () => timed(() => worker.claimNext(), (a) => a),
+        completeAndClaim: (stepId) => timed(() => worker.updateStep(stepId, { status: "completed", result_summary: "done", claim_next: true }), (a) => a.next),
+      };
+    },
+  };
+}
+
+/**
+ * bench-http's stepScenario with the workers as WorkerClients of one RuntimeClient (group commit on), metered:
+ * requests or socket frames, commands per request, round trips, and CPU of this process and the dev server
+ * over the measured window. `carrier` "socket" sends the group commits as frames over each task's command
+ * socket (`socket: { WebSocket }`, ws's on Node 20).
  */
 async function batchedScenario(client: Client, base: string, adminToken: string, workers: number, tasks: number, plan: Plan, server: DevServer | null, carrier: "batched" | "socket" = "batched"): Promise<Measured> {
-  const perTask = Math.ceil(Math.max(plan.stepsPerWorker * workers, plan.minSteps) / tasks);
-  const planned = perTask * tasks;
-  const session = await client.must(201, "POST", "/v1/sessions", adminToken, {});
-  const sid: string = session.body.session_id;
-  const orch: string = session.body.orchestrator.token;
-  const createMs: number[] = [];
-  const taskPaths: string[] = [];
-  for (let t = 0; t < tasks; t++) {
-    const tid = `bench-b${t}`;
-    const created = await client.must(201, "POST", `/v1/sessions/${sid}/tasks`, orch, { task_id: tid, wal_name: tid, title: `Batched bench task ${t}`, summary: "HTTP benchmark, group commit", steps: stepsOf(perTask) });
-    createMs.push(round(created.ms));
-    taskPaths.push(`/v1/sessions/${sid}/tasks/${tid}`);
-  }
   const meter = new FetchMeter();
   const frames = new SocketMeter();
   const family = new RuntimeClient({ baseUrl: base, fetch: meter.fetch, batching: true, ...(carrier === "socket" ? { socket: { WebSocket: frames.WebSocket } } : {}) });
-  const runCount = Math.max(workers, tasks);
-  const runs: { taskPath: string; worker: WorkerClient }[] = [];
-  const dispatchMs: number[] = [];
-  for (let r = 0; r < runCount; r++) {
-    const taskPath = taskPaths[r % tasks]!;
-    const d = await client.must(201, "POST", `${taskPath}/workers`, orch, { agent_id: `bench-bw${r}`, max_steps: perTask });
-    dispatchMs.push(d.ms);
-    runs.push({ taskPath, worker: family.worker(taskPath, { token: d.body.token, runId: d.body.run_id, agentId: d.body.agent_id, maxSteps: perTask }) });
-  }
-
-  const stepLatencies: number[] = [];
-  const claimLatencies: number[] = [];
-  const completed = new Set<string>();
-  const reasons: Record<string, number> = {};
-  let duplicates = 0;
-  let errors = 0;
-  let firstError: string | undefined;
-  let timedOut = false;
-  const noteError = (msg: string) => {
-    errors++;
-    firstError ??= msg;
-  };
-  const note = (reason: unknown) => {
-    const k = String(reason ?? "no_step_claimed");
-    reasons[k] = (reasons[k] ?? 0) + 1;
-  };
-  const cpu0 = cpuSnap(server);
-  meter.active = true;
-  frames.active = true;
-  const t0 = performance.now();
-  const deadline = t0 + plan.scenarioTimeoutMs;
-  let lastStepAt = t0;
-
-  const workRun = async (run: (typeof runs)[number]) => {
-    const tc = performance.now();
-    const claim = await run.worker.claimNext();
-    claimLatencies.push(performance.now() - tc);
-    let current: string | null = claim.no_step_claimed === true ? null : claim.step.step_id;
-    if (claim.no_step_claimed === true) note(claim.reason);
-    let calls = 0;
-    while (current !== null) {
-      if (performance.now() > deadline) {
-        timedOut = true;
-        return;
-      }
-      if (++calls > perTask + 1) return noteError("a run completed more steps than its task has");
-      const t = performance.now();
-      const a = await run.worker.updateStep(current, { status: "completed", result_summary: "done", claim_next: true });
-      const now = performance.now();
-      stepLatencies.push(now - t);
-      lastStepAt = now;
-      const key = `${run.taskPath}#${current}`;
-      if (completed.has(key)) duplicates++;
-      completed.add(key);
-      const next = a.next;
-      if (next !== undefined && "step" in next && next.step !== undefined) current = next.step.step_id;
-      else if (next !== undefined && "no_step_claimed" in next && next.no_step_claimed === true) {
-        note(next.reason);
-        current = null;
-      } else return noteError(`unexpected next: ${JSON.stringify(next).slice(0, 200)}`);
-    }
-  };
-  await Promise.all(
-    Array.from({ length: workers }, async (_, w) => {
-      for (let r = w; r < runs.length; r += workers) {
-        try {
-          await workRun(runs[r]!);
-        } catch (e) {
-          noteError(e instanceof RuntimeApiError ? `${e.code} ${e.status}: ${e.message}` : errorText(e));
-        }
-      }
+  let cpu0 = cpuSnap(server);
+  let cpu = cpuUse(cpu0, cpu0);
+  const res = await stepScenario(
+    client,
+    adminToken,
+    workers,
+    tasks,
+    plan,
+    sdkCarrier(family, "b", {
+      start: () => {
+        cpu0 = cpuSnap(server);
+        meter.active = frames.active = true;
+      },
+      stop: () => {
+        meter.active = frames.active = false;
+        cpu = cpuUse(cpu0, cpuSnap(server));
+      },
     }),
   );
-  meter.active = false;
-  frames.active = false;
-  const cpu = cpuUse(cpu0, cpuSnap(server));
-  const seconds = (lastStepAt - t0) / 1000;
   family.close();
-
-  const finishMs: number[] = [];
-  for (const run of runs) {
-    const f = await client.call("POST", `${run.taskPath}/runs/${run.worker.runId}/finish`, run.worker.token, { outcome: "finished" });
-    if (f.status === 200) finishMs.push(f.ms);
-    else noteError(`finish ${f.status}: ${JSON.stringify(f.body).slice(0, 200)}`);
-  }
-  let verified = 0;
-  for (const taskPath of taskPaths) {
-    const view = await client.must(200, "GET", taskPath, orch);
-    verified += (view.body.steps as { status: string }[]).filter((s) => s.status === "completed").length;
-  }
-  const stepStats = stats(stepLatencies);
+  const p50 = res.step_call.p50_ms;
   return {
-    tasks,
-    workers,
-    runs: runs.length,
-    steps_planned: planned,
-    steps_completed: stepLatencies.length,
-    seconds: round(seconds),
-    steps_per_s: round(stepLatencies.length / seconds, 1),
-    step_call: stepStats,
-    claim_next: stats(claimLatencies),
-    dispatch: stats(dispatchMs),
-    finish: stats(finishMs),
-    create_task_ms: createMs,
-    errors,
-    ...(firstError === undefined ? {} : { first_error: firstError }),
-    duplicate_completions: duplicates,
-    no_step_reasons: reasons,
-    verified_completed_on_server: verified,
-    timed_out: timedOut,
-    samples: { step: stepLatencies, claim: claimLatencies, dispatch: dispatchMs, finish: finishMs },
+    ...res,
     cpu,
-    cpu_per_step: perStep(cpu, stepLatencies.length),
+    cpu_per_step: perStep(cpu, res.steps_completed),
     batching:
       carrier === "socket"
-        ? batchingStats([...frames.commandsPerFrame, ...meter.commandsPerRequest], [...frames.rttMs, ...meter.rttMs], frames.rttMs, meter.statuses, stepStats.p50_ms)
-        : batchingStats(meter.commandsPerRequest, meter.rttMs, meter.batchRttMs, meter.statuses, stepStats.p50_ms),
+        ? batchingStats([...frames.commandsPerFrame, ...meter.commandsPerRequest], [...frames.rttMs, ...meter.rttMs], frames.rttMs, meter.statuses, p50)
+        : batchingStats(meter.commandsPerRequest, meter.rttMs, meter.batchRttMs, meter.statuses, p50),
     batched: true,
     carrier,
   };

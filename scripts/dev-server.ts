@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { freePort, sleep, tail } from "./bench-common.js";
+import { assertLoopback, freePort, sleep, stopOnSignal, tail } from "./bench-common.js";
 
 // Kept importable from here (the live-client test and the demo use them).
 export { freePort, sleep, tail };
@@ -126,4 +126,23 @@ export async function stopDevServer(server: DevServer, opts: StopDevServerOption
     for (let i = 0; i < 20 && groupAlive(pid); i++) await sleep(100);
   }
   if (server.persistDir !== null && opts.keepPersistDir !== true) rmSync(server.persistDir, { recursive: true, force: true });
+}
+
+/**
+ * The service a benchmark measures: `url` (loopback only; it must answer /health), or, without one, a dev
+ * server started here on a free port and stopped on Ctrl-C (the caller stops it when done).
+ */
+export async function benchServer(url: string | null, logLevel: string): Promise<{ base: string; server: DevServer | null }> {
+  if (url !== null) {
+    assertLoopback(url);
+    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5_000) });
+    await res.text();
+    if (res.status !== 200) throw new Error(`${url}/health answered ${res.status}`);
+    return { base: url, server: null };
+  }
+  console.log("starting node scripts/dev.mjs on a free port …");
+  const server = await startDevServer({ logLevel });
+  stopOnSignal(() => stopDevServer(server));
+  console.log(`server up at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s (log: ${server.logFile})`);
+  return { base: server.base, server };
 }
