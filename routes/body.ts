@@ -2,6 +2,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { readConfig } from "../src/env.js";
+import { hexOf } from "../src/hex.js";
 import type { Idempotency } from "../durable-objects/task-graph-object.js";
 import type { AppEnv } from "./auth.js";
 import { fail } from "./http-error.js";
@@ -59,14 +60,10 @@ export async function idempotencyOf(c: Context<AppEnv>, bodyText: string): Promi
 
 /** SHA-256 (hex) of a request's method, path and body: what an idempotency key is bound to. */
 export async function hashRequest(method: string, path: string, bodyText: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", UTF8.encode(`${method} ${path}\n${bodyText}`)));
-  let hex = "";
-  for (const byte of digest) hex += HEX[byte];
-  return hex;
+  return hexOf(new Uint8Array(await crypto.subtle.digest("SHA-256", UTF8.encode(`${method} ${path}\n${bodyText}`))));
 }
 
 const UTF8 = new TextEncoder();
-const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
 
 /** Reads, parses and validates a JSON body; returns it with its idempotency record. */
 export async function readCommandBody<S extends z.ZodType>(c: Context<AppEnv>, schema: S): Promise<{ body: z.infer<S>; idem: Idempotency | null }> {

@@ -8,6 +8,7 @@ import { CommandSocket, type CommandSocketOptions, SocketUnavailable, socketOpen
 import { type BatchCommand, type BatchingOptions, type BatchResult, type BatchSender, GroupCommit, type QueuedCall } from "./group-commit.js";
 import { batchTarget, queryString, type QueryValue } from "./paths.js";
 import { abortReason, backoffDelay, type RetryOptions, type RetryPolicy, retryPolicy, sleep } from "./retry.js";
+import { hexOf } from "../hex.js";
 
 /** The fetch the client calls: the global one by default; a Worker's service binding or a test double otherwise. */
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
@@ -67,12 +68,9 @@ export function newIdempotencyKey(nowMs: number = Date.now()): string {
   }
   bytes[6] = 0x70 | (bytes[6]! & 0x0f); // version 7
   bytes[8] = 0x80 | (bytes[8]! & 0x3f); // variant 10
-  let hex = "";
-  for (let i = 0; i < 16; i++) hex += (i === 4 || i === 6 || i === 8 || i === 10 ? "-" : "") + HEX[bytes[i]!];
-  return hex;
+  const hex = hexOf(bytes);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
-
-const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
 
 /** Sends API calls with retries; shared by a RuntimeClient, the clients `withToken` makes, and its workers. */
 export class Transport implements BatchSender {
@@ -123,8 +121,13 @@ export class Transport implements BatchSender {
 
   /** Frames per tick over a task's command socket; 1 over HTTP. */
   framesPerTick(taskPath: string): number {
+    return this.socketsFor(taskPath)?.framesPerTick ?? 1;
+  }
+
+  /** The socket settings when this task's batches go over its socket: sockets on, and not down lately. */
+  private socketsFor(taskPath: string): NonNullable<Transport["sockets"]> | null {
     const sockets = this.sockets;
-    return sockets !== null && (sockets.downUntil.get(taskPath) ?? 0) <= Date.now() ? sockets.framesPerTick : 1;
+    return sockets !== null && (sockets.downUntil.get(taskPath) ?? 0) <= Date.now() ? sockets : null;
   }
 
   /** True when task writes are group-committed. */
@@ -181,8 +184,8 @@ export class Transport implements BatchSender {
    * request whose token is the first command's (every command is re-authenticated either way).
    */
   async sendBatch(taskPath: string, commands: readonly BatchCommand[]): Promise<BatchResult[]> {
-    const sockets = this.sockets;
-    if (sockets !== null && (sockets.downUntil.get(taskPath) ?? 0) <= Date.now()) {
+    const sockets = this.socketsFor(taskPath);
+    if (sockets !== null) {
       let socket = sockets.byTask.get(taskPath);
       if (socket === undefined) {
         socket = new CommandSocket(`${this.baseUrl.replace(/^http/, "ws")}${taskPath}/socket`, sockets.open, sockets.idleMs);
