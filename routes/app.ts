@@ -29,10 +29,7 @@ export function buildApp(): Hono<AppEnv> {
   app.route("/v1/sessions", taskSocketRoutes);
   app.route("/v1/sessions", taskRoutes);
   app.notFound((c) => errorResponse(c, runtimeError("not_found", `no route ${c.req.method} ${new URL(c.req.url).pathname}`)));
-  app.onError((e, c) => {
-    const error = toRuntimeError(e);
-    if (error.code === "storage_error") console.error("unexpected error", e);
-    return errorResponse(c, error);
-  });
+  // toRuntimeError logs what it does not recognise (an incident), once, with the id it answers.
+  app.onError((e, c) => errorResponse(c, toRuntimeError(e, `${c.req.method} ${new URL(c.req.url).pathname}`)));
   return app;
 }

@@ -2,6 +2,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type ErrorCode, type RuntimeError, runtimeError } from "../src/core/index.js";
+import { isPlatformFault, reportIncident } from "../src/incident.js";
 
 /** HTTP status of each error code. */
 export const STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
@@ -25,6 +26,8 @@ export const STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   payload_too_large: 413,
   idempotency_conflict: 422,
   storage_error: 503,
+  internal_error: 500,
+  rate_limited: 429,
 };
 
 /** A domain error thrown through Hono handlers; `onError` answers it with the envelope. */
@@ -50,11 +53,18 @@ export function errorResponse(c: Context, error: RuntimeError): Response {
   return c.json(errorEnvelope(error), STATUS_OF[error.code]);
 }
 
-/** Normalises anything thrown into a domain error: never a 500 for the caller. */
-export function toRuntimeError(e: unknown): RuntimeError {
+/**
+ * Normalises anything thrown into a domain error: a platform storage fault is storage_error (retry it);
+ * any other unexpected exception is a bug, logged once as an incident and answered as internal_error (500).
+ */
+export function toRuntimeError(e: unknown, where = "route"): RuntimeError {
   if (e instanceof ApiError) return e.error;
   // decodeURIComponent of a path segment: the caller's malformed request, not a storage fault to retry.
   if (e instanceof URIError) return runtimeError("validation_error", "the request path is not valid percent-encoding", { cause: e.message.slice(0, 300) });
-  const message = e instanceof Error ? e.message : String(e);
-  return runtimeError("storage_error", "the service could not complete the request; retry it", { cause: message.slice(0, 300) });
+  if (isPlatformFault(e)) {
+    const message = e instanceof Error ? e.message : String(e);
+    console.error(JSON.stringify({ level: "warn", where, storage_error: message.slice(0, 300) }));
+    return runtimeError("storage_error", "the service could not complete the request; retry it", { cause: message.slice(0, 300) });
+  }
+  return reportIncident(e, where);
 }

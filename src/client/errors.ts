@@ -3,10 +3,10 @@ import type { ErrorCode } from "../core/index.js";
 
 /**
  * Codes the client adds to the API's closed union: `network_error` (fetch threw, or the body broke off),
- * `rate_limited` (a 429 without the envelope), `unexpected_response` (a non-envelope error or a body that is
- * not what the API answers).
+ * `unexpected_response` (a non-envelope error or a body that is not what the API answers). A 429 without the
+ * envelope (a proxy's) is the API's own `rate_limited`.
  */
-export type ClientErrorCode = "network_error" | "rate_limited" | "unexpected_response";
+export type ClientErrorCode = "network_error" | "unexpected_response";
 
 /** Every code a RuntimeApiError may carry. */
 export type RuntimeApiErrorCode = ErrorCode | ClientErrorCode;
@@ -25,7 +25,10 @@ export interface RuntimeApiErrorInit {
   readonly cause?: unknown;
 }
 
-/** True for failures a retry with the same Idempotency-Key can fix: 503, 429, 502/504 and network failures. */
+/**
+ * True for failures a retry with the same Idempotency-Key can fix: 503, 429, 502/504 and network failures.
+ * Never `internal_error` (500): a bug answers the same way however often it is asked.
+ */
 export function isRetryable(code: RuntimeApiErrorCode, status: number): boolean {
   return code === "storage_error" || code === "network_error" || code === "rate_limited" || status === 429 || status === 502 || status === 503 || status === 504;
 }

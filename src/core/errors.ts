@@ -22,6 +22,8 @@ export const ERROR_CODES = [
   "payload_too_large",
   "idempotency_conflict",
   "storage_error",
+  "internal_error",
+  "rate_limited",
 ] as const;
 
 /** A code from the closed union of domain errors. */

@@ -282,6 +282,16 @@ describe("RuntimeApiError: typed errors, thrown at once unless a retry can help"
     expect(await rejection(client(ADMIN, { fetch: offline }).createSession())).toMatchObject({ code: "network_error", status: 0, retryable: true });
   });
 
+  it("Should not retry 500 internal_error (a bug answers the same every time) and keep its incident_id", async () => {
+    let calls = 0;
+    const buggy: FetchLike = async () => {
+      calls += 1;
+      return Response.json({ error: { code: "internal_error", message: "bug", details: { incident_id: "inc-1" } } }, { status: 500 });
+    };
+    expect(await rejection(client(ADMIN, { fetch: buggy, retry: { ...FAST_RETRY, attempts: 4 } }).createSession())).toMatchObject({ code: "internal_error", status: 500, retryable: false, details: { incident_id: "inc-1" } });
+    expect(calls).toBe(1);
+  });
+
   it("Should stop retrying when the caller's signal aborts", async () => {
     const controller = new AbortController();
     const offline: FetchLike = async () => {
