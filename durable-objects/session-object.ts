@@ -10,7 +10,8 @@ import type { IndexEntry } from "./index-entry.js";
 import { buildSessionSnapshot, type ListedTask, type SessionSnapshot, type TaskListPage } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
 import { SseHub } from "./sse-hub.js";
-import { type Idempotency, IDEMPOTENCY_TTL_MS, type RpcResult } from "./task-graph-object.js";
+import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-store.js";
+import type { RpcResult } from "./rpc-result.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
 const RESERVATION_CHECK_MS = 60_000;
@@ -115,7 +116,7 @@ export class SessionObject extends DurableObject<Env> {
       this.sql.exec("DELETE FROM create_keys WHERE created_at_ms <= ?", now - IDEMPOTENCY_TTL_MS);
       const used = this.sql.exec<{ hash: string; task_id: string }>("SELECT hash, task_id FROM create_keys WHERE key = ?", idem.key).toArray()[0];
       if (used !== undefined && (used.hash !== idem.hash || used.task_id !== taskId)) {
-        return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: idem.key }));
+        return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: clientKey(idem) }));
       }
     }
     const taken = this.sql.exec<{ task_id: string; wal_name: string }>("SELECT task_id, wal_name FROM tasks WHERE task_id = ? OR wal_name = ?", taskId, walName).toArray();

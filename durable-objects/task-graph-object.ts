@@ -1,12 +1,14 @@
 /**
  * @module TaskGraphObject: one task DAG, its WAL, leases and idempotency records. A thin shell around the
- * pure core, single writer: decide → append every event in one transaction → apply → notify, in that order.
+ * pure core, single writer: decide → append every event in one transaction → publish, with memory never
+ * holding what storage does not (see `transact`).
  */
 import { DurableObject } from "cloudflare:workers";
 import { monotonicFactory } from "ulid";
 import {
   type Actor,
   apply,
+  authorize,
   type Command,
   type DagState,
   type DecisionValue,
@@ -31,19 +33,17 @@ import {
   type WalEvent,
 } from "../src/core/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
+import { reportIncident } from "../src/incident.js";
+import { type Idempotency, type IdempotencyRow, type PendingAnswer, purgeAnswers, readAnswers, replayOf, scopeIdempotency, writeAnswers } from "./idempotency-store.js";
 import { type IndexEntry, indexEntryOf } from "./index-entry.js";
+import { IndexOutbox } from "./index-outbox.js";
+import { err, ok, type RpcResult } from "./rpc-result.js";
 import { endFrame, runtimeFrames, type TaskCursor } from "./sse-frames.js";
 import { SseHub } from "./sse-hub.js";
-import { appendEvents, execRows, loadEvents, MAX_BOUND_PARAMS, migrate, multiRowSql, placeholders, readWal, readWalTail, sqlPerCount } from "./wal-store.js";
+import { appendEvents, type CommitStorage, loadEvents, migrate, readWal, readWalTail } from "./wal-store.js";
 
-/** An RPC answer: a value, or a domain error (never a thrown exception for expected outcomes). */
-export type RpcResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: RuntimeError };
-
-/** An Idempotency-Key and the hash of the request it came with. */
-export interface Idempotency {
-  readonly key: string;
-  readonly hash: string;
-}
+export type { RpcResult } from "./rpc-result.js";
+export { type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-store.js";
 
 /** What every write answers with (003 "Tool Return Shape"), plus what the command produced. */
 export interface WriteAnswer {
@@ -53,33 +53,26 @@ export interface WriteAnswer {
   readonly [extra: string]: unknown;
 }
 
-/** How long an idempotency record is kept. */
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-/** How long count-only index changes are gathered before one push. */
-const INDEX_PUSH_DEBOUNCE_MS = 200;
-/** How soon a failed index push is retried (doubling up to a minute). */
-const INDEX_RETRY_MS = 2_000;
 /** WAL events read per page while an event stream catches up on history. */
 const STREAM_PAGE = 100;
 
-const ok = <T>(value: T): RpcResult<T> => ({ ok: true, value });
-const err = <T>(error: RuntimeError): RpcResult<T> => ({ ok: false, error });
+/** The pure functions the commit path calls; a field, so the fault-injection tests can make one throw. */
+const CORE = { decide, apply } as const;
 
 /** One task DAG (named `<session_id>/<task_id>`). */
 export class TaskGraphObject extends DurableObject<Env> {
   private state: DagState = emptyState();
-  /** Set when the WAL could not be replayed: every call answers storage_error, never a half-built DAG. */
+  /**
+   * Set when memory may differ from storage (the WAL did not replay, or a failed commit could not be undone
+   * by replaying it): every call answers storage_error until the object restarts and replays its WAL.
+   */
   private broken: RuntimeError | null = null;
   protected readonly config: RuntimeConfig;
+  /** The storage the commit path writes through (a field: the fault-injection tests replace it). */
+  private storage: CommitStorage;
+  private core: typeof CORE = CORE;
   private alarmAt: number | null = null;
-  /** The wal_seq and task status the session index last acknowledged (unknown after a restart: push once). */
-  private pushedSeq = 0;
-  private pushedStatus: string | null = null;
-  private pushTimer: ReturnType<typeof setTimeout> | null = null;
-  private pushInFlight = false;
-  private pushAgain = false;
-  private indexRetryAt: number | null = null;
-  private indexRetryDelay = INDEX_RETRY_MS;
+  private readonly index: IndexOutbox;
   private writesSincePurge = 0;
   /** ULIDs that sort in creation order even within one millisecond. */
   private readonly ulid = monotonicFactory();
@@ -90,11 +83,20 @@ export class TaskGraphObject extends DurableObject<Env> {
     super(ctx, env);
     this.config = readConfig(env);
     this.hub = new SseHub(this.config.sse);
+    this.storage = { sql: ctx.storage.sql, transactionSync: (work) => ctx.storage.transactionSync(work) };
+    this.index = new IndexOutbox(
+      this.storage.sql,
+      () => this.state,
+      (entry) => this.env.SESSIONS.get(this.env.SESSIONS.idFromName(this.state.task!.session_id)).upsertTask(entry),
+    );
     void ctx.blockConcurrencyWhile(async () => {
       try {
-        migrate(this.sql, (work) => ctx.storage.transactionSync(work));
-        this.state = replay(loadEvents(this.sql));
+        migrate(this.storage.sql, (work) => this.storage.transactionSync(work));
+        this.state = replay(loadEvents(this.storage.sql));
         this.alarmAt = await ctx.storage.getAlarm();
+        // A change committed before a crash and never acknowledged by the session index is pushed now.
+        this.index.recover(Date.now());
+        if (this.index.dueAt !== null) await this.scheduleAlarm();
       } catch (e) {
         this.state = emptyState();
         this.broken = runtimeError("storage_error", "the task's WAL could not be replayed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) });
@@ -108,8 +110,8 @@ export class TaskGraphObject extends DurableObject<Env> {
     return task === null || this.broken !== null ? null : { sessionId: task.session_id, taskId: task.task_id };
   }
 
-  private get sql(): SqlStorage {
-    return this.ctx.storage.sql;
+  private get sql(): CommitStorage["sql"] {
+    return this.storage.sql;
   }
 
   private decideContext(actor: Actor, now: number) {
@@ -118,26 +120,57 @@ export class TaskGraphObject extends DurableObject<Env> {
 
   /**
    * The commit path for one unit of work (a command, with the lease reconciliation before it and any
-   * claim-next after it; or a whole batch). Synchronous from the first decision to the write, so no other
-   * call interleaves: each decision is taken against memory and applied at once so the next one sees it;
-   * then every event and idempotency answer is written in one transaction. If that write fails, memory is
-   * rebuilt from the WAL, so it never holds what storage does not.
+   * claim-next after it; or a whole batch). Decisions are applied to memory as they are taken, so each sees
+   * the ones before it; that is equivalent to DESIGN.md's decide → append → apply because nothing else can
+   * observe memory in between: everything from the first decision to the end of `transactionSync` is one
+   * synchronous turn (no await), so no other call interleaves, and nothing is published or answered before
+   * the transaction returned. If anything fails before that point — decide or apply throws (a bug), or the
+   * write throws — memory is rebuilt from the WAL in the same turn; if that rebuild fails too, the object is
+   * marked broken and answers storage_error until it restarts, rather than serve a memory storage lacks.
    */
   private transact<T>(work: (unit: UnitOfWork) => T): RpcResult<T> {
+    if (this.broken !== null) return err(this.broken);
     const unit = new UnitOfWork();
-    const value = work(unit);
+    let value: T;
+    try {
+      value = work(unit);
+    } catch (e) {
+      return err(this.restoreFromWal(reportIncident(e, "task object: decide/apply")));
+    }
     if (unit.events.length === 0 && unit.answers.length === 0) return ok(value);
     try {
-      this.ctx.storage.transactionSync(() => {
+      this.storage.transactionSync(() => {
         appendEvents(this.sql, unit.events);
-        execRows(this.sql, unit.answers, 4, insertIdempotencySql, (row) => [row.key, row.hash, row.answer, row.at]);
+        writeAnswers(this.sql, unit.answers);
       });
     } catch (e) {
-      this.state = replay(loadEvents(this.sql));
-      return err(runtimeError("storage_error", "the WAL append failed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) }));
+      return err(this.restoreFromWal(runtimeError("storage_error", "the WAL append failed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) })));
     }
+    // The durable point. Answering and publishing from here on is safe although the write may not have
+    // reached Cloudflare's replicas yet: the Durable Object output gate holds every outgoing message (the
+    // RPC answer, SSE frames, the index push) until the writes before it are confirmed, and if confirmation
+    // fails the object is reset and nothing held is delivered. Never move a reply or a publish above
+    // `transactionSync`: the gate cannot hold back what was sent before the write was made.
     this.publish(unit.events);
     return ok(value);
+  }
+
+  /**
+   * After a failed unit: memory may hold events storage lacks, so it is rebuilt from the WAL. Returns the
+   * error to answer: `error` when the rebuild worked, storage_error (and a broken object) when it did not.
+   */
+  private restoreFromWal(error: RuntimeError): RuntimeError {
+    try {
+      this.state = replay(loadEvents(this.sql));
+      return error;
+    } catch (e) {
+      this.state = emptyState();
+      this.broken = runtimeError("storage_error", "the task's memory could not be rebuilt from its WAL after a failed write; retry after the object restarts", {
+        cause: e instanceof Error ? e.message : String(e),
+      });
+      console.error(JSON.stringify({ level: "error", where: "task object: rebuild after failed write", error: this.broken.details?.cause }));
+      return this.broken;
+    }
   }
 
   /**
@@ -156,9 +189,9 @@ export class TaskGraphObject extends DurableObject<Env> {
 
   /** Decides one command and applies its events to memory at once; the unit writes them. */
   decideAndApply(unit: UnitOfWork, actor: Actor, command: Command | Record<string, unknown>, now: number): RpcResult<{ events: WalEvent[]; value: DecisionValue }> {
-    const decision = decide(this.state, command, this.decideContext(actor, now));
+    const decision = this.core.decide(this.state, command, this.decideContext(actor, now));
     if (!decision.ok) return err(decision.error);
-    for (const event of decision.events) apply(this.state, event);
+    for (const event of decision.events) this.core.apply(this.state, event);
     unit.events.push(...decision.events);
     return ok({ events: decision.events, value: decision.value });
   }
@@ -178,111 +211,41 @@ export class TaskGraphObject extends DurableObject<Env> {
     return result.ok && result.value;
   }
 
-  private findIdempotent(idem: Idempotency | null, now: number): RpcResult<WriteAnswer> | null {
-    if (idem === null) return null;
-    return this.replayOf(idem, this.idempotencyRows([idem.key]).get(idem.key), now);
-  }
-
-  /** The stored answers of these keys (one query per 100 keys: a batch asks once, not per command). */
-  private idempotencyRows(keys: readonly string[]): Map<string, IdempotencyRow> {
-    const rows = new Map<string, IdempotencyRow>();
-    for (let start = 0; start < keys.length; start += MAX_BOUND_PARAMS) {
-      const chunk = keys.slice(start, start + MAX_BOUND_PARAMS);
-      for (const row of this.sql.exec<IdempotencyRow & { key: string }>(selectIdempotencySql(chunk.length), ...chunk)) rows.set(row.key, row);
-    }
-    return rows;
-  }
-
-  /** The earlier answer for a key, its conflict when the request differs, or null when it is new or expired. */
-  private replayOf(idem: Idempotency, row: IdempotencyRow | undefined, now: number): RpcResult<WriteAnswer> | null {
-    if (row === undefined || now - row.created_at_ms > IDEMPOTENCY_TTL_MS) return null;
-    if (row.body_hash !== idem.hash) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: idem.key }));
-    return ok(JSON.parse(row.answer) as WriteAnswer);
-  }
-
   /** Drops idempotency records past their 24 hours, now and then. */
   private purgeIdempotency(now: number): void {
     if (++this.writesSincePurge < 500) return;
     this.writesSincePurge = 0;
-    this.sql.exec("DELETE FROM idempotency WHERE created_at_ms < ?", now - IDEMPOTENCY_TTL_MS);
+    try {
+      purgeAnswers(this.sql, now);
+    } catch {
+      // Expired records only cost space; the next purge tries again.
+    }
   }
 
   private answer(events: readonly WalEvent[], extra: Record<string, unknown> = {}): WriteAnswer {
     return { task: taskSummary(this.state), event_ids: events.map((e) => e.event_id), wal_seq: this.state.last_wal_seq, ...extra };
   }
 
-  /** After a commit: the alarm covers the earliest deadline, and the session index hears of the change. */
+  /** After a commit: the session index's push is due (or under way), and the alarm covers every deadline. */
   private async afterCommit(): Promise<void> {
-    this.requestIndexPush();
+    this.index.noteCommit(Date.now());
     await this.scheduleAlarm();
   }
 
   /**
-   * Keeps the object's one alarm at or before the earliest deadline (lease expiry, run deadline, index retry).
+   * Keeps the object's one alarm at or before the earliest deadline (lease expiry, run deadline, index push).
    * On the write path it only ever moves earlier: claims and renewals move the earliest deadline later on
    * almost every write, and an alarm that fires early expires nothing and re-arms exactly (`exact`).
    * Re-setting it on every write cost about a quarter of the steps/s under load.
    */
   private async scheduleAlarm(exact = false): Promise<void> {
-    const candidates = [nextDeadline(this.state), this.indexRetryAt].filter((t): t is number => t !== null);
+    const candidates = [nextDeadline(this.state), this.index.dueAt].filter((t): t is number => t !== null);
     const target = candidates.length === 0 ? null : Math.min(...candidates);
     if (target === this.alarmAt) return;
     if (!exact && (target === null || (this.alarmAt !== null && this.alarmAt <= target))) return;
     this.alarmAt = target;
     if (target === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(target);
-  }
-
-  /**
-   * Asks for an index push. A change of task status (created, running, blocked, terminal) is pushed at once;
-   * count-only changes are gathered for INDEX_PUSH_DEBOUNCE_MS so a busy task costs its session one push
-   * per window, not one per step.
-   */
-  private requestIndexPush(): void {
-    const task = this.state.task;
-    if (task === null || this.state.last_wal_seq <= this.pushedSeq) return;
-    if (task.status !== this.pushedStatus) {
-      if (this.pushTimer !== null) clearTimeout(this.pushTimer);
-      this.pushTimer = null;
-      this.pushIndex();
-    } else if (this.pushTimer === null) {
-      this.pushTimer = setTimeout(() => {
-        this.pushTimer = null;
-        this.pushIndex();
-      }, INDEX_PUSH_DEBOUNCE_MS);
-    }
-  }
-
-  /** Pushes the index entry, one push in flight at a time; changes during a push are sent right after it. */
-  private pushIndex(): void {
-    const task = this.state.task;
-    if (task === null || this.state.last_wal_seq <= this.pushedSeq) return;
-    if (this.pushInFlight) {
-      this.pushAgain = true;
-      return;
-    }
-    this.pushInFlight = true;
-    this.pushAgain = false;
-    const entry = indexEntryOf(this.state);
-    const session = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(task.session_id));
-    session
-      .upsertTask(entry)
-      .then(() => {
-        this.pushedSeq = Math.max(this.pushedSeq, entry.wal_seq);
-        this.pushedStatus = entry.native_status;
-        this.indexRetryAt = null;
-        this.indexRetryDelay = INDEX_RETRY_MS;
-      })
-      .catch(() => {
-        // Retried by the alarm; until then the session shows the entry as stale once its deadline passes.
-        this.indexRetryAt = Date.now() + this.indexRetryDelay;
-        this.indexRetryDelay = Math.min(this.indexRetryDelay * 2, 60_000);
-        return this.scheduleAlarm();
-      })
-      .finally(() => {
-        this.pushInFlight = false;
-        if (this.pushAgain) this.pushIndex();
-      });
   }
 
   private guard(): RuntimeError | null {
@@ -299,7 +262,11 @@ export class TaskGraphObject extends DurableObject<Env> {
    * that arrives while the first create with its Idempotency-Key is still in flight waits for it and then
    * answers as a retry does (the first answer, or idempotency_conflict), not task_id_conflict.
    */
-  async createTask(actor: Actor, body: Record<string, unknown>, idem: Idempotency | null): Promise<RpcResult<WriteAnswer>> {
+  async createTask(actor: Actor, body: Record<string, unknown>, clientIdem: Idempotency | null): Promise<RpcResult<WriteAnswer>> {
+    // Authorized before anything may be replayed; the key is the caller's own.
+    const denied = authorize(null, actor, "create_task");
+    if (denied !== null) return err(denied);
+    const idem = scopeIdempotency(actor, clientIdem);
     const pending = idem === null ? undefined : this.creating.get(idem.key);
     if (pending !== undefined) await pending;
     const run = this.createTaskOnce(actor, body, idem);
@@ -319,12 +286,11 @@ export class TaskGraphObject extends DurableObject<Env> {
   private async createTaskOnce(actor: Actor, body: Record<string, unknown>, idem: Idempotency | null): Promise<RpcResult<WriteAnswer>> {
     if (this.broken !== null) return err(this.broken);
     const now = Date.now();
-    const replayed = this.findIdempotent(idem, now);
+    const replayed = idem === null ? null : replayOf<WriteAnswer>(idem, readAnswers(this.sql, [idem.key]).get(idem.key), now);
     if (replayed !== null) return replayed;
     const taskId = String(body.task_id);
     const walName = String(body.wal_name);
     if (this.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));
-    if (actor.role !== "orchestrator") return err(runtimeError("tool_not_available", "agent.task_create is available to the orchestrator only"));
     const session = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(actor.session_id));
     const reserved = (await session.reserve(taskId, walName, idem)) as RpcResult<null>;
     if (!reserved.ok) return err(reserved.error);
@@ -354,12 +320,19 @@ export class TaskGraphObject extends DurableObject<Env> {
    * written in one transaction, one answer each. A rejected command writes nothing and does not undo the
    * others.
    */
-  async executeBatch(items: readonly BatchItem[]): Promise<RpcResult<WriteAnswer>[]> {
-    if (this.broken !== null) return items.map(() => err(this.broken!));
-    if (this.state.task === null) return items.map(() => err(runtimeError("not_found", "no such task")));
+  async executeBatch(clientItems: readonly BatchItem[]): Promise<RpcResult<WriteAnswer>[]> {
+    if (this.broken !== null) return clientItems.map(() => err(this.broken!));
+    if (this.state.task === null) return clientItems.map(() => err(runtimeError("not_found", "no such task")));
     const now = Date.now();
+    const items = clientItems.map((item) => ({ ...item, idem: scopeIdempotency(item.actor, item.idem) }));
     const keys = items.flatMap((item) => (item.idem === null ? [] : [item.idem.key]));
-    const stored = keys.length === 0 ? new Map<string, IdempotencyRow>() : this.idempotencyRows(keys);
+    let stored: Map<string, IdempotencyRow>;
+    try {
+      stored = keys.length === 0 ? new Map() : readAnswers(this.sql, keys);
+    } catch (e) {
+      const error = runtimeError("storage_error", "the idempotency records could not be read; nothing was changed", { cause: e instanceof Error ? e.message : String(e) });
+      return items.map(() => err(error));
+    }
     const result = this.transact((unit) => {
       this.reconcileInto(unit, now);
       return items.map((item) => this.executeOne(unit, item, stored, now));
@@ -370,7 +343,11 @@ export class TaskGraphObject extends DurableObject<Env> {
   }
 
   private executeOne(unit: UnitOfWork, item: BatchItem, stored: ReadonlyMap<string, IdempotencyRow>, now: number): RpcResult<WriteAnswer> {
-    const replayed = (item.idem === null ? null : this.replayOf(item.idem, stored.get(item.idem.key), now)) ?? unit.findPending(item.idem);
+    // Authorized before any replay: a stored answer (a worker token, a claimed step) goes only to a caller
+    // who may send this command, and only to the caller whose scoped key it is.
+    const denied = authorize(this.state.task, item.actor, item.command.type);
+    if (denied !== null) return err(denied);
+    const replayed = (item.idem === null ? null : replayOf<WriteAnswer>(item.idem, stored.get(item.idem.key), now)) ?? unit.findPending(item.idem);
     if (replayed !== null) return replayed;
     const result = this.decideAndApply(unit, item.actor, item.command, now);
     if (!result.ok) return result;
@@ -487,13 +464,12 @@ export class TaskGraphObject extends DurableObject<Env> {
     return null;
   }
 
-  /** The single alarm: expire due leases and run deadlines, retry a failed index push, re-arm. Idempotent. */
+  /** The single alarm: expire due leases and run deadlines, push a due index change, re-arm. Idempotent. */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     if (this.broken !== null) return;
-    this.reconcile(Date.now());
-    if (this.indexRetryAt !== null && this.indexRetryAt <= Date.now()) this.indexRetryAt = null;
-    this.pushIndex();
+    if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
+    await this.index.flush(Date.now());
     await this.scheduleAlarm(true);
   }
 }
@@ -509,20 +485,10 @@ export interface BatchItem {
   readonly claimNext: boolean;
 }
 
-/** A stored idempotency record. */
-type IdempotencyRow = {
-  body_hash: string;
-  answer: string;
-  created_at_ms: number;
-};
-
-const insertIdempotencySql = multiRowSql("INSERT OR REPLACE INTO idempotency (key, body_hash, answer, created_at_ms) VALUES ", 4);
-const selectIdempotencySql = sqlPerCount((keys) => `SELECT key, body_hash, answer, created_at_ms FROM idempotency WHERE key IN (${placeholders(keys)})`);
-
 /** What one unit of work writes: its events (already applied to memory) and idempotency answers. */
 class UnitOfWork {
   readonly events: WalEvent[] = [];
-  readonly answers: { key: string; hash: string; answer: string; at: number }[] = [];
+  readonly answers: PendingAnswer[] = [];
 
   /** Records the answer to return for a retry with the same key and body. */
   remember(idem: Idempotency | null, answer: WriteAnswer, now: number): void {
@@ -533,7 +499,6 @@ class UnitOfWork {
   findPending(idem: Idempotency | null): RpcResult<WriteAnswer> | null {
     const row = idem === null ? undefined : this.answers.find((a) => a.key === idem.key);
     if (row === undefined) return null;
-    if (row.hash !== idem!.hash) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: row.key }));
-    return ok(JSON.parse(row.answer) as WriteAnswer);
+    return replayOf<WriteAnswer>(idem!, { body_hash: row.hash, answer: row.answer, created_at_ms: row.at }, row.at);
   }
 }

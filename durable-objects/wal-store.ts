@@ -4,6 +4,15 @@ import { type WalEvent, WalEventSchema } from "../src/core/index.js";
 /** Storage a WAL store needs (tests may pass a fake with just this). */
 export type Sql = Pick<SqlStorage, "exec">;
 
+/**
+ * What a task object's commit path uses of its storage: SQL and one synchronous transaction. The object holds
+ * it as a field so the fault-injection tests can put in one that fails where they choose.
+ */
+export interface CommitStorage {
+  readonly sql: Sql;
+  transactionSync<T>(work: () => T): T;
+}
+
 /** Migrations, in order; the schema version is the number applied. Only ever append. */
 const MIGRATIONS: readonly (readonly string[])[] = [
   [

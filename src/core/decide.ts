@@ -3,6 +3,7 @@
  * causes, cascades included, or one error. Pure: it never changes `state`; the caller appends the events and
  * then applies them.
  */
+import { authorize } from "./authorize.js";
 import { type Command, CommandSchema } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { decideCreateTask, decideUpdateTask } from "./decide-dag.js";
@@ -47,5 +48,7 @@ export function decide(state: DagState, command: unknown, ctx: DecideContext): D
   }
   const cmd = parsed.data;
   if (cmd.type !== "create_task" && state.task === null) return { ok: false, error: runtimeError("not_found", "no such task") };
+  const denied = authorize(state.task, ctx.actor, cmd.type);
+  if (denied !== null) return { ok: false, error: denied };
   return (deciders[cmd.type] as (s: DagState, c: Command, ctx: DecideContext) => Decision)(state, cmd, ctx);
 }

@@ -1,5 +1,6 @@
 /** @module The pure task DAG core: records, commands, WAL events, decide/apply/replay, and read views. */
 export * from "./apply.js";
+export * from "./authorize.js";
 export * from "./commands.js";
 export * from "./context.js";
 export * from "./decide.js";

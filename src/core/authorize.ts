@@ -1,0 +1,48 @@
+/**
+ * @module Which roles may issue which command at all (003 "Permission"): the check that runs before anything
+ * else looks at a request, an idempotent replay included. Finer rules (own claim, active run) stay in decide.
+ */
+import type { Command } from "./commands.js";
+import type { Actor, ActorRole } from "./context.js";
+import { type RuntimeError, runtimeError } from "./errors.js";
+import { checkScope } from "./guards.js";
+import type { Task } from "./records.js";
+
+type Roles = readonly ActorRole[];
+const ORCHESTRATOR: Roles = ["orchestrator"];
+const WORKER: Roles = ["worker"];
+const EITHER: Roles = ["orchestrator", "worker"];
+
+/** The tool name and the roles of every command (`anyone`: no role or scope check); the system actor may issue any. */
+export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: string; readonly roles: Roles | "anyone" } } = {
+  create_task: { tool: "agent.task_create", roles: ORCHESTRATOR },
+  update_task: { tool: "agent.task_update", roles: ORCHESTRATOR },
+  update_step: { tool: "agent.task_update_step", roles: EITHER },
+  append_progress: { tool: "append_task_progress", roles: EITHER },
+  claim_step: { tool: "agent.task_claim_step", roles: WORKER },
+  claim_next: { tool: "claim_next", roles: WORKER },
+  complete_task: { tool: "agent.task_complete", roles: ORCHESTRATOR },
+  fail_task: { tool: "agent.task_fail", roles: ORCHESTRATOR },
+  cancel_task: { tool: "agent.task_cancel", roles: ORCHESTRATOR },
+  block_task: { tool: "block task", roles: ORCHESTRATOR },
+  reopen_task: { tool: "reopen task", roles: ORCHESTRATOR },
+  dispatch_worker: { tool: "agent.dispatch_worker", roles: ORCHESTRATOR },
+  finish_run: { tool: "finish worker run", roles: EITHER },
+  cancel_run: { tool: "cancel worker run", roles: ORCHESTRATOR },
+  // Anyone's read may trigger it; its events are recorded as the system's whoever asked.
+  reconcile_leases: { tool: "lease reconciliation", roles: "anyone" },
+};
+
+/**
+ * May this actor issue a command of this type against this task at all: its role (tool_not_available) and
+ * its session and task scope (permission_denied). An unknown type passes: decide answers validation_error.
+ */
+export function authorize(task: Task | null, actor: Actor, type: unknown): RuntimeError | null {
+  if (actor.role === "system") return null;
+  const rule = typeof type === "string" && Object.hasOwn(COMMAND_ROLES, type) ? COMMAND_ROLES[type as Command["type"]] : undefined;
+  if (rule === undefined || rule.roles === "anyone") return null;
+  if (!rule.roles.includes(actor.role)) {
+    return runtimeError("tool_not_available", `${rule.tool} is not available to the ${actor.role} role`, { role: actor.role, tool: rule.tool });
+  }
+  return task === null ? null : checkScope(task, actor);
+}
