@@ -10,37 +10,7 @@ import { type FetchLike, RuntimeClient } from "../../src/client/index.js";
 import { call, dispatch, newSession, newTask, step } from "./helpers.js";
 import { MAX_QUEUED_FRAMES, type TaskGraphObjectWithSocket } from "../../routes/task-socket.js";
 import { BASE, expectError, taskStub, walOf } from "./support.js";
-
-/** An open command socket and its answers, in arrival order. */
-interface TestSocket {
-  readonly ws: WebSocket;
-  send(frame: unknown): void;
-  next(): Promise<any>;
-  closed: Promise<{ code: number; reason: string }>;
-}
-
-async function openSocket(taskPath: string, token: string, how: "header" | "query" = "header"): Promise<TestSocket> {
-  const url = how === "query" ? `${BASE}${taskPath}/socket?access_token=${encodeURIComponent(token)}` : `${BASE}${taskPath}/socket`;
-  const res = await SELF.fetch(url, { headers: { upgrade: "websocket", ...(how === "header" ? { authorization: `Bearer ${token}` } : {}) } });
-  expect(res.status).toBe(101);
-  const ws = res.webSocket!;
-  ws.accept();
-  const inbox: any[] = [];
-  const waiters: ((v: any) => void)[] = [];
-  ws.addEventListener("message", (e) => {
-    const frame = JSON.parse(e.data as string);
-    const w = waiters.shift();
-    if (w === undefined) inbox.push(frame);
-    else w(frame);
-  });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.addEventListener("close", (e) => resolve({ code: e.code, reason: e.reason })));
-  return {
-    ws,
-    send: (frame) => ws.send(typeof frame === "string" ? frame : JSON.stringify(frame)),
-    next: () => (inbox.length > 0 ? Promise.resolve(inbox.shift()) : new Promise((r) => waiters.push(r))),
-    closed,
-  };
-}
+import { openSocket } from "./test-socket.js";
 
 describe("GET .../socket (command socket)", () => {
   it("Should answer each frame with the results POST .../batch gives, in order, each command with its own actor", async () => {
