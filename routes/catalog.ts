@@ -1,5 +1,6 @@
 /** @module The route catalog: every v1 operation with its tool name, roles and schemas; feeds OpenAPI and /v1/tools. */
 import { z } from "zod";
+import { ERROR_CODES } from "../src/core/index.js";
 import {
   CancelRunBody,
   CreateSessionBody,
@@ -121,7 +122,7 @@ export function openApiDocument(origin: string): Record<string, unknown> {
         Error: {
           type: "object",
           required: ["error"],
-          properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string" }, message: { type: "string" }, details: { type: "object" } } } },
+          properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string", enum: [...ERROR_CODES] }, message: { type: "string" }, details: { type: "object" } } } },
         },
       },
     },
