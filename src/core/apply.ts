@@ -89,11 +89,16 @@ function setTaskStatus(state: DagState, status: TaskStatus, reason: string | nul
   task.status = status;
   task.status_reason = reason;
   if (TERMINAL_TASK_STATUSES.has(status)) task.ended_at = at;
-  touchTask(state, at);
+  task.updated_at = at;
 }
 
+/**
+ * The task changed at `at`. Not once it is terminal: only run facts (a late result, a cancellation's end) come
+ * after that, and 003 sorts terminal tasks by updated_at, so they must not move a finished task up the list.
+ */
 function touchTask(state: DagState, at: string): void {
-  if (state.task !== null) state.task.updated_at = at;
+  const task = state.task;
+  if (task !== null && !TERMINAL_TASK_STATUSES.has(task.status)) task.updated_at = at;
 }
 
 const handlers: Handlers = {

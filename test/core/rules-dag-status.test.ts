@@ -981,6 +981,24 @@ describe("Status", () => {
     consistent(h);
   });
 
+  it.each(Object.keys(TERMINATE))("a late worker result after the task is %s records the run's end but leaves the task's updated_at at its end", (end) => {
+    const h = new Harness();
+    h.create([step("a"), optional("o")]);
+    done(h, "a");
+    const w = h.dispatch();
+    h.now += 1_000;
+    TERMINATE[end]!(h);
+    const endedAt = h.state.task!.ended_at;
+    expect(h.state.task!.updated_at).toBe(endedAt);
+    // 003 sorts terminal tasks by updated_at: a result handed in a minute later must not move the task.
+    h.now += 60_000;
+    h.ok({ type: "finish_run", run_id: w.run_id, outcome: "finished", result: { transcript: "late" } }, w);
+    expect(h.state.runs.get(w.run_id!)).toMatchObject({ result: { transcript: "late" } });
+    expect(h.state.task!.updated_at).toBe(endedAt);
+    expect(taskSummary(h.state).updated_at).toBe(endedAt);
+    consistent(h);
+  });
+
   it("a step with an incomplete dependency never becomes ready, claimed or running", () => {
     const h = new Harness();
     h.create([step("a"), step("b", ["a"]), step("c")]);

@@ -111,6 +111,8 @@ export function checkTaskStatus(state: DagState): void {
     if (task.status !== "completed" && c.blocked > 0) fail(`a ${task.status} task still has blocked steps`);
     for (const run of state.runs.values()) if (run.status === "active") fail(`a ${task.status} task has active run ${run.run_id}`);
     if (task.ended_at === null) fail(`a ${task.status} task has no ended_at`);
+    // 003 sorts terminal tasks by updated_at: run facts after the end (late results) must not move it.
+    if (task.updated_at !== task.ended_at) fail(`a ${task.status} task was updated at ${task.updated_at} after it ended at ${task.ended_at}`);
     if (task.status === "completed") {
       for (const step of state.steps.values()) if (step.required && step.status !== "completed") fail(`completed task with required step ${step.step_id} ${step.status}`);
     }
