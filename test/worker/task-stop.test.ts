@@ -6,6 +6,7 @@
 import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TaskGraphObject } from "../../durable-objects/task-graph-object.js";
+import { RuntimeClient } from "../../src/client/index.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
 import { eventOf, openStream } from "./sse.js";
 import { BASE, expectError, expectOk, sleep, taskStub, uniqueId, walOf } from "./support.js";
@@ -104,6 +105,32 @@ describe("a task stopped with runs in flight", () => {
     expect(final.task.updated_at).toBe(endedAt);
     const entry = await runInDurableObject(stub, (instance: TaskGraphObject) => instance.indexEntry());
     expect(entry).toMatchObject({ terminal: true, updated_at: endedAt, next_deadline_at: null });
+  });
+
+  it("Should have the SDK's worker loop acknowledge the cancellation by finishing its run when its task is failed mid-step", async () => {
+    const { t } = await task([step("a"), step("b")]);
+    const orch = new RuntimeClient({ baseUrl: BASE, token: S.orch, fetch: SELF.fetch.bind(SELF), batching: false });
+    const ref = { sessionId: S.sid, taskId: t.split("/").pop()! };
+    const worker = await orch.dispatchWorker(ref, { max_steps: 2 });
+    let started!: () => void;
+    const isStarted = new Promise<void>((r) => (started = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const running = worker.run(
+      async () => {
+        started();
+        await released;
+        return { result_summary: "too late" };
+      },
+      { watchMs: 0 },
+    );
+    await isStarted;
+    await orch.failTask(ref, { reason: "abort" });
+    release();
+    expect(await running).toMatchObject({ stopped: "task_terminal", finished: true });
+    const view = expectOk(await call("GET", t, S.orch));
+    expect(view.runs[0]).toMatchObject({ run_id: worker.runId, status: "cancelled", status_reason: "task_failed", cancel_request: { timed_out_at: null } });
+    expect((await walOf(t, S.orch)).map((e) => e.event_type)).not.toContain("child_agent_cancel_timeout");
   });
 
   it("Should end a run asked to cancel with its result when it finishes before the deadline, without a timeout", async () => {
