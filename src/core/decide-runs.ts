@@ -10,14 +10,14 @@ import { type DagState, dependenciesCompleted, isTerminalTask } from "./state.js
 
 const fail = (error: RuntimeError): Decision => ({ ok: false, error });
 
+/** Why a run asked to cancel ended when its wait ran out. */
+const CANCEL_TIMEOUT = "child_agent_cancel_timeout";
+
 /**
  * Reasons a run ends with when a task-level termination stops it (at once, on acknowledging the cancellation, or
  * when the wait for that ran out); such a run may still hand in its result once (003).
  */
-const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set(["task_completed", "task_failed", "task_cancelled", "child_agent_cancel_timeout"]);
-
-/** Why a run asked to cancel ended when its wait ran out. */
-const CANCEL_TIMEOUT = "child_agent_cancel_timeout";
+const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set(["task_completed", "task_failed", "task_cancelled", CANCEL_TIMEOUT]);
 
 /** agent.dispatch_worker: a run scoped to this task, its pool, and optionally allowed_step_ids (deduplicated). */
 export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_worker">, ctx: DecideContext): Decision {
