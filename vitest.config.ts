@@ -17,9 +17,10 @@ export default defineConfig({
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
             // Test-only secrets; production sets them with `wrangler secret put`. A short SSE heartbeat so the
-            // stream tests see heartbeats quickly; CORS for one origin so the CORS tests have something to allow.
+            // stream tests see heartbeats quickly; a short child-cancel timeout so a stopped task's alarm test
+            // sees it pass; CORS for one origin so the CORS tests have something to allow.
             miniflare: {
-              bindings: { TOKEN_SECRET: "test-token-secret", ADMIN_TOKEN: "test-admin-token", SSE_HEARTBEAT_MS: "250", CORS_ORIGINS: "https://dash.example" },
+              bindings: { TOKEN_SECRET: "test-token-secret", ADMIN_TOKEN: "test-admin-token", SSE_HEARTBEAT_MS: "250", CHILD_CANCEL_TIMEOUT_MS: "2000", CORS_ORIGINS: "https://dash.example" },
             },
           }),
         ],

@@ -133,7 +133,10 @@ export async function runWorker(worker: WorkerClient, handler: StepHandler, opts
     throw e;
   }
   const stopped = next.stop;
-  if (opts.finish !== false && stopped !== "task_terminal") await finish(stopped === "aborted" ? "cancelled" : "finished");
+  // A terminal task may be waiting for this run to acknowledge its cancellation (a fail or cancel asked it):
+  // finishing ends the run now rather than at the service's cancellation timeout; a run the task already ended
+  // answers invalid_transition, which `finish` ignores.
+  if (opts.finish !== false) await finish(stopped === "aborted" || stopped === "task_terminal" ? "cancelled" : "finished");
   return { runId: worker.runId, completed, failed, stopped, finished };
 }
 

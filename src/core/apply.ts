@@ -3,7 +3,7 @@
  * no clock (time comes from each event), nothing re-derived — every status change is its own event.
  */
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
-import { type Attempt, type AttemptStatus, type Step, type StepStatus, TERMINAL_TASK_STATUSES, type TaskStatus } from "./records.js";
+import { type Attempt, type AttemptStatus, type Step, type StepStatus, TERMINAL_TASK_STATUSES, type TaskStatus, type WorkerRun } from "./records.js";
 import type { DagState } from "./state.js";
 import {
   addDependent,
@@ -21,6 +21,12 @@ function stepOf(state: DagState, event: WalEvent): Step {
   const step = state.steps.get(event.step_id ?? "");
   if (step === undefined) throw new Error(`WAL event ${event.wal_seq} (${event.event_type}) names unknown step ${event.step_id}`);
   return step;
+}
+
+function runOf(state: DagState, event: WalEvent, runId: string): WorkerRun {
+  const run = state.runs.get(runId);
+  if (run === undefined) throw new Error(`WAL event ${event.wal_seq} names unknown run ${runId}`);
+  return run;
 }
 
 function createStep(
@@ -89,11 +95,16 @@ function setTaskStatus(state: DagState, status: TaskStatus, reason: string | nul
   task.status = status;
   task.status_reason = reason;
   if (TERMINAL_TASK_STATUSES.has(status)) task.ended_at = at;
-  touchTask(state, at);
+  task.updated_at = at;
 }
 
+/**
+ * The task changed at `at`. Not once it is terminal: only run facts (a late result, a cancellation's end) come
+ * after that, and 003 sorts terminal tasks by updated_at, so they must not move a finished task up the list.
+ */
 function touchTask(state: DagState, at: string): void {
-  if (state.task !== null) state.task.updated_at = at;
+  const task = state.task;
+  if (task !== null && !TERMINAL_TASK_STATUSES.has(task.status)) task.updated_at = at;
 }
 
 const handlers: Handlers = {
@@ -304,6 +315,7 @@ const handlers: Handlers = {
       status_reason: null,
       result: null,
       deadline_at: p.deadline_at,
+      cancel_request: null,
       dispatched_by_agent_id: e.actor_agent_id,
       created_at: e.created_at,
       ended_at: null,
@@ -311,14 +323,28 @@ const handlers: Handlers = {
     s.index.activeRuns.add(p.run_id);
     touchTask(s, e.created_at);
   },
+  worker_run_cancel_requested(s, e) {
+    const run = runOf(s, e, e.payload.run_id);
+    const p = e.payload;
+    run.status = "cancelling";
+    run.cancel_request = { requested_at: e.created_at, requested_by_agent_id: e.actor_agent_id, reason: p.reason, deadline_at: p.deadline_at, timed_out_at: null };
+    s.index.activeRuns.delete(run.run_id);
+    s.index.cancellingRuns.add(run.run_id);
+    touchTask(s, e.created_at);
+  },
+  child_agent_cancel_timeout(s, e) {
+    const run = runOf(s, e, e.payload.run_id);
+    if (run.cancel_request !== null) run.cancel_request.timed_out_at = e.created_at;
+    touchTask(s, e.created_at);
+  },
   worker_run_ended(s, e) {
-    const run = s.runs.get(e.payload.run_id);
-    if (run === undefined) throw new Error(`WAL event ${e.wal_seq} names unknown run ${e.payload.run_id}`);
-    if (run.status === "active") {
+    const run = runOf(s, e, e.payload.run_id);
+    if (run.status === "active" || run.status === "cancelling") {
       run.status = e.payload.status;
       run.status_reason = e.payload.reason;
       run.ended_at = e.created_at;
       s.index.activeRuns.delete(run.run_id);
+      s.index.cancellingRuns.delete(run.run_id);
     }
     // A run stopped by a task-level termination may still hand in its result later (003).
     if (e.payload.result !== null) run.result = e.payload.result;

@@ -5,7 +5,7 @@ import { Emitter } from "./context.js";
 import { closing } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { requireLiveTask, requireOrchestrator } from "./guards.js";
-import type { Step } from "./records.js";
+import { HELD_STEP_STATUSES, type Step } from "./records.js";
 import { type DagState, dependenciesCompleted } from "./state.js";
 
 const fail = (error: RuntimeError): Decision => ({ ok: false, error });
@@ -14,10 +14,34 @@ function stepsInOrder(state: DagState, keep: (s: Step) => boolean): Step[] {
   return [...state.steps.values()].filter(keep).sort((a, b) => a.ordinal - b.ordinal);
 }
 
-/** A terminal task runs nothing: every active run ends, recorded before the step and task events (003). */
+/**
+ * agent.task_complete ends every active run at once: completion requires that no step is claimed or running,
+ * so no run holds anything that could still be handed in.
+ */
 function emitEndRuns(state: DagState, em: Emitter, reason: string): void {
   for (const runId of state.index.activeRuns) {
     em.emit("worker_run_ended", null, { run_id: runId, status: "cancelled", reason, result: null });
+  }
+}
+
+/**
+ * 003: a forced stop first asks every live run to cancel (with the step it holds, if any), then ends the steps.
+ * The runs stay open until they finish or the deadline passes (child_agent_cancel_timeout); the wait never keeps
+ * the task from going terminal. Runs are asked in dispatch order.
+ */
+function emitCancelRequests(state: DagState, em: Emitter, ctx: DecideContext, reason: string): void {
+  const deadline = new Date(ctx.now + ctx.limits.childCancelTimeoutMs).toISOString();
+  for (const runId of state.index.activeRuns) {
+    const run = state.runs.get(runId)!;
+    const held = run.current_step_id === null ? undefined : state.steps.get(run.current_step_id);
+    const holds = held !== undefined && held.claimed_by_run_id === run.run_id && HELD_STEP_STATUSES.has(held.status);
+    em.emit("worker_run_cancel_requested", null, {
+      run_id: runId,
+      reason,
+      step_id: holds ? held.step_id : null,
+      attempt_id: holds ? held.current_attempt_id : null,
+      deadline_at: deadline,
+    });
   }
 }
 
@@ -47,9 +71,9 @@ export function decideCompleteTask(state: DagState, cmd: CommandOf<"complete_tas
 }
 
 /**
- * agent.task_fail / agent.task_cancel: a forced stop. Runs are cancelled first, then every unfinished step
- * (pending, ready, blocked, claimed, running) gets failed/cancelled with reason task_failed/task_cancelled;
- * completed, failed and cancelled steps keep their status.
+ * agent.task_fail / agent.task_cancel: a forced stop. Every live run is asked to cancel first, then every
+ * unfinished step (pending, ready, blocked, claimed, running) gets failed/cancelled with reason
+ * task_failed/task_cancelled, then the task ends; completed, failed and cancelled steps keep their status.
  */
 export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | CommandOf<"cancel_task">, ctx: DecideContext): Decision {
   const task = state.task!;
@@ -58,7 +82,7 @@ export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | Co
   if (guard !== null) return fail(guard);
   const reason = failing ? "task_failed" : "task_cancelled";
   const em = new Emitter(state, ctx);
-  emitEndRuns(state, em, reason);
+  emitCancelRequests(state, em, ctx, reason);
   for (const step of stepsInOrder(state, (s) => s.status !== "completed" && s.status !== "failed" && s.status !== "cancelled")) {
     if (failing) {
       em.emit("task_step_failed", step.step_id, { reason, result_summary: reason, artifact_ids: null, attempt_status: "cancelled", ...closing(step) });

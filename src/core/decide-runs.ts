@@ -10,8 +10,14 @@ import { type DagState, dependenciesCompleted, isTerminalTask } from "./state.js
 
 const fail = (error: RuntimeError): Decision => ({ ok: false, error });
 
-/** Reasons a run ends with when a task-level termination stops it; such a run may still hand in its result. */
-const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set(["task_completed", "task_failed", "task_cancelled"]);
+/** Why a run asked to cancel ended when its wait ran out. */
+const CANCEL_TIMEOUT = "child_agent_cancel_timeout";
+
+/**
+ * Reasons a run ends with when a task-level termination stops it (at once, on acknowledging the cancellation, or
+ * when the wait for that ran out); such a run may still hand in its result once (003).
+ */
+const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set(["task_completed", "task_failed", "task_cancelled", CANCEL_TIMEOUT]);
 
 /** agent.dispatch_worker: a run scoped to this task, its pool, and optionally allowed_step_ids (deduplicated). */
 export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_worker">, ctx: DecideContext): Decision {
@@ -57,6 +63,12 @@ export function decideFinishRun(state: DagState, cmd: CommandOf<"finish_run">, c
   // Same rule as every other worker guard (requireActiveWorkerRun): the run must be the caller's, agent included.
   if (actor.role === "worker" && run.agent_id !== actor.agent_id) return fail(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
   const em = new Emitter(state, ctx);
+  if (run.status === "cancelling") {
+    // 003: the run ends as the task-level stop asked, its result kept. Its step was already ended by that stop,
+    // so no worker_* fallback applies, whatever outcome it reports.
+    em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: run.cancel_request!.reason, result: cmd.result ?? null });
+    return { ok: true, events: em.events, value: { kind: "none" } };
+  }
   if (run.status !== "active") {
     // 003: a late run of a terminated task may still persist its result, once; it changes no step.
     if (run.status_reason !== null && TASK_LEVEL_ENDINGS.has(run.status_reason) && run.result === null && cmd.result !== undefined && cmd.result !== null) {
@@ -82,27 +94,35 @@ export function decideCancelRun(state: DagState, cmd: CommandOf<"cancel_run">, c
   return { ok: true, events: em.events, value: { kind: "none" } };
 }
 
-type Due = { at: number; kind: 0; step: Step } | { at: number; kind: 1; run: WorkerRun };
+type Due = { at: number; kind: 0; step: Step } | { at: number; kind: 1; run: WorkerRun } | { at: number; kind: 2; run: WorkerRun };
 
 /**
  * Expires what is due at ctx.now, earliest first: a lapsed lease gives task_step_lease_expired (attempt lost,
  * claim cleared, step pending) and task_step_ready where dependencies still hold; a run past its deadline
- * fails its held step with worker_timeout and ends timed_out. Recorded as the system's, whoever asked.
+ * fails its held step with worker_timeout and ends timed_out; a run asked to cancel that has not ended by its
+ * cancellation deadline gets child_agent_cancel_timeout and ends (003). Only that last one applies once the task
+ * is terminal. Recorded as the system's, whoever asked.
  */
 export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcile_leases">, ctx: DecideContext): Decision {
   const task = state.task!;
-  if (isTerminalTask(task)) return { ok: true, events: [], value: { kind: "none" } };
   const due: Due[] = [];
-  for (const id of state.index.held) {
-    const step = state.steps.get(id)!;
-    const at = Date.parse(step.lease_expires_at ?? "");
-    if (at <= ctx.now) due.push({ at, kind: 0, step });
+  if (!isTerminalTask(task)) {
+    for (const id of state.index.held) {
+      const step = state.steps.get(id)!;
+      const at = Date.parse(step.lease_expires_at ?? "");
+      if (at <= ctx.now) due.push({ at, kind: 0, step });
+    }
+    for (const id of state.index.activeRuns) {
+      const run = state.runs.get(id)!;
+      if (run.deadline_at === null) continue;
+      const at = Date.parse(run.deadline_at);
+      if (at <= ctx.now) due.push({ at, kind: 1, run });
+    }
   }
-  for (const id of state.index.activeRuns) {
+  for (const id of state.index.cancellingRuns) {
     const run = state.runs.get(id)!;
-    if (run.deadline_at === null) continue;
-    const at = Date.parse(run.deadline_at);
-    if (at <= ctx.now) due.push({ at, kind: 1, run });
+    const at = Date.parse(run.cancel_request!.deadline_at);
+    if (at <= ctx.now) due.push({ at, kind: 2, run });
   }
   if (due.length === 0) return { ok: true, events: [], value: { kind: "none" } };
   due.sort((a, b) => a.at - b.at || a.kind - b.kind);
@@ -115,6 +135,11 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
       released.add(step.step_id);
       em.emit("task_step_lease_expired", step.step_id, { run_id: step.claimed_by_run_id!, attempt_id: step.current_attempt_id!, lease_expires_at: step.lease_expires_at! });
       if (dependenciesCompleted(state.steps, step)) em.emit("task_step_ready", step.step_id, {});
+    } else if (item.kind === 2) {
+      const { run } = item;
+      const request = run.cancel_request!;
+      em.emit("child_agent_cancel_timeout", null, { run_id: run.run_id, reason: request.reason, deadline_at: request.deadline_at });
+      em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: CANCEL_TIMEOUT, result: null });
     } else {
       const { run } = item;
       const held = run.current_step_id;
@@ -128,17 +153,23 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
   return { ok: true, events: em.events, value: { kind: "none" } };
 }
 
-/** The earliest pending deadline (lease expiry or run deadline) in ms, for the service's alarm; null if none. */
+/**
+ * The earliest pending deadline (lease expiry, run deadline, cancellation deadline) in ms, for the service's
+ * alarm; null if none. A terminal task has only cancellation deadlines: the runs its stop is still waiting for.
+ */
 export function nextDeadline(state: DagState): number | null {
-  if (state.task === null || isTerminalTask(state.task)) return null;
+  if (state.task === null) return null;
   let next = Number.POSITIVE_INFINITY;
-  for (const id of state.index.held) {
-    const at = Date.parse(state.steps.get(id)!.lease_expires_at ?? "");
-    if (at < next) next = at;
+  if (!isTerminalTask(state.task)) {
+    for (const id of state.index.held) {
+      const at = Date.parse(state.steps.get(id)!.lease_expires_at ?? "");
+      if (at < next) next = at;
+    }
+    for (const id of state.index.activeRuns) {
+      const deadline = state.runs.get(id)!.deadline_at;
+      if (deadline !== null) next = Math.min(next, Date.parse(deadline));
+    }
   }
-  for (const id of state.index.activeRuns) {
-    const deadline = state.runs.get(id)!.deadline_at;
-    if (deadline !== null) next = Math.min(next, Date.parse(deadline));
-  }
+  for (const id of state.index.cancellingRuns) next = Math.min(next, Date.parse(state.runs.get(id)!.cancel_request!.deadline_at));
   return Number.isFinite(next) ? next : null;
 }

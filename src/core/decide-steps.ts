@@ -4,7 +4,7 @@ import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
 import { closing, emitDependantsReady, emitRunningIfFirstActive } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
-import { checkScope, isError, requireActiveWorkerRun, requireLiveTask } from "./guards.js";
+import { checkScope, isError, requireActiveWorkerRun, requireLiveTaskFor } from "./guards.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, type WorkerRun } from "./records.js";
 import type { DagState } from "./state.js";
 
@@ -21,8 +21,9 @@ function checkClaimer(state: DagState, ctx: DecideContext, tool: string): Worker
   if (ctx.actor.role !== "worker") return runtimeError("tool_not_available", `${tool} is available to worker runs only`, { role: ctx.actor.role });
   const scope = checkScope(task, ctx.actor);
   if (scope !== null) return scope;
-  // A terminal task answers task_terminal before the (then ended) run is looked at (003).
-  const live = requireLiveTask(task);
+  // A terminal task answers task_terminal before the run's status is looked at (003), saying so when the run
+  // was asked to cancel.
+  const live = requireLiveTaskFor(state, ctx.actor);
   if (live !== null) return live;
   const run = requireActiveWorkerRun(state, ctx.actor);
   if (isError(run)) return run;
@@ -116,7 +117,7 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
   if (actor.role !== "worker" && actor.role !== "orchestrator") {
     return fail(runtimeError("tool_not_available", "agent.task_update_step is available to orchestrators and worker runs", { role: actor.role }));
   }
-  const guard = checkScope(task, actor) ?? requireLiveTask(task);
+  const guard = checkScope(task, actor) ?? requireLiveTaskFor(state, actor);
   if (guard !== null) return fail(guard);
   const step = state.steps.get(cmd.step_id);
   if (step === undefined) return fail(runtimeError("not_found", `no step ${cmd.step_id}`, { step_id: cmd.step_id }));
@@ -177,7 +178,7 @@ export function decideAppendProgress(state: DagState, cmd: CommandOf<"append_pro
   if (actor.role !== "worker" && actor.role !== "orchestrator") {
     return fail(runtimeError("tool_not_available", "append_task_progress is available to orchestrators and worker runs", { role: actor.role }));
   }
-  const guard = checkScope(task, actor) ?? requireLiveTask(task);
+  const guard = checkScope(task, actor) ?? requireLiveTaskFor(state, actor);
   if (guard !== null) return fail(guard);
   let stepId = cmd.step_id ?? null;
   let lease: string | null = null;

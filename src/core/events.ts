@@ -124,6 +124,25 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
       deadline_at: TimestampSchema.nullable(),
     }),
   ),
+  /**
+   * 003: agent.task_fail/agent.task_cancel first asks each live run to cancel, then ends the steps and the task.
+   * The run stays open (cancelling) until it finishes or `deadline_at` passes; the deadline is recorded here so
+   * replay never reads configuration.
+   */
+  event(
+    "worker_run_cancel_requested",
+    z.object({
+      run_id: z.string(),
+      /** task_failed or task_cancelled. */
+      reason: z.string(),
+      /** The step the run held, which the same stop ends right after; null when it held none. */
+      step_id: IdSchema.nullable(),
+      attempt_id: z.string().nullable(),
+      deadline_at: TimestampSchema,
+    }),
+  ),
+  /** 003: a run asked to cancel had not ended by its deadline; its worker_run_ended follows. */
+  event("child_agent_cancel_timeout", z.object({ run_id: z.string(), reason: z.string(), deadline_at: TimestampSchema })),
   event(
     "worker_run_ended",
     z.object({

@@ -33,6 +33,33 @@ export function requireLiveTask(task: Task): RuntimeError | null {
   return isTerminalTask(task) ? runtimeError("task_terminal", `the task is ${task.status}`, { status: task.status }) : null;
 }
 
+/**
+ * requireLiveTask for a caller: a worker whose run a task-level stop asked to cancel learns it from the refusal
+ * of its next command (003), with what it needs to act: its run, why, and until when the runtime waits for its
+ * finish_run (a result handed in later is still kept).
+ */
+export function requireLiveTaskFor(state: DagState, actor: Actor): RuntimeError | null {
+  const task = state.task!;
+  const terminal = requireLiveTask(task);
+  if (terminal === null || actor.role !== "worker" || actor.run_id === null) return terminal;
+  const run = state.runs.get(actor.run_id);
+  if (run === undefined || run.agent_id !== actor.agent_id || run.cancel_request === null) return terminal;
+  const request = run.cancel_request;
+  const message =
+    run.status === "cancelling"
+      ? `the task is ${task.status}; cancellation of run ${run.run_id} was requested (${request.reason}): finish the run by ${request.deadline_at}`
+      : `the task is ${task.status}; run ${run.run_id} was cancelled (${run.status_reason})`;
+  return runtimeError("task_terminal", message, {
+    status: task.status,
+    run_cancel_requested: true,
+    run_id: run.run_id,
+    run_status: run.status,
+    reason: request.reason,
+    cancel_requested_at: request.requested_at,
+    cancel_deadline_at: request.deadline_at,
+  });
+}
+
 /** The worker's own run, active; anything else is permission_denied. */
 export function requireActiveWorkerRun(state: DagState, actor: Actor): WorkerRun | RuntimeError {
   const run = actor.run_id === null ? undefined : state.runs.get(actor.run_id);

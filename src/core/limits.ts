@@ -15,10 +15,16 @@ export interface CoreLimits {
   readonly maxStepsPerTask: number;
   /** Lease length when the task does not set its own `step_lease_timeout_ms`. */
   readonly stepLeaseTimeoutMs: number;
+  /**
+   * How long a task-level fail/cancel waits for a worker run it asked to cancel (003's
+   * `agents.child_cancel_timeout_ms`); the deadline is recorded in the WAL, so replay never reads this.
+   */
+  readonly childCancelTimeoutMs: number;
 }
 
 /** The documented defaults. */
 export const DEFAULT_LIMITS: CoreLimits = {
   maxStepsPerTask: 10_000,
   stepLeaseTimeoutMs: 60_000,
+  childCancelTimeoutMs: 30_000,
 };

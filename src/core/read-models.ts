@@ -4,7 +4,7 @@
  * DAG in the draft's camelCase; facts the runtime does not hold are said to be unknown or not applicable.
  */
 import { ATTEMPT_STATUS_MAP, STEP_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
-import type { Attempt, Step } from "./records.js";
+import type { Attempt, Step, WorkerRun } from "./records.js";
 import type { DagState } from "./state.js";
 import { diagnostics } from "./views.js";
 
@@ -76,13 +76,22 @@ export function blockedSteps(state: DagState) {
   return out;
 }
 
+/** A run's cancellation request in the draft's camelCase (a run shows status cancelling while it is waited for). */
+function cancelRequestRecord(run: WorkerRun) {
+  const c = run.cancel_request;
+  if (c === null) return null;
+  return defined({ reason: c.reason, requestedAt: c.requested_at, requestedBy: c.requested_by_agent_id, deadlineAt: c.deadline_at, timedOutAt: c.timed_out_at });
+}
+
 /** The task graph: step nodes, dependency edges, spawned worker runs, produced artifacts. */
 export function taskGraph(state: DagState) {
   const steps = [...state.steps.values()];
   return {
     nodes: steps.map((s) => ({ stepId: s.step_id, title: s.title, nativeStatus: s.status, status: STEP_STATUS_MAP[s.status], required: s.required, workerPoolId: s.worker_pool_id })),
     edges: steps.flatMap((s) => s.depends_on_step_ids.map((dep) => ({ kind: "blocked_by", from: s.step_id, to: dep }))),
-    spawnedWorkers: [...state.runs.values()].map((r) => defined({ kind: "spawned_subagent", runId: r.run_id, agentId: r.agent_id, workerPoolId: r.worker_pool_id, status: r.status, stepId: r.current_step_id })),
+    spawnedWorkers: [...state.runs.values()].map((r) =>
+      defined({ kind: "spawned_subagent", runId: r.run_id, agentId: r.agent_id, workerPoolId: r.worker_pool_id, status: r.status, stepId: r.current_step_id, cancelRequest: cancelRequestRecord(r) }),
+    ),
     producedArtifacts: steps.flatMap((s) => (s.status === "completed" ? s.artifact_ids.map((id) => ({ kind: "produced_artifact", stepId: s.step_id, artifactId: id })) : [])),
   };
 }

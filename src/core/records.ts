@@ -100,12 +100,29 @@ export const StepSchema = z.object({
 /** A step. */
 export type Step = z.infer<typeof StepSchema>;
 
-/** Worker run status. */
-export const RUN_STATUSES = ["active", "finished", "cancelled", "timed_out"] as const;
+/**
+ * Worker run status. `cancelling`: a task-level fail/cancel asked the run to stop (003); it ends when it
+ * finishes or when its cancellation deadline passes, whichever comes first.
+ */
+export const RUN_STATUSES = ["active", "cancelling", "finished", "cancelled", "timed_out"] as const;
 /** Worker run status. */
 export const RunStatusSchema = z.enum(RUN_STATUSES);
 /** Worker run status. */
 export type RunStatus = z.infer<typeof RunStatusSchema>;
+
+/** A task-level stop's request that a run cancel (003): who asked, why, and until when it is waited for. */
+export const RunCancelRequestSchema = z.object({
+  requested_at: TimestampSchema,
+  requested_by_agent_id: z.string(),
+  /** task_failed or task_cancelled. */
+  reason: z.string(),
+  /** When the wait ends (now + agents.child_cancel_timeout_ms when asked). */
+  deadline_at: TimestampSchema,
+  /** When child_agent_cancel_timeout was recorded, or null while waiting or when the run ended in time. */
+  timed_out_at: TimestampSchema.nullable(),
+});
+/** A task-level stop's request that a run cancel. */
+export type RunCancelRequest = z.infer<typeof RunCancelRequestSchema>;
 
 /** A worker run started by dispatch_worker. */
 export const WorkerRunSchema = z.object({
@@ -123,6 +140,8 @@ export const WorkerRunSchema = z.object({
   status_reason: z.string().nullable(),
   result: z.unknown().nullable(),
   deadline_at: TimestampSchema.nullable(),
+  /** Set when a task-level fail/cancel asked the run to cancel; kept after the run ends. */
+  cancel_request: RunCancelRequestSchema.nullable(),
   dispatched_by_agent_id: z.string(),
   created_at: TimestampSchema,
   ended_at: TimestampSchema.nullable(),

@@ -24,6 +24,8 @@
  * | task_progress            | task.progress                                                        |
  * | worker_dispatched        | task.delegated, subagent.spawned                                     |
  * | worker_run_ended         | finished: subagent.completed; cancelled: task.cancel_requested, subagent.closed; timed_out: subagent.failed |
+ * | worker_run_cancel_requested | task.cancel_requested (status cancelling, with the cancellation deadline)   |
+ * | child_agent_cancel_timeout  | subagent.status (status unknown: the run never confirmed it stopped)        |
  */
 import { z } from "zod";
 import type { WalEvent, WalEventOf } from "./events.js";
@@ -38,7 +40,7 @@ export const RUNTIME_EVENT_TYPES = [
   "task.blocked", "task.resumed", "task.retrying", "task.cancel_requested", "task.cancelled", "task.timed_out",
   "task.failed", "task.lost", "task.completed", "task.delegated", "task.dependency.updated",
   "task.attempt.started", "task.attempt.completed", "task.attempt.failed",
-  "subagent.spawned", "subagent.completed", "subagent.failed", "subagent.closed",
+  "subagent.spawned", "subagent.completed", "subagent.failed", "subagent.closed", "subagent.status",
 ] as const;
 
 /** The envelope of a runtime event (our own schema; the draft's published JSON Schema is the contract it must meet). */
@@ -218,6 +220,27 @@ export function projectEvent(e: WalEvent): RuntimeEvent[] {
       const worker = compact({ agentId: p.agent_id, runId: p.run_id, workerPoolId: p.worker_pool_id, allowedStepIds: p.allowed_step_ids, maxSteps: p.max_steps, deadlineAt: p.deadline_at });
       out.push({ type: "task.delegated", runId: p.run_id, worker, payload: { ...actor } });
       out.push({ type: "subagent.spawned", runId: p.run_id, subagentId: p.run_id, status: "running", worker, payload: {} });
+      break;
+    }
+    case "worker_run_cancel_requested": {
+      const p = e.payload;
+      out.push({
+        type: "task.cancel_requested",
+        runId: p.run_id,
+        subagentId: p.run_id,
+        stepId: p.step_id ?? undefined,
+        attemptId: p.attempt_id ?? undefined,
+        nativeStatus: "cancelling",
+        status: "cancelling",
+        statusReason: p.reason,
+        payload: { deadlineAt: p.deadline_at, ...actor },
+      });
+      break;
+    }
+    case "child_agent_cancel_timeout": {
+      const p = e.payload;
+      // The run may still be working: the runtime stops waiting, it cannot say the run stopped.
+      out.push({ type: "subagent.status", runId: p.run_id, subagentId: p.run_id, nativeStatus: "cancelling", status: "unknown", statusReason: "child_agent_cancel_timeout", payload: { cancelReason: p.reason, deadlineAt: p.deadline_at } });
       break;
     }
     case "worker_run_ended": {

@@ -36,6 +36,8 @@ export interface DagIndex {
   readonly held: Set<string>;
   /** Runs whose status is active. */
   readonly activeRuns: Set<string>;
+  /** Runs a task-level stop asked to cancel and not yet ended: their deadlines outlive the task. */
+  readonly cancellingRuns: Set<string>;
 }
 
 /** A task DAG as the core holds it: records plus derived indexes. */
@@ -73,6 +75,7 @@ export function emptyState(): DagState {
       requiredNotCompleted: 0,
       held: new Set(),
       activeRuns: new Set(),
+      cancellingRuns: new Set(),
     },
   };
 }
@@ -194,6 +197,9 @@ export function rebuildIndex(state: DagState): DagIndex {
   }
   const ready = [...state.steps.values()].filter((s) => s.status === "ready").sort((a, b) => a.ordinal - b.ordinal);
   for (const step of ready) addReady(fresh, step);
-  for (const run of state.runs.values()) if (run.status === "active") fresh.index.activeRuns.add(run.run_id);
+  for (const run of state.runs.values()) {
+    if (run.status === "active") fresh.index.activeRuns.add(run.run_id);
+    if (run.status === "cancelling") fresh.index.cancellingRuns.add(run.run_id);
+  }
   return fresh.index;
 }

@@ -34,6 +34,8 @@ export interface TaskSummary {
   readonly step_counts: Record<StepStatus, number>;
   readonly total_steps: number;
   readonly active_runs: number;
+  /** Runs a task-level fail/cancel asked to cancel that have not ended yet (003: waited for until a deadline). */
+  readonly cancelling_runs: number;
   readonly diagnostics: Diagnostics;
   readonly updated_at: string;
   readonly wal_seq: number;
@@ -58,6 +60,7 @@ export function taskSummary(state: DagState): TaskSummary {
     step_counts: { ...state.index.statusCounts },
     total_steps: state.steps.size,
     active_runs: state.index.activeRuns.size,
+    cancelling_runs: state.index.cancellingRuns.size,
     diagnostics: diagnostics(state),
     updated_at: task.updated_at,
     wal_seq: state.last_wal_seq,

@@ -848,24 +848,25 @@ describe("Status", () => {
   it("agent.task_fail force-ends every unfinished step, claimed and running ones included", () => {
     const { h } = everyStatus();
     const d = h.ok({ type: "fail_task" });
-    expect(types(d)).toEqual(["worker_run_ended", "worker_run_ended", "task_step_failed", "task_step_failed", "task_step_failed", "task_step_failed", "task_step_failed", "task_failed"]);
+    expect(types(d)).toEqual(["worker_run_cancel_requested", "worker_run_cancel_requested", "task_step_failed", "task_step_failed", "task_step_failed", "task_step_failed", "task_step_failed", "task_failed"]);
     expect(stepIds(d).filter((id) => id !== null)).toEqual(["r", "p", "b", "cl", "ru"]);
     for (const id of ["r", "p", "b", "cl", "ru"]) expect(h.status(id)).toBe("failed");
     expect(h.state.index.held.size).toBe(0);
     consistent(h);
   });
 
-  it("agent.task_fail cancels the worker runs of claimed/running steps and writes those steps failed", () => {
+  it("agent.task_fail requests cancellation of the worker runs of claimed/running steps and writes those steps failed", () => {
     const { h, wc, wr } = everyStatus();
     h.ok({ type: "fail_task" });
-    expect(h.state.runs.get(wc.run_id!)).toMatchObject({ status: "cancelled", status_reason: "task_failed" });
-    expect(h.state.runs.get(wr.run_id!)).toMatchObject({ status: "cancelled", status_reason: "task_failed" });
+    expect(h.state.runs.get(wc.run_id!)).toMatchObject({ status: "cancelling", cancel_request: { reason: "task_failed" }, ended_at: null });
+    expect(h.state.runs.get(wr.run_id!)).toMatchObject({ status: "cancelling", cancel_request: { reason: "task_failed" }, ended_at: null });
     for (const id of ["cl", "ru"]) {
       const s = h.state.steps.get(id)!;
       expect(s).toMatchObject({ status: "failed", claimed_by_run_id: null, claimed_by_agent_id: null, lease_expires_at: null });
       expect(h.state.attempts.get(s.attempt_ids[0]!)!.status).toBe("cancelled");
     }
     expect(h.state.index.activeRuns.size).toBe(0);
+    expect(h.state.index.cancellingRuns).toEqual(new Set([wc.run_id, wr.run_id]));
   });
 
   it("agent.task_fail writes task_step_failed for pending, ready and blocked steps", () => {
@@ -973,11 +974,29 @@ describe("Status", () => {
     const statuses = [...h.state.steps.values()].map((s) => s.status);
     const d = h.ok({ type: "finish_run", run_id: w.run_id, outcome: "finished", result: { transcript: "t", summary: "a is done" } }, w);
     expect(types(d)).toEqual(["worker_run_ended"]);
-    expect(payload(d.events[0])).toMatchObject({ reason: "late_result", status: "cancelled" });
+    expect(payload(d.events[0])).toMatchObject({ reason: "task_failed", status: "cancelled" });
     expect(h.state.runs.get(w.run_id!)!.result).toEqual({ transcript: "t", summary: "a is done" });
     expect([...h.state.steps.values()].map((s) => s.status)).toEqual(statuses);
     rejects(h, setStep("a", "completed", { result_summary: "late" }), "task_terminal", w);
     rejects(h, { type: "finish_run", run_id: w.run_id, outcome: "finished", result: { again: true } }, "invalid_transition", w);
+    consistent(h);
+  });
+
+  it.each(Object.keys(TERMINATE))("a late worker result after the task is %s records the run's end but leaves the task's updated_at at its end", (end) => {
+    const h = new Harness();
+    h.create([step("a"), optional("o")]);
+    done(h, "a");
+    const w = h.dispatch();
+    h.now += 1_000;
+    TERMINATE[end]!(h);
+    const endedAt = h.state.task!.ended_at;
+    expect(h.state.task!.updated_at).toBe(endedAt);
+    // 003 sorts terminal tasks by updated_at: a result handed in a minute later must not move the task.
+    h.now += 60_000;
+    h.ok({ type: "finish_run", run_id: w.run_id, outcome: "finished", result: { transcript: "late" } }, w);
+    expect(h.state.runs.get(w.run_id!)).toMatchObject({ result: { transcript: "late" } });
+    expect(h.state.task!.updated_at).toBe(endedAt);
+    expect(taskSummary(h.state).updated_at).toBe(endedAt);
     consistent(h);
   });
 
@@ -1366,13 +1385,13 @@ describe("Status", () => {
   it("agent.task_cancel and agent.task_fail are the exception: they force-end claimed and running steps", () => {
     const { h, wc, wr } = everyStatus();
     const d = h.ok({ type: "cancel_task", reason: "user stop" });
-    expect(types(d)).toEqual(["worker_run_ended", "worker_run_ended", "task_step_cancelled", "task_step_cancelled", "task_step_cancelled", "task_step_cancelled", "task_step_cancelled", "task_cancelled"]);
+    expect(types(d)).toEqual(["worker_run_cancel_requested", "worker_run_cancel_requested", "task_step_cancelled", "task_step_cancelled", "task_step_cancelled", "task_step_cancelled", "task_step_cancelled", "task_cancelled"]);
     expect(stepIds(d).filter((id) => id !== null)).toEqual(["r", "p", "b", "cl", "ru"]);
     for (const id of ["r", "p", "b", "cl", "ru"]) expect(h.state.steps.get(id)).toMatchObject({ status: "cancelled", status_reason: "task_cancelled", claimed_by_run_id: null });
     expect(h.state.steps.get("c1")!.status).toBe("completed");
     expect(h.state.steps.get("f1")!.status).toBe("failed");
-    expect(h.state.runs.get(wc.run_id!)).toMatchObject({ status: "cancelled", status_reason: "task_cancelled" });
-    expect(h.state.runs.get(wr.run_id!)).toMatchObject({ status: "cancelled", status_reason: "task_cancelled" });
+    expect(h.state.runs.get(wc.run_id!)).toMatchObject({ status: "cancelling", cancel_request: { reason: "task_cancelled" } });
+    expect(h.state.runs.get(wr.run_id!)).toMatchObject({ status: "cancelling", cancel_request: { reason: "task_cancelled" } });
     consistent(h);
   });
 

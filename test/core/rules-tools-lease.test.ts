@@ -1512,22 +1512,24 @@ describe("Task Tools", () => {
       for (const e of stepEvents) expect(e.payload).toMatchObject({ reason });
       for (const id of ["p0", "p", "r", "c", "u", "b"]) expect(st(h, id)).toMatchObject({ status, status_reason: reason, claimed_by_run_id: null, lease_expires_at: null });
       if (type === "fail_task") for (const id of ["c", "u"]) expect(st(h, id).result_summary).toBe("task_failed");
-      expect(runOf(h, wc).status).toBe("cancelled");
-      expect(runOf(h, wu).status).toBe("cancelled");
+      expect(runOf(h, wc)).toMatchObject({ status: "cancelling", cancel_request: { reason } });
+      expect(runOf(h, wu)).toMatchObject({ status: "cancelling", cancel_request: { reason } });
       expect(h.types(d).at(-1)).toBe(reason);
       expect(replay(h.wal)).toEqual(h.state);
     });
 
-    it.each(["fail_task", "cancel_task"])("%s cancels the worker runs of claimed/running steps before writing the step's terminal event", (type) => {
+    it.each(["fail_task", "cancel_task"])("%s requests cancellation of the worker runs of claimed/running steps before writing the step's terminal event", (type) => {
       const h = base();
       const w = h.claimWith("a");
       h.ok({ type: "update_step", step_id: "a", status: "running" }, w);
+      const attemptId = st(h, "a").current_attempt_id;
       const d = h.ok({ type });
-      const runEnd = d.events.findIndex((e) => e.event_type === "worker_run_ended" && (e.payload as { run_id: string }).run_id === w.run_id);
+      const request = d.events.findIndex((e) => e.event_type === "worker_run_cancel_requested" && (e.payload as { run_id: string }).run_id === w.run_id);
       const stepEnd = d.events.findIndex((e) => e.step_id === "a");
-      expect(runEnd).toBeGreaterThanOrEqual(0);
-      expect(runEnd).toBeLessThan(stepEnd);
-      expect(d.events[runEnd]!.payload).toMatchObject({ status: "cancelled", reason: type === "fail_task" ? "task_failed" : "task_cancelled" });
+      expect(request).toBeGreaterThanOrEqual(0);
+      expect(request).toBeLessThan(stepEnd);
+      expect(d.events[request]!.payload).toEqual({ run_id: w.run_id, reason: type === "fail_task" ? "task_failed" : "task_cancelled", step_id: "a", attempt_id: attemptId, deadline_at: iso(T0 + 30_000) });
+      expect(byType(d.events, "worker_run_ended")).toEqual([]);
     });
 
     it.each(["fail_task", "cancel_task"])("%s keeps completed, failed and cancelled steps as they are", (type) => {
@@ -1549,7 +1551,7 @@ describe("Task Tools", () => {
       const d = h.ok({ type });
       expect(d.events.some((e) => (e.payload as { reason?: unknown }).reason === "worker_cancelled")).toBe(false);
       const stepStatus = h.status("a");
-      // The late run may persist its result once; it changes no step.
+      // The run, asked to cancel, may end with its result; it changes no step.
       const late = h.ok({ type: "finish_run", run_id: w.run_id!, outcome: "finished", result: { transcript: "t" } }, w);
       expect(late.events.map((e) => [e.event_type, e.step_id])).toEqual([["worker_run_ended", null]]);
       expect(h.status("a")).toBe(stepStatus);
@@ -1763,7 +1765,7 @@ describe("Step Claim Lease", () => {
     expect(h.state.task!.ended_at).toBeNull();
   });
 
-  it("nextDeadline gives the earliest lease or run deadline; a terminal task has none", () => {
+  it("nextDeadline gives the earliest lease or run deadline; a terminal task has only its runs' cancellation deadlines", () => {
     const h = base();
     expect(nextDeadline(h.state)).toBeNull();
     h.claimWith("a");
@@ -1773,8 +1775,11 @@ describe("Step Claim Lease", () => {
     h.dispatch({ timeout_ms: 10_000 });
     expect(nextDeadline(h.state)).toBe(T0 + 11_000);
     h.ok({ type: "cancel_task" });
-    expect(nextDeadline(h.state)).toBeNull();
+    // Leases and run deadlines are over; the three runs are waited for until now + childCancelTimeoutMs.
+    expect(nextDeadline(h.state)).toBe(T0 + 1_000 + 30_000);
     h.now = T0 + 10 * LEASE_MS;
+    expect(h.types(h.ok({ type: "reconcile_leases" }))).toEqual(Array(3).fill(["child_agent_cancel_timeout", "worker_run_ended"]).flat());
+    expect(nextDeadline(h.state)).toBeNull();
     expect(h.ok({ type: "reconcile_leases" }).events).toEqual([]);
   });
 
@@ -1938,6 +1943,6 @@ describe("Permission", () => {
     h.ok({ type: "fail_task" });
     rejects(h, { type: "update_task", ops: [{ op: "update_task", title: "x" }] }, orchestrator, "task_terminal");
     rejects(h, { type: "update_step", step_id: "a", status: "completed" }, orchestrator, "task_terminal");
-    expect(runOf(h, w).status).toBe("cancelled");
+    expect(runOf(h, w).status).toBe("cancelling");
   });
 });

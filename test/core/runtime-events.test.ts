@@ -58,10 +58,13 @@ describe("runtime events (the Agent Runtime draft's envelope)", () => {
     failed.ok({ type: "update_task", ops: [{ op: "add_dependency", step_id: "a", depends_on_step_id: "b" }] });
     failed.claimWith("b");
     failed.ok({ type: "fail_task", reason: "out of budget" });
+    failed.now += MINUTE;
+    failed.ok({ type: "reconcile_leases" });
     const cancelled = new Harness();
     cancelled.create([step("a")]);
-    cancelled.claimWith("a");
+    const stopped = cancelled.claimWith("a");
     cancelled.ok({ type: "cancel_task" });
+    cancelled.ok({ type: "finish_run", run_id: stopped.run_id!, outcome: "cancelled" }, stopped);
     const wals = [h.wal, failed.wal, cancelled.wal];
     const walTypes = new Set(wals.flat().map((e) => e.event_type));
     expect(walTypes.size).toBe(WalEventSchema.options.length);
@@ -71,7 +74,7 @@ describe("runtime events (the Agent Runtime draft's envelope)", () => {
       "task.created", "task.accepted", "task.queued", "task.started", "task.updated", "task.progress", "task.waiting", "task.blocked",
       "task.resumed", "task.retrying", "task.cancel_requested", "task.timed_out", "task.lost", "task.completed", "task.failed", "task.cancelled", "task.delegated",
       "task.dependency.updated", "task.attempt.started", "task.attempt.completed", "task.attempt.failed",
-      "subagent.spawned", "subagent.completed", "subagent.failed", "subagent.closed",
+      "subagent.spawned", "subagent.completed", "subagent.failed", "subagent.closed", "subagent.status",
     ]) {
       expect(types, t).toContain(t);
     }

@@ -445,7 +445,7 @@ describe("POST .../complete /fail /cancel /block /reopen", () => {
   it.each([
     ["fail", "failed", "failed", "task_failed"],
     ["cancel", "cancelled", "cancelled", "task_cancelled"],
-  ])("Should %s the task and stop every unfinished step and run when the orchestrator asks", async (path, taskStatus, stepStatus, reason) => {
+  ])("Should %s the task, stop every unfinished step and ask every run to cancel when the orchestrator asks", async (path, taskStatus, stepStatus, reason) => {
     const { s, t, id } = await task([step("a"), step("b", ["a"]), step("c")]);
     const w = await dispatch(s, t);
     expectOk(await call("POST", `${t}/steps/a/claim`, w.token));
@@ -457,7 +457,9 @@ describe("POST .../complete /fail /cancel /block /reopen", () => {
     expect(stepOf(view, "a")).toMatchObject({ status: stepStatus, status_reason: reason, claimed_by_run_id: null });
     expect(stepOf(view, "b")).toMatchObject({ status: stepStatus, status_reason: reason });
     expect(stepOf(view, "c").status).toBe("completed");
-    expect(view.runs[0]).toMatchObject({ status: "cancelled", status_reason: reason });
+    // 003: the run is asked to cancel and waited for (CHILD_CANCEL_TIMEOUT_MS) while the task is already terminal.
+    expect(view.runs[0]).toMatchObject({ status: "cancelling", ended_at: null, cancel_request: { reason, requested_by_agent_id: "orchestrator" } });
+    expect(body.task).toMatchObject({ active_runs: 0, cancelling_runs: 1 });
     expect(view.attempts[0]).toMatchObject({ status: "cancelled" });
   });
 

@@ -2,7 +2,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { expect } from "vitest";
 import { findCycle } from "../../../src/core/dag.js";
-import { type DagState, HELD_STEP_STATUSES, isTerminalTask, rebuildIndex } from "../../../src/core/index.js";
+import { type DagState, HELD_STEP_STATUSES, isTerminalTask, rebuildIndex, type WorkerRun } from "../../../src/core/index.js";
 
 /** vitest `toEqual`, with a fast structural pre-check so big DAGs stay cheap (strict equality implies toEqual). */
 export function expectSame(actual: unknown, expected: unknown, label: string): void {
@@ -45,7 +45,27 @@ export function checkClaims(state: DagState): void {
       fail(`run ${run.run_id} claims to hold ${run.current_step_id}, which it does not`);
     }
     if (run.claims_used > run.max_steps) fail(`run ${run.run_id} used ${run.claims_used} of ${run.max_steps} claims`);
-    if ((run.status === "active") !== (run.ended_at === null)) fail(`run ${run.run_id} is ${run.status} with ended_at ${run.ended_at}`);
+    const open = run.status === "active" || run.status === "cancelling";
+    if (open !== (run.ended_at === null)) fail(`run ${run.run_id} is ${run.status} with ended_at ${run.ended_at}`);
+    checkCancelRequest(state, run);
+  }
+}
+
+/**
+ * A run asked to cancel (003): only a failed or cancelled task asks, the run holds nothing from then on, and it
+ * ends cancelled; a timed-out wait ends it with child_agent_cancel_timeout.
+ */
+function checkCancelRequest(state: DagState, run: WorkerRun): void {
+  const request = run.cancel_request;
+  if (run.status === "cancelling" && request === null) fail(`cancelling run ${run.run_id} has no cancel request`);
+  if (request === null) return;
+  const task = state.task!;
+  if (task.status !== "failed" && task.status !== "cancelled") fail(`run ${run.run_id} was asked to cancel by a ${task.status} task`);
+  if (request.reason !== `task_${task.status}`) fail(`run ${run.run_id} was asked to cancel for ${request.reason} by a ${task.status} task`);
+  if (run.current_step_id !== null) fail(`run ${run.run_id} asked to cancel still holds ${run.current_step_id}`);
+  if (run.status !== "cancelling" && run.status !== "cancelled") fail(`run ${run.run_id} asked to cancel ended ${run.status}`);
+  if (request.timed_out_at !== null && (run.status !== "cancelled" || run.status_reason !== "child_agent_cancel_timeout")) {
+    fail(`run ${run.run_id} timed out cancelling but is ${run.status} (${run.status_reason})`);
   }
 }
 
@@ -111,6 +131,8 @@ export function checkTaskStatus(state: DagState): void {
     if (task.status !== "completed" && c.blocked > 0) fail(`a ${task.status} task still has blocked steps`);
     for (const run of state.runs.values()) if (run.status === "active") fail(`a ${task.status} task has active run ${run.run_id}`);
     if (task.ended_at === null) fail(`a ${task.status} task has no ended_at`);
+    // 003 sorts terminal tasks by updated_at: run facts after the end (late results) must not move it.
+    if (task.updated_at !== task.ended_at) fail(`a ${task.status} task was updated at ${task.updated_at} after it ended at ${task.ended_at}`);
     if (task.status === "completed") {
       for (const step of state.steps.values()) if (step.required && step.status !== "completed") fail(`completed task with required step ${step.step_id} ${step.status}`);
     }

@@ -8,6 +8,7 @@ import {
   type Actor,
   type Command,
   CommandSchema,
+  type CoreLimits,
   type DagState,
   type Decision,
   type ErrorCode,
@@ -25,6 +26,8 @@ export interface Prediction {
   claim?: { step_id: string } | { none: "no_ready_step" | "run_budget_spent" };
   /** Accepted events may only be these types (a terminal task takes a late run result and nothing else). */
   onlyEvents?: readonly string[];
+  /** A refusal's details must include these (a run asked to cancel is told so). */
+  details?: Record<string, unknown>;
   /** A check on the state after an accepted command. */
   after?: (state: DagState) => void;
 }
@@ -81,7 +84,7 @@ function predictClaim(state: DagState, run: WorkerRun, cmd: Command): Prediction
   return ok ? { accept: true, claim: { step_id: step.step_id } } : { accept: false };
 }
 
-function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | "worker" }, cmd: Command): Prediction {
+function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | "worker" }, cmd: Command, now: number, limits: CoreLimits): Prediction {
   const task = state.task!;
   if (caller.kind === "worker" && !WORKER_TOOLS.has(cmd.type)) return { accept: false, code: "tool_not_available" };
   if (caller.kind === "orchestrator" && !ORCHESTRATOR_TOOLS.has(cmd.type)) return { accept: false, code: "tool_not_available" };
@@ -121,7 +124,16 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
     case "fail_task":
     case "cancel_task": {
       const status = cmd.type === "fail_task" ? "failed" : "cancelled";
-      return { accept: true, after: (s) => expect(s.task!.status).toBe(status) };
+      // 003: every live run is asked to cancel, with one deadline, and stays open; the task is terminal at once.
+      const live = [...state.runs.values()].filter((r) => r.status === "active").map((r) => r.run_id);
+      const deadline = new Date(now + limits.childCancelTimeoutMs).toISOString();
+      return {
+        accept: true,
+        after: (s) => {
+          expect(s.task!.status).toBe(status);
+          for (const id of live) expect(s.runs.get(id), `run ${id} asked to cancel`).toMatchObject({ status: "cancelling", cancel_request: { reason: `task_${status}`, deadline_at: deadline } });
+        },
+      };
     }
     case "block_task":
       return task.status === "blocked" ? { accept: false, code: "invalid_transition" } : { accept: true, after: (s) => expect(s.task!.status).toBe("blocked") };
@@ -149,9 +161,15 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
   }
 }
 
-/** After reconciling at `now`, nothing held is past its lease and no active run is past its deadline. */
+/**
+ * After reconciling at `now`, nothing held is past its lease, no active run is past its deadline, and no run
+ * asked to cancel is past its cancellation deadline.
+ */
 function nothingDue(now: number) {
   return (state: DagState) => {
+    for (const run of state.runs.values()) {
+      if (run.status === "cancelling") expect(Date.parse(run.cancel_request!.deadline_at) > now, `cancellation of ${run.run_id} timed out`).toBe(true);
+    }
     if (isTerminalTask(state.task!)) return;
     for (const step of state.steps.values()) {
       if (HELD_STEP_STATUSES.has(step.status)) expect(Date.parse(step.lease_expires_at!) > now, `lease of ${step.step_id} reconciled`).toBe(true);
@@ -162,25 +180,47 @@ function nothingDue(now: number) {
   };
 }
 
-/** The model's prediction for `command` by `actor` at `now`, before the core decides it. */
-export function predict(state: DagState, actor: Actor, command: unknown, now: number): Prediction {
+/** A finish_run on a terminal task: a run asked to cancel ends cancelled with its result; others only a late result. */
+function predictTerminalFinish(state: DagState, caller: Caller & { kind: "orchestrator" | "worker" }, cmd: Command & { type: "finish_run" }): Prediction {
+  const run = state.runs.get(cmd.run_id);
+  const own = caller.kind === "orchestrator" || caller.run.run_id === cmd.run_id;
+  if (run?.status !== "cancelling" || !own) return { onlyEvents: ["worker_run_ended"] };
+  const reason = run.cancel_request!.reason;
+  return {
+    accept: true,
+    onlyEvents: ["worker_run_ended"],
+    after: (s) => expect(s.runs.get(cmd.run_id), "a run asked to cancel ends with its result").toMatchObject({ status: "cancelled", status_reason: reason, result: cmd.result ?? null }),
+  };
+}
+
+/** What a terminal task's refusal tells a worker whose run it asked to cancel. */
+function cancelDetails(caller: Caller): Record<string, unknown> | undefined {
+  if (caller.kind !== "worker" || caller.run.cancel_request === null) return undefined;
+  return { run_cancel_requested: true, run_id: caller.run.run_id, reason: caller.run.cancel_request.reason, cancel_deadline_at: caller.run.cancel_request.deadline_at };
+}
+
+/** The model's prediction for `command` by `actor` at `now` under `limits`, before the core decides it. */
+export function predict(state: DagState, actor: Actor, command: unknown, now: number, limits: CoreLimits): Prediction {
   const parsed = CommandSchema.safeParse(command);
   if (!parsed.success) return { accept: false, code: "validation_error" };
   const cmd = parsed.data;
   const task = state.task;
   if (task === null) return cmd.type === "create_task" && actor.role === "orchestrator" ? {} : { accept: false };
-  if (cmd.type === "reconcile_leases") return { accept: true, after: nothingDue(now), ...(isTerminalTask(task) ? { onlyEvents: [] } : {}) };
+  // A terminal task only stops waiting for the runs it asked to cancel.
+  if (cmd.type === "reconcile_leases") return { accept: true, after: nothingDue(now), ...(isTerminalTask(task) ? { onlyEvents: ["child_agent_cancel_timeout", "worker_run_ended"] } : {}) };
   const caller = classify(state, actor);
   if (caller.kind === "outsider" || caller.kind === "system") return { accept: false };
   if (isTerminalTask(task)) {
     // A run stopped by the task's end may still hand in its result; nothing else is written.
-    if (cmd.type === "finish_run") return { onlyEvents: ["worker_run_ended"] };
+    if (cmd.type === "finish_run") return predictTerminalFinish(state, caller, cmd);
     const mayUse = caller.kind === "orchestrator" ? ORCHESTRATOR_TOOLS.has(cmd.type) : WORKER_TOOLS.has(cmd.type);
     if (!mayUse) return { accept: false };
     if (cmd.type === "create_task") return { accept: false, code: "task_id_conflict" };
-    return STEP_CHANGING.has(cmd.type) ? { accept: false, code: "task_terminal" } : { accept: false };
+    if (!STEP_CHANGING.has(cmd.type)) return { accept: false };
+    const details = cancelDetails(caller);
+    return { accept: false, code: "task_terminal", ...(details === undefined ? {} : { details }) };
   }
-  return predictLive(state, caller, cmd);
+  return predictLive(state, caller, cmd, now, limits);
 }
 
 /** Checks a decision against the prediction; `state` is the state after the events were applied. */
@@ -193,6 +233,7 @@ export function verify(prediction: Prediction, decision: Decision, state: DagSta
     if (prediction.code !== undefined && decision.error.code !== prediction.code) {
       throw new Error(`${label}: expected ${prediction.code}, got ${decision.error.code}: ${decision.error.message}`);
     }
+    if (prediction.details !== undefined) expect(decision.error.details, `${label}: details of ${decision.error.code}`).toMatchObject(prediction.details);
     return;
   }
   if (prediction.onlyEvents !== undefined) {

@@ -97,7 +97,7 @@ export class World implements Scene {
   /** Decides `command`; on acceptance validates, freezes, appends and applies the events; then checks every invariant. */
   exec(actor: Actor, command: unknown, label = ""): Decision {
     const before = this.wal.length;
-    const prediction = predict(this.state, actor, command, this.now);
+    const prediction = predict(this.state, actor, command, this.now, this.limits);
     const decision = decide(this.state, command, { actor, now: this.now, newId: () => `id${String(++this.ids).padStart(8, "0")}`, limits: this.limits });
     const type = typeof command === "object" && command !== null && typeof (command as { type?: unknown }).type === "string" ? (command as { type: string }).type : "(garbage)";
     this.stats.commands += 1;
@@ -112,6 +112,8 @@ export class World implements Scene {
         if (!parsed.success) throw new Error(`${where}: event ${e.event_type} fails WalEventSchema: ${parsed.error.message}`);
         expectSame(parsed.data, e, `${where}: event ${e.event_type} has no field outside WalEventSchema`);
         Stats.bump(this.stats.events, e.event_type);
+        // A run's cancellation times out once, while it is still waited for.
+        if (e.event_type === "child_agent_cancel_timeout") check(this.state.runs.get(e.payload.run_id)?.status === "cancelling", `${where}: child_agent_cancel_timeout for a run not cancelling`);
         deepFreeze(e);
         this.wal.push(e);
         this.stored.push(deepFreeze(JSON.parse(JSON.stringify(e)) as WalEvent));
