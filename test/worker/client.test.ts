@@ -772,12 +772,14 @@ describe("subscribe() against the service", () => {
     const result = await orchestrate(S.orch, t, { handler: (s) => ({ result_summary: s.step_id }), onEvent: (e) => viaOnEvent.push(e.eventId) });
     expect(result.status).toBe("completed");
     await reading;
-    const expected = projectWal((await S.orch.walExport(t)).events);
+    const wal = (await S.orch.walExport(t)).events;
+    const expected = projectWal(wal);
     expect(received.map((e) => e.eventId)).toEqual(expected.map((e) => e.eventId));
     // orchestrate's onEvent sees the same stream, through the terminal event.
     expect(viaOnEvent).toEqual(expected.map((e) => e.eventId));
     expect(received.map((e) => e.type)).toEqual(expected.map((e) => e.type));
-    expect(sub.end).toMatchObject({ reason: "task_terminal", status: "completed", wal_seq: expected.at(-1)!.sequence });
+    expect(sub.lastEventId).toBe(String(expected.at(-1)!.sequence));
+    expect(sub.end).toMatchObject({ reason: "task_terminal", status: "completed", wal_seq: wal.at(-1)!.wal_seq });
   });
 
   it("Should stream the session's snapshot.updated events as its tasks change", async () => {
