@@ -30,7 +30,7 @@ function taskCursor(c: Context<AppEnv>): TaskCursor {
   const header = lastEventId(c);
   if (header !== null) {
     const cursor = parseTaskEventId(header);
-    if (cursor === null) fail("validation_error", "Last-Event-ID must be an id this stream sent: <wal_seq> or <wal_seq>.<k>", { last_event_id: header.slice(0, 100) });
+    if (cursor === null) fail("validation_error", "Last-Event-ID must be an id this stream sent: a runtime event's sequence", { last_event_id: header.slice(0, 100) });
     return cursor;
   }
   return { seq: q.after_seq ?? 0, k: null };

@@ -31,7 +31,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { projectWal, WalEventSchema } from "../src/core/index.js";
+import { projectWal, sequencePosition, WalEventSchema } from "../src/core/index.js";
 import { assertLoopback, eachArg, exitWithError, groupCpuMs, isMain, round, stats } from "./bench-common.js";
 import { Client } from "./bench-http.js";
 import { benchServer, type DevServer, defaultAdminToken, stopDevServer } from "./dev-server.js";
@@ -95,12 +95,6 @@ function parseArgs(argv: string[]): Options {
 }
 
 // ---- one subscriber --------------------------------------------------------------------------------
-
-/** (wal_seq, k) of an id, packed so that order is numeric order (k < 1,000,000). */
-const idOrder = (id: string): number => {
-  const dot = id.indexOf(".");
-  return dot < 0 ? Number(id) * 1e6 : Number(id.slice(0, dot)) * 1e6 + Number(id.slice(dot + 1));
-};
 
 /** A fetch-based SSE reader that resumes with Last-Event-ID until it sees `end`. */
 class Subscriber {
@@ -178,12 +172,12 @@ class Subscriber {
     }
     const idEnd = block.indexOf("\n");
     const id = block.slice(4, idEnd); // "id: "
-    const order = idOrder(id);
+    const order = Number(id); // the event's sequence
     if (order <= this.lastOrder) this.outOfOrder += 1;
     this.lastOrder = order;
     this.lastId = id;
     this.frames += 1;
-    if (Math.floor(order / 1e6) > this.liveAfterSeq) {
+    if (sequencePosition(order).walSeq > this.liveAfterSeq) {
       this.liveFrames += 1;
       // `"timestamp":"…"` of the runtime event, without parsing the whole JSON.
       const at = block.indexOf('"timestamp":"');

@@ -99,7 +99,7 @@ function describe(e: RuntimeEvent): string {
   const who = e.runId === undefined ? "" : dim(` run …${e.runId.slice(-6)}`);
   const reason = e.statusReason === undefined ? "" : dim(` (${e.statusReason})`);
   const color = e.type.endsWith("failed") || e.type === "task.lost" ? red : e.type.endsWith("completed") ? green : e.type === "task.retrying" ? yellow : (t: string) => t;
-  return `${dim(`#${String(e.sequence).padStart(3)}`)} ${color(e.type.padEnd(24))} ${subject}${who}${reason}`;
+  return `${dim(`#${String(e.sequence).padStart(4)}`)} ${color(e.type.padEnd(24))} ${subject}${who}${reason}`;
 }
 
 async function main(): Promise<void> {

@@ -4,6 +4,7 @@
  * without the end frame — it reconnects with `Last-Event-ID` set to the last id it delivered, with backoff,
  * and drops any frame whose id is not after that one: the consumer sees every event once, in order.
  */
+import { runtimeSequence } from "../core/index.js";
 import { networkError, RuntimeApiError, unexpectedResponse } from "./errors.js";
 import { backoffDelay, linkedController, type RetryOptions, retryPolicy, sleep } from "./retry.js";
 import { type SseFrame, SseParser } from "./sse-parser.js";
@@ -12,7 +13,7 @@ import { type SseFrame, SseParser } from "./sse-parser.js";
 export interface SubscribeOptions {
   /** First connection: events after this wal_seq (`?after_seq=`); ignored when `lastEventId` is given. */
   readonly afterSeq?: number;
-  /** First connection: resume after this event id (`Last-Event-ID`). */
+  /** First connection: resume after this event id (`Last-Event-ID`: a runtime event's sequence, a session log seq). */
   readonly lastEventId?: string;
   /** Ends the iteration (quietly) and closes the connection. */
   readonly signal?: AbortSignal;
@@ -38,19 +39,24 @@ export interface StreamDecoder<T, E> {
 
 const DEFAULT_RECONNECT = { attempts: Number.POSITIVE_INFINITY, baseDelayMs: 250, maxDelayMs: 10_000 };
 
-/** `N` or `N.k` as [N, k]; undefined for any other id. */
-function parseId(id: string): [number, number] | undefined {
+/**
+ * The position an id stands for: `N` is N (a runtime event's sequence, a session log seq); a legacy task
+ * stream id `N.k` (sent before ids were sequences, and perhaps still held as a resume point) is the sequence
+ * it names. Undefined for any other id.
+ */
+function idPosition(id: string): number | undefined {
   const m = /^(\d+)(?:\.(\d+))?$/.exec(id);
-  return m === null ? undefined : [Number(m[1]), m[2] === undefined ? 0 : Number(m[2])];
+  if (m === null) return undefined;
+  return m[2] === undefined ? Number(m[1]) : runtimeSequence(Number(m[1]), Number(m[2]));
 }
 
-/** True unless both ids are `N[.k]` and `id` is not after `last` (a frame the consumer already saw). */
+/** True unless both ids are positions and `id` is not after `last` (a frame the consumer already saw). */
 export function isAfterId(id: string, last: string | undefined): boolean {
   if (last === undefined) return true;
-  const a = parseId(id);
-  const b = parseId(last);
+  const a = idPosition(id);
+  const b = idPosition(last);
   if (a === undefined || b === undefined) return true;
-  return a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
+  return a > b;
 }
 
 /** Reads a chunk, or fails as a dropped connection when nothing arrives within `ms`. */

@@ -17,5 +17,6 @@ export * from "./wal-jsonl.js";
 export * from "./normalize.js";
 export * from "./prompt-summary.js";
 export * from "./runtime-events.js";
+export * from "./runtime-sequence.js";
 export * from "./read-models.js";
 export * from "./ready-queue.js";

@@ -1,7 +1,8 @@
 /**
  * @module Runtime events: a pure projection of WAL events (seed 003 names) into the portable envelope of the
  * Agent Runtime draft (seeds 001/004: `task.created`, `task.attempt.started`, …). One WAL event gives one or
- * more runtime events, all carrying `sequence` = its wal_seq; nothing is inferred beyond what the event says.
+ * more runtime events; the k-th carries `sequence` = wal_seq * SEQUENCE_STRIDE + k (runtime-sequence.ts), so
+ * sequences strictly increase along the WAL and each names one event. Nothing is inferred beyond what the event says.
  *
  * | WAL event                | runtime events                                                       |
  * |--------------------------|----------------------------------------------------------------------|
@@ -30,6 +31,7 @@
 import { z } from "zod";
 import type { WalEvent, WalEventOf } from "./events.js";
 import { ATTEMPT_STATUS_MAP, STEP_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
+import { runtimeSequence } from "./runtime-sequence.js";
 
 /** The envelope version this runtime emits. */
 export const RUNTIME_EVENT_SCHEMA_VERSION = "0.4.0";
@@ -83,7 +85,7 @@ function stepFields(e: WalEvent): { stepId?: string } {
   return e.step_id === null ? {} : { stepId: e.step_id };
 }
 
-/** The runtime events of one WAL event, in order. */
+/** The runtime events of one WAL event, in order (fewer than SEQUENCE_STRIDE of them). */
 export function projectEvent(e: WalEvent): RuntimeEvent[] {
   const out: Fields[] = [];
   const actor = { actorAgentId: e.actor_agent_id, ...(e.actor_run_id === null ? {} : { actorRunId: e.actor_run_id }) };
@@ -261,7 +263,7 @@ export function projectEvent(e: WalEvent): RuntimeEvent[] {
       payload: fields.payload ?? {},
       eventId: k === 0 ? e.event_id : `${e.event_id}.${k}`,
       timestamp: e.created_at,
-      sequence: e.wal_seq,
+      sequence: runtimeSequence(e.wal_seq, k),
       schemaVersion: RUNTIME_EVENT_SCHEMA_VERSION,
       sessionId: e.session_id,
       taskId: e.task_id,

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ATTEMPT_STATUS_MAP, parseWalJsonl, projectEvent, type RuntimeEvent, TASK_STATUS_MAP, WalEventSchema } from "../../src/core/index.js";
+import { ATTEMPT_STATUS_MAP, parseWalJsonl, projectEvent, type RuntimeEvent, SEQUENCE_STRIDE, TASK_STATUS_MAP, type WalEvent, WalEventSchema } from "../../src/core/index.js";
 import { GOLDEN_WAL_PATH } from "../fixtures/golden-wal.js";
 import { Harness, step } from "./harness.js";
 import { expectConformingProjection } from "./runtime-event-contract.js";
@@ -45,6 +45,24 @@ function everyEventScenario(): Harness {
   return h;
 }
 
+/** WALs that together hold every WAL event type: the scenario above, a failed task, a cancelled task. */
+function everyEventWals(): WalEvent[][] {
+  const failed = new Harness();
+  failed.create([step("a"), step("b")]);
+  failed.ok({ type: "update_task", ops: [{ op: "add_dependency", step_id: "a", depends_on_step_id: "b" }] });
+  failed.claimWith("b");
+  failed.ok({ type: "fail_task", reason: "out of budget" });
+  // The stopped run never answers: its cancellation times out.
+  failed.now += MINUTE;
+  failed.ok({ type: "reconcile_leases" });
+  const cancelled = new Harness();
+  cancelled.create([step("a")]);
+  const stopped = cancelled.claimWith("a");
+  cancelled.ok({ type: "cancel_task" });
+  cancelled.ok({ type: "finish_run", run_id: stopped.run_id!, outcome: "cancelled" }, stopped);
+  return [everyEventScenario().wal, failed.wal, cancelled.wal];
+}
+
 describe("runtime events (the Agent Runtime draft's envelope)", () => {
   it("Should validate every projected event of the golden WAL against the published schema", () => {
     const events = expectConformingProjection(parseWalJsonl(readFileSync(GOLDEN_WAL_PATH, "utf8")));
@@ -52,20 +70,7 @@ describe("runtime events (the Agent Runtime draft's envelope)", () => {
   });
 
   it("Should validate every event of scenarios that together write every WAL event type", () => {
-    const h = everyEventScenario();
-    const failed = new Harness();
-    failed.create([step("a"), step("b")]);
-    failed.ok({ type: "update_task", ops: [{ op: "add_dependency", step_id: "a", depends_on_step_id: "b" }] });
-    failed.claimWith("b");
-    failed.ok({ type: "fail_task", reason: "out of budget" });
-    failed.now += MINUTE;
-    failed.ok({ type: "reconcile_leases" });
-    const cancelled = new Harness();
-    cancelled.create([step("a")]);
-    const stopped = cancelled.claimWith("a");
-    cancelled.ok({ type: "cancel_task" });
-    cancelled.ok({ type: "finish_run", run_id: stopped.run_id!, outcome: "cancelled" }, stopped);
-    const wals = [h.wal, failed.wal, cancelled.wal];
+    const wals = everyEventWals();
     const walTypes = new Set(wals.flat().map((e) => e.event_type));
     expect(walTypes.size).toBe(WalEventSchema.options.length);
     const events = wals.flatMap((wal) => expectConformingProjection(wal));
@@ -80,14 +85,20 @@ describe("runtime events (the Agent Runtime draft's envelope)", () => {
     }
   });
 
-  it("Should carry sequence = wal_seq, the session and task ids and the schema version on every event", () => {
-    const h = everyEventScenario();
-    for (const e of h.wal) {
-      for (const r of projectEvent(e)) {
-        expect(r).toMatchObject({ sequence: e.wal_seq, sessionId: e.session_id, taskId: e.task_id, timestamp: e.created_at, schemaVersion: "0.4.0" });
+  it("Should number the k-th runtime event of WAL event N as N * SEQUENCE_STRIDE + k, and carry the session and task ids and the schema version", () => {
+    for (const e of everyEventWals().flat()) {
+      projectEvent(e).forEach((r, k) => {
+        expect(r).toMatchObject({ sequence: e.wal_seq * SEQUENCE_STRIDE + k, sessionId: e.session_id, taskId: e.task_id, timestamp: e.created_at, schemaVersion: "0.4.0" });
         if (e.step_id !== null) expect(r.stepId).toBe(e.step_id);
-      }
+      });
     }
+  });
+
+  it("Should project every WAL event type to fewer runtime events than SEQUENCE_STRIDE, so no two share a sequence", () => {
+    const most = new Map<string, number>();
+    for (const e of everyEventWals().flat()) most.set(e.event_type, Math.max(most.get(e.event_type) ?? 0, projectEvent(e).length));
+    expect(most.size).toBe(WalEventSchema.options.length);
+    for (const [type, n] of most) expect(n, type).toBeLessThan(SEQUENCE_STRIDE);
   });
 
   it("Should give a claim its attempt and run ids, and close the same attempt on completion", () => {

@@ -601,11 +601,15 @@ describe("SseParser", () => {
     expect(p.push("\n")).toEqual([{ id: undefined, event: "message", data: "a" }]);
   });
 
-  it("Should order ids N and N.k, treating other ids as always new", () => {
-    expect(isAfterId("2", "1.3")).toBe(true);
-    expect(isAfterId("1.3", "1.2")).toBe(true);
-    expect(isAfterId("1.2", "1.2")).toBe(false);
-    expect(isAfterId("1", "1.1")).toBe(false);
+  it("Should order ids by the sequence they stand for (a legacy `N.k` id as its sequence), treating other ids as always new", () => {
+    expect(isAfterId("21", "20")).toBe(true);
+    expect(isAfterId("100", "99")).toBe(true);
+    expect(isAfterId("20", "20")).toBe(false);
+    expect(isAfterId("11", "20")).toBe(false);
+    // `1.2` was the id of WAL event 1's third runtime event, sequence 12.
+    expect(isAfterId("13", "1.2")).toBe(true);
+    expect(isAfterId("12", "1.2")).toBe(false);
+    expect(isAfterId("11", "1.2")).toBe(false);
     expect(isAfterId("abc", "5")).toBe(true);
     expect(isAfterId("1", undefined)).toBe(true);
   });
@@ -646,30 +650,30 @@ function scriptedStreams(scripts: readonly Script[]) {
   return { fetch, requests, cancelled: () => cancelled };
 }
 
-const frame = (id: string, type: string, seq: number) => `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify({ type, eventId: `e${id}`, sequence: seq, payload: {} })}\n\n`;
+const frame = (seq: number, type: string) => `id: ${seq}\nevent: ${type}\ndata: ${JSON.stringify({ type, eventId: `e${seq}`, sequence: seq, payload: {} })}\n\n`;
 const TASK = "/v1/sessions/sess_x/tasks/t1";
 
 describe("subscribe(): reconnecting SSE over fetch (scripted streams)", () => {
   it("Should deliver every event once, in order, across a mid-stream drop and a close without end", async () => {
     const server = scriptedStreams([
-      // Drops in the middle of a frame after 1, 2, 2.1 and a heartbeat.
-      { chunks: [frame("1", "task.created", 1), frame("2", "task.queued", 2) + frame("2.1", "task.started", 2), ": heartbeat\n\n", "id: 3\nevent: task.pro"], end: "error" },
-      // Resumes after 2.1 but repeats it (the client drops the repeat), sends 3, closes without end.
-      { chunks: [frame("2.1", "task.started", 2), frame("3", "task.progress", 3)], end: "close" },
-      { chunks: [frame("4", "task.completed", 4), 'event: end\ndata: {"reason":"task_terminal","status":"completed","wal_seq":4}\n\n', frame("5", "task.updated", 5)] },
+      // Drops in the middle of a frame after 10, 11, 20, 21 and a heartbeat (two WAL events of two runtime events each).
+      { chunks: [frame(10, "task.created") + frame(11, "task.accepted"), frame(20, "task.delegated") + frame(21, "subagent.spawned"), ": heartbeat\n\n", "id: 30\nevent: task.que"], end: "error" },
+      // Resumes after 21 but repeats 20 and 21 (the client drops the repeats), sends 30, closes without end.
+      { chunks: [frame(20, "task.delegated"), frame(21, "subagent.spawned") + frame(30, "task.queued")], end: "close" },
+      { chunks: [frame(40, "task.completed"), 'event: end\ndata: {"reason":"task_terminal","status":"completed","wal_seq":4}\n\n', frame(50, "task.updated")] },
     ]);
     const c = new RuntimeClient({ baseUrl: "http://runtime.test", token: "tok", fetch: server.fetch });
     const sub = c.subscribe(TASK, { afterSeq: 0, reconnect: { baseDelayMs: 1, maxDelayMs: 2 } });
     const ids: string[] = [];
     for await (const e of sub) ids.push(e.eventId);
-    expect(ids).toEqual(["e1", "e2", "e2.1", "e3", "e4"]);
+    expect(ids).toEqual(["e10", "e11", "e20", "e21", "e30", "e40"]);
     expect(sub.end).toEqual({ reason: "task_terminal", status: "completed", wal_seq: 4 });
-    expect(sub.lastEventId).toBe("4");
+    expect(sub.lastEventId).toBe("40");
     expect(sub.reconnects).toBe(2);
     expect(server.requests.map((r) => [r.url.pathname + r.url.search, r.headers.get("last-event-id")])).toEqual([
       [`${TASK}/events?after_seq=0`, null],
-      [`${TASK}/events`, "2.1"],
-      [`${TASK}/events`, "3"],
+      [`${TASK}/events`, "21"],
+      [`${TASK}/events`, "30"],
     ]);
     for (const r of server.requests) {
       expect(r.headers.get("authorization")).toBe("Bearer tok");
@@ -677,13 +681,14 @@ describe("subscribe(): reconnecting SSE over fetch (scripted streams)", () => {
     }
   });
 
-  it("Should resume from a given lastEventId and reconnect after a retryable 503", async () => {
-    const server = scriptedStreams([{ status: 503 }, { chunks: [frame("8", "task.queued", 8), "event: end\ndata: {\"reason\":\"task_terminal\",\"status\":\"cancelled\",\"wal_seq\":8}\n\n"] }]);
+  it("Should resume from a given lastEventId (also a legacy `N.k` one) and reconnect after a retryable 503", async () => {
+    // The server resumes after legacy id 7.2 (sequence 72) but repeats 72: the client drops it.
+    const server = scriptedStreams([{ status: 503 }, { chunks: [frame(72, "subagent.spawned"), frame(80, "task.queued"), "event: end\ndata: {\"reason\":\"task_terminal\",\"status\":\"cancelled\",\"wal_seq\":8}\n\n"] }]);
     const c = new RuntimeClient({ baseUrl: "http://runtime.test", token: "tok", fetch: server.fetch });
     const sub = c.subscribe(TASK, { lastEventId: "7.2", afterSeq: 3, reconnect: { baseDelayMs: 1 } });
     const seen: RuntimeEvent[] = [];
     for await (const e of sub) seen.push(e);
-    expect(seen.map((e) => e.sequence)).toEqual([8]);
+    expect(seen.map((e) => e.sequence)).toEqual([80]);
     expect(server.requests.map((r) => [r.url.search, r.headers.get("last-event-id")])).toEqual([
       ["", "7.2"],
       ["", "7.2"],
@@ -708,17 +713,17 @@ describe("subscribe(): reconnecting SSE over fetch (scripted streams)", () => {
   });
 
   it("Should reconnect when nothing arrives within idleTimeoutMs", async () => {
-    const server = scriptedStreams([{ chunks: [frame("1", "task.created", 1)], end: "hang" }, { chunks: [frame("2", "task.accepted", 2), 'event: end\ndata: {"reason":"task_terminal","status":"failed","wal_seq":2}\n\n'] }]);
+    const server = scriptedStreams([{ chunks: [frame(10, "task.created")], end: "hang" }, { chunks: [frame(11, "task.accepted"), 'event: end\ndata: {"reason":"task_terminal","status":"failed","wal_seq":1}\n\n'] }]);
     const c = new RuntimeClient({ baseUrl: "http://runtime.test", token: "tok", fetch: server.fetch });
     const sub = c.subscribe(TASK, { idleTimeoutMs: 20, reconnect: { baseDelayMs: 1 } });
     const ids: string[] = [];
     for await (const e of sub) ids.push(e.eventId);
-    expect(ids).toEqual(["e1", "e2"]);
-    expect(server.requests[1]!.headers.get("last-event-id")).toBe("1");
+    expect(ids).toEqual(["e10", "e11"]);
+    expect(server.requests[1]!.headers.get("last-event-id")).toBe("10");
   });
 
   it("Should end quietly and close the connection when the signal aborts or the consumer breaks", async () => {
-    const server = scriptedStreams([{ chunks: [frame("1", "task.created", 1)], end: "hang" }, { chunks: [frame("1", "task.created", 1), frame("2", "task.accepted", 2)], end: "hang" }]);
+    const server = scriptedStreams([{ chunks: [frame(10, "task.created")], end: "hang" }, { chunks: [frame(10, "task.created"), frame(11, "task.accepted")], end: "hang" }]);
     const c = new RuntimeClient({ baseUrl: "http://runtime.test", token: "tok", fetch: server.fetch });
     const controller = new AbortController();
     const got: string[] = [];
@@ -726,12 +731,12 @@ describe("subscribe(): reconnecting SSE over fetch (scripted streams)", () => {
       got.push(e.eventId);
       setTimeout(() => controller.abort(), 5);
     }
-    expect(got).toEqual(["e1"]);
+    expect(got).toEqual(["e10"]);
     for await (const e of c.subscribe(TASK, { idleTimeoutMs: 0 })) {
       got.push(e.eventId);
       break;
     }
-    expect(got).toEqual(["e1", "e1"]);
+    expect(got).toEqual(["e10", "e10"]);
     expect(server.cancelled()).toBe(2);
   });
 
@@ -772,12 +777,16 @@ describe("subscribe() against the service", () => {
     const result = await orchestrate(S.orch, t, { handler: (s) => ({ result_summary: s.step_id }), onEvent: (e) => viaOnEvent.push(e.eventId) });
     expect(result.status).toBe("completed");
     await reading;
-    const expected = projectWal((await S.orch.walExport(t)).events);
+    const wal = (await S.orch.walExport(t)).events;
+    const expected = projectWal(wal);
     expect(received.map((e) => e.eventId)).toEqual(expected.map((e) => e.eventId));
     // orchestrate's onEvent sees the same stream, through the terminal event.
     expect(viaOnEvent).toEqual(expected.map((e) => e.eventId));
     expect(received.map((e) => e.type)).toEqual(expected.map((e) => e.type));
-    expect(sub.end).toMatchObject({ reason: "task_terminal", status: "completed", wal_seq: expected.at(-1)!.sequence });
+    // Every event has its own sequence, and the last one is where the subscription would resume.
+    expect(received.every((e, i) => i === 0 || e.sequence > received[i - 1]!.sequence)).toBe(true);
+    expect(sub.lastEventId).toBe(String(expected.at(-1)!.sequence));
+    expect(sub.end).toMatchObject({ reason: "task_terminal", status: "completed", wal_seq: wal.at(-1)!.wal_seq });
   });
 
   it("Should stream the session's snapshot.updated events as its tasks change", async () => {

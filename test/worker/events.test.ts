@@ -6,16 +6,23 @@
  */
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { projectEvent, type WalEvent } from "../../src/core/index.js";
+import { projectEvent, SEQUENCE_STRIDE, type WalEvent } from "../../src/core/index.js";
 import type { TaskGraphObject } from "../../durable-objects/task-graph-object.js";
 import type { SessionObject } from "../../durable-objects/session-object.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
 import { eventOf, openStream, type SseFrame, type SseReader } from "./sse.js";
 import { bindings, eventually, expectError, expectOk, sleep, taskStub, uniqueId, walOf } from "./support.js";
 
-/** The frames the task stream must send for these WAL events: id, event type, the runtime event. */
+/** The frames the task stream must send for these WAL events: id (the event's sequence), event type, the runtime event. */
 function framesOf(wal: readonly WalEvent[]): { id: string; event: string; data: unknown }[] {
-  return wal.flatMap((e) => projectEvent(e).map((ev, k) => ({ id: k === 0 ? String(e.wal_seq) : `${e.wal_seq}.${k}`, event: ev.type, data: ev })));
+  return wal.flatMap((e) => projectEvent(e).map((ev) => ({ id: String(ev.sequence), event: ev.type, data: ev })));
+}
+
+/** Every frame's id is its event's `sequence`, and the ids strictly increase. */
+function expectSequenceIds(frames: readonly SseFrame[]): void {
+  const ids = frames.map((f) => Number(f.id));
+  expect(frames.map((f) => f.id)).toEqual(frames.map((f) => String((JSON.parse(f.data) as { sequence: number }).sequence)));
+  for (let i = 1; i < ids.length; i++) expect(ids[i], `id ${ids[i]} after ${ids[i - 1]}`).toBeGreaterThan(ids[i - 1]!);
 }
 
 /** Frames as comparable values (data parsed). */
@@ -48,19 +55,22 @@ async function fanTask(): Promise<{ s: TestSession; t: string; tid: string; w: {
 }
 
 describe("GET .../tasks/{tid}/events", () => {
-  it("Should send the WAL's runtime events as frames `id: <wal_seq>[.<k>]`, `event: <type>`, `data: <event>`, then live ones", async () => {
+  it("Should send the WAL's runtime events as frames `id: <sequence>`, `event: <type>`, `data: <event>`, then live ones", async () => {
     const { s, t, w } = await fanTask();
     const stream = await openStream(`${t}/events`, s.observer);
     const history = framesOf(await walOf(t, s.orch));
-    expect(plain(await stream.take(history.length))).toEqual(history);
-    // The task_created event has two runtime events: ids 1 and 1.1.
-    expect(history.slice(0, 2).map((f) => f.id)).toEqual(["1", "1.1"]);
+    const first = await stream.take(history.length);
+    expect(plain(first)).toEqual(history);
+    // The task_created event (wal_seq 1) has two runtime events: sequences 10 and 11, not one shared sequence.
+    expect(first.slice(0, 2).map((f) => [f.id, f.event])).toEqual([[String(SEQUENCE_STRIDE), "task.created"], [String(SEQUENCE_STRIDE + 1), "task.accepted"]]);
 
     await workOne(w.token, t);
     const wal = await walOf(t, s.orch);
     const live = framesOf(wal).slice(history.length);
     expect(live.length).toBeGreaterThan(0);
-    expect(plain(await stream.take(live.length))).toEqual(live);
+    const rest = await stream.take(live.length);
+    expect(plain(rest)).toEqual(live);
+    expectSequenceIds([...first, ...rest]);
     await stream.cancel();
   });
 
@@ -84,34 +94,54 @@ describe("GET .../tasks/{tid}/events", () => {
     await again.cancel();
   });
 
-  it("Should resume inside a WAL event's runtime events with `N.k` ids, and after a whole WAL event with `N`", async () => {
+  it("Should resume exactly from an id inside a WAL event's runtime events (after task.created, before task.accepted)", async () => {
     const { s, t } = await fanTask();
     const all = framesOf(await walOf(t, s.orch));
-    // worker_dispatched projects to two runtime events (task.delegated, subagent.spawned): ids N and N.1.
-    const split = all.find((f) => f.id.endsWith(".1") && f.id !== "1.1")!;
-    const seq = split.id.split(".")[0]!;
-    for (const id of ["1", "1.1", seq, split.id]) {
+    // task_created and worker_dispatched each project to two runtime events: resume between the two, and after both.
+    const created = all.find((f) => f.event === "task.created")!;
+    const delegated = all.find((f) => f.event === "task.delegated")!;
+    for (const { id, next } of [
+      { id: created.id, next: "task.accepted" },
+      { id: after(all, created.id)[0]!.id, next: all[2]!.event },
+      { id: delegated.id, next: "subagent.spawned" },
+    ]) {
       const stream = await openStream(`${t}/events`, s.orch, { "last-event-id": id });
       const expected = after(all, id);
-      expect(plain(await stream.take(expected.length))).toEqual(expected);
+      const frames = await stream.take(expected.length);
+      expect(frames[0]!.event, `after ${id}`).toBe(next);
+      expect(plain(frames)).toEqual(expected);
+      expectSequenceIds(frames);
       await stream.expectQuiet(150);
       await stream.cancel();
     }
-    const fromN = await openStream(`${t}/events`, s.orch, { "last-event-id": seq });
-    expect((await fromN.next())!.id).toBe(`${seq}.1`);
-    await fromN.cancel();
   });
 
-  it("Should resume with ?after_seq=N from WAL event N+1, and let Last-Event-ID win over after_seq", async () => {
+  it("Should still resume exactly from a legacy `<wal_seq>.<k>` id, sending only sequence ids", async () => {
+    const { s, t } = await fanTask();
+    const all = framesOf(await walOf(t, s.orch));
+    // `1.1` was the old id of task.accepted (k = 1 of wal_seq 1): the stream goes on after it, with new ids.
+    const stream = await openStream(`${t}/events`, s.orch, { "last-event-id": "1.1" });
+    const expected = after(all, String(SEQUENCE_STRIDE + 1));
+    const frames = await stream.take(expected.length);
+    expect(plain(frames)).toEqual(expected);
+    expectSequenceIds(frames);
+    await stream.expectQuiet(150);
+    await stream.cancel();
+  });
+
+  it("Should resume with ?after_seq=N from WAL event N+1 (after all of WAL event N's runtime events), and let Last-Event-ID win over after_seq", async () => {
     const { s, t, w } = await fanTask();
     await workOne(w.token, t);
     const wal = await walOf(t, s.orch);
     const all = framesOf(wal);
-    const n = 3;
-    const stream = await openStream(`${t}/events?after_seq=${n}`, s.observer);
-    const expected = framesOf(wal.filter((e) => e.wal_seq > n));
-    expect(plain(await stream.take(expected.length))).toEqual(expected);
-    await stream.cancel();
+    // 1 is task_created (task.created, task.accepted); the dispatch's two events come from one WAL event too.
+    const dispatched = wal.find((e) => e.event_type === "worker_dispatched")!.wal_seq;
+    for (const n of [1, 3, dispatched]) {
+      const stream = await openStream(`${t}/events?after_seq=${n}`, s.observer);
+      const expected = framesOf(wal.filter((e) => e.wal_seq > n));
+      expect(plain(await stream.take(expected.length)), `after_seq=${n}`).toEqual(expected);
+      await stream.cancel();
+    }
 
     // EventSource resumes with the URL it first used plus the header: the header is the resume point.
     const resumed = await openStream(`${t}/events?after_seq=0`, s.observer, { "last-event-id": all[4]!.id });
@@ -184,6 +214,7 @@ describe("GET .../tasks/{tid}/events", () => {
     expect(a.length).toBeGreaterThan(10);
     expect(b).toEqual(a);
     expect(plain(a.slice(0, -1))).toEqual(framesOf(await walOf(t, s.orch)));
+    expectSequenceIds(a.slice(0, -1));
     expect(a[a.length - 1]!.event).toBe("end");
   });
 
@@ -200,7 +231,7 @@ describe("GET .../tasks/{tid}/events", () => {
   it("Should let the task's own worker stream and answer 403 to a worker of another task", async () => {
     const { s, t, tid, w } = await fanTask();
     const own = await openStream(`${t}/events`, w.token);
-    expect((await own.next())!.id).toBe("1");
+    expect((await own.next())!.id).toBe(String(SEQUENCE_STRIDE));
     await own.cancel();
     const other = await newTask(s, `${tid}-other`, [step("x")]);
     const stranger = await dispatch(s, other);
@@ -219,6 +250,7 @@ describe("GET .../tasks/{tid}/events", () => {
     ["", { "last-event-id": "abc" }],
     ["", { "last-event-id": "1.0" }],
     ["", { "last-event-id": "1.2.3" }],
+    ["", { "last-event-id": "010" }],
     ["", { "last-event-id": "-3" }],
     ["", { "last-event-id": "999" }],
   ])("Should answer 400 validation_error (JSON envelope, nothing streamed) for %s %j", async (query, headers) => {
