@@ -11,6 +11,7 @@ import {
   rebuildIndex,
   replay,
   type RuntimeError,
+  sequencePosition,
   taskReadModel,
   taskSummary,
   taskView,
@@ -277,7 +278,7 @@ describe("agent.task_fail / agent.task_cancel with runs in flight", () => {
     h.ok({ type: "reconcile_leases" });
     const events = expectConformingProjection(h.wal);
     const request = h.wal.find((e) => e.event_type === "worker_run_cancel_requested")!;
-    expect(events.filter((e) => e.sequence === request.wal_seq)).toEqual([
+    expect(events.filter((e) => sequencePosition(e.sequence).walSeq === request.wal_seq)).toEqual([
       expect.objectContaining({
         type: "task.cancel_requested",
         runId: wc.run_id,
@@ -291,7 +292,7 @@ describe("agent.task_fail / agent.task_cancel with runs in flight", () => {
       }),
     ]);
     const timeout = h.wal.find((e) => e.event_type === "child_agent_cancel_timeout")!;
-    expect(events.filter((e) => e.sequence === timeout.wal_seq)).toEqual([
+    expect(events.filter((e) => sequencePosition(e.sequence).walSeq === timeout.wal_seq)).toEqual([
       expect.objectContaining({
         type: "subagent.status",
         runId: wc.run_id,
