@@ -66,7 +66,7 @@ export function decideFinishRun(state: DagState, cmd: CommandOf<"finish_run">, c
   if (run.status === "cancelling") {
     // 003: the run ends as the task-level stop asked, its result kept. Its step was already ended by that stop,
     // so no worker_* fallback applies, whatever outcome it reports.
-    em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: run.cancel_request!.reason, result: cmd.result ?? null });
+    em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: run.cancel_request!.reason, result: cmd.result ?? null, cancel_requested: true });
     return { ok: true, events: em.events, value: { kind: "none" } };
   }
   if (run.status !== "active") {
@@ -139,7 +139,7 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
       const { run } = item;
       const request = run.cancel_request!;
       em.emit("child_agent_cancel_timeout", null, { run_id: run.run_id, reason: request.reason, deadline_at: request.deadline_at });
-      em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: CANCEL_TIMEOUT, result: null });
+      em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: CANCEL_TIMEOUT, result: null, cancel_requested: true });
     } else {
       const { run } = item;
       const held = run.current_step_id;

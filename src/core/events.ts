@@ -150,6 +150,8 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
       status: z.enum(["finished", "cancelled", "timed_out"]),
       reason: z.string(),
       result: z.unknown().nullable(),
+      /** True when an earlier worker_run_cancel_requested asked for this end (added later, so optional). */
+      cancel_requested: z.literal(true).optional(),
     }),
   ),
 ]);

@@ -24,7 +24,7 @@
  * | task_step_lease_expired  | task.lost (step, attempt lost)                                       |
  * | task_progress            | task.progress                                                        |
  * | worker_dispatched        | task.delegated, subagent.spawned                                     |
- * | worker_run_ended         | finished: subagent.completed; cancelled: task.cancel_requested, subagent.closed; timed_out: subagent.failed |
+ * | worker_run_ended         | finished: subagent.completed; cancelled: task.cancel_requested (unless requested earlier or a late result), subagent.closed; timed_out: subagent.failed |
  * | worker_run_cancel_requested | task.cancel_requested (status cancelling, with the cancellation deadline)   |
  * | child_agent_cancel_timeout  | subagent.status (status unknown: the run never confirmed it stopped)        |
  */
@@ -251,7 +251,11 @@ export function projectEvent(e: WalEvent): RuntimeEvent[] {
       if (p.status === "finished") out.push({ type: "subagent.completed", ...base, status: "completed" });
       else if (p.status === "timed_out") out.push({ type: "subagent.failed", ...base, status: "timed_out" });
       else {
-        out.push({ type: "task.cancel_requested", runId: p.run_id, status: "cancelling", statusReason: p.reason, payload: { ...actor } });
+        // A run ended at once is asked and closed in one fact; one asked earlier (worker_run_cancel_requested
+        // already projected the request) or handing in a late result is only closed.
+        if (p.cancel_requested !== true && p.reason !== "late_result") {
+          out.push({ type: "task.cancel_requested", runId: p.run_id, status: "cancelling", statusReason: p.reason, payload: { ...actor } });
+        }
         out.push({ type: "subagent.closed", ...base, status: "cancelled" });
       }
       break;

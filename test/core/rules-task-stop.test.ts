@@ -140,7 +140,7 @@ describe("agent.task_fail / agent.task_cancel with runs in flight", () => {
     h.now = stopAt + 5_000;
     const d = h.ok({ type: "finish_run", run_id: wc.run_id, outcome, result: { transcript: "stopped at page 3" } }, wc);
     expect(d.events.map((e) => [e.event_type, e.step_id, e.payload])).toEqual([
-      ["worker_run_ended", null, { run_id: wc.run_id, status: "cancelled", reason: "task_failed", result: { transcript: "stopped at page 3" } }],
+      ["worker_run_ended", null, { run_id: wc.run_id, status: "cancelled", reason: "task_failed", result: { transcript: "stopped at page 3" }, cancel_requested: true }],
     ]);
     expect(h.state.runs.get(wc.run_id!)).toMatchObject({
       status: "cancelled",
@@ -164,7 +164,7 @@ describe("agent.task_fail / agent.task_cancel with runs in flight", () => {
     const { h, wr } = inFlight();
     h.ok({ type: "cancel_task" });
     const d = h.ok({ type: "finish_run", run_id: wr.run_id, outcome: "cancelled" });
-    expect(d.events.map((e) => e.payload)).toEqual([{ run_id: wr.run_id, status: "cancelled", reason: "task_cancelled", result: null }]);
+    expect(d.events.map((e) => e.payload)).toEqual([{ run_id: wr.run_id, status: "cancelled", reason: "task_cancelled", result: null, cancel_requested: true }]);
   });
 
   it("Should write child_agent_cancel_timeout exactly once and end the run when the deadline passes", () => {
@@ -177,9 +177,9 @@ describe("agent.task_fail / agent.task_cancel with runs in flight", () => {
     const d = h.ok({ type: "reconcile_leases" });
     expect(d.events.map((e) => [e.event_type, e.actor_agent_id, e.payload])).toEqual([
       ["child_agent_cancel_timeout", "system", { run_id: wc.run_id, reason: "task_failed", deadline_at: iso(deadline) }],
-      ["worker_run_ended", "system", { run_id: wc.run_id, status: "cancelled", reason: "child_agent_cancel_timeout", result: null }],
+      ["worker_run_ended", "system", { run_id: wc.run_id, status: "cancelled", reason: "child_agent_cancel_timeout", result: null, cancel_requested: true }],
       ["child_agent_cancel_timeout", "system", { run_id: wi.run_id, reason: "task_failed", deadline_at: iso(deadline) }],
-      ["worker_run_ended", "system", { run_id: wi.run_id, status: "cancelled", reason: "child_agent_cancel_timeout", result: null }],
+      ["worker_run_ended", "system", { run_id: wi.run_id, status: "cancelled", reason: "child_agent_cancel_timeout", result: null, cancel_requested: true }],
     ]);
     for (const w of [wc, wi]) {
       expect(h.state.runs.get(w.run_id!)).toMatchObject({ status: "cancelled", status_reason: "child_agent_cancel_timeout", ended_at: iso(deadline), cancel_request: { timed_out_at: iso(deadline) } });
@@ -303,6 +303,11 @@ describe("agent.task_fail / agent.task_cancel with runs in flight", () => {
         payload: { cancelReason: "task_failed", deadlineAt: iso(deadline) },
       }),
     ]);
+    // Each run's request is projected once (by its request), however the run then ends; every run is closed once.
+    for (const run of [wc, wr, wi]) {
+      expect(events.filter((e) => e.type === "task.cancel_requested" && e.runId === run.run_id)).toHaveLength(1);
+      expect(events.filter((e) => e.type === "subagent.closed" && e.runId === run.run_id)).toHaveLength(1);
+    }
   });
 
   it("Should still replay a WAL written before cancellation requests, where the stop ended its runs at once", () => {

@@ -87,7 +87,7 @@ describe("a task stopped with runs in flight", () => {
     const written = await walOf(t, S.orch, `?after_seq=${stop.wal_seq}`);
     expect(written.map((e) => [e.event_type, e.actor_agent_id, e.payload])).toEqual([
       ["child_agent_cancel_timeout", "system", { run_id: w.run_id, reason: "task_failed", deadline_at: deadline }],
-      ["worker_run_ended", "system", { run_id: w.run_id, status: "cancelled", reason: "child_agent_cancel_timeout", result: null }],
+      ["worker_run_ended", "system", { run_id: w.run_id, status: "cancelled", reason: "child_agent_cancel_timeout", result: null, cancel_requested: true }],
     ]);
     expect(Date.parse(written[0]!.created_at)).toBeGreaterThanOrEqual(Date.parse(deadline));
     // Nothing is due any more once the index has the timeout.
@@ -149,7 +149,7 @@ describe("a task stopped with runs in flight", () => {
     const finished = expectOk(await call("POST", `${t}/runs/${w.run_id}/finish`, w.token, { outcome: "cancelled", result: { transcript: "stopped" } }));
     expect(finished.task).toMatchObject({ status: "cancelled", cancelling_runs: 0, updated_at: stop.task.updated_at });
     expect((await walOf(t, S.orch, `?after_seq=${stop.wal_seq}`)).map((e) => [e.event_type, e.payload])).toEqual([
-      ["worker_run_ended", { run_id: w.run_id, status: "cancelled", reason: "task_cancelled", result: { transcript: "stopped" } }],
+      ["worker_run_ended", { run_id: w.run_id, status: "cancelled", reason: "task_cancelled", result: { transcript: "stopped" }, cancel_requested: true }],
     ]);
     // The alarm may still fire at the old deadline: it finds nothing due.
     await runDurableObjectAlarm(stub);
