@@ -9,7 +9,7 @@ import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import type { IndexEntry } from "./index-entry.js";
 import { buildSessionSnapshot, type ListedTask, type SessionSnapshot, type TaskListPage } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
-import { SseHub } from "./sse-hub.js";
+import { SseHub, subscribersFull } from "./sse-hub.js";
 import { type Idempotency, IDEMPOTENCY_TTL_MS, type RpcResult } from "./task-graph-object.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
@@ -186,6 +186,8 @@ export class SessionObject extends DurableObject<Env> {
     if (afterSeq > this.lastEventSeq) {
       return err(runtimeError("validation_error", `the resume point ${afterSeq} is after the end of the session's event log`, { after_seq: afterSeq, last_seq: this.lastEventSeq }));
     }
+    const full = this.hub.full();
+    if (full !== null) return err(subscribersFull(full));
     let cursor = afterSeq;
     return ok(
       this.hub.open(() => {

@@ -33,7 +33,7 @@ import {
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
 import { type IndexEntry, indexEntryOf } from "./index-entry.js";
 import { endFrame, runtimeFrames, type TaskCursor } from "./sse-frames.js";
-import { SseHub } from "./sse-hub.js";
+import { SseHub, subscribersFull } from "./sse-hub.js";
 import { appendEvents, execRows, loadEvents, MAX_BOUND_PARAMS, migrate, multiRowSql, placeholders, readWal, readWalTail, sqlPerCount } from "./wal-store.js";
 
 /** An RPC answer: a value, or a domain error (never a thrown exception for expected outcomes). */
@@ -439,6 +439,8 @@ export class TaskGraphObject extends DurableObject<Env> {
     if (cursor.seq > this.state.last_wal_seq) {
       return err(runtimeError("validation_error", `the resume point ${cursor.seq} is after the end of this task's WAL`, { after_seq: cursor.seq, last_wal_seq: this.state.last_wal_seq }));
     }
+    const full = this.hub.full();
+    if (full !== null) return err(subscribersFull(full));
     return ok(this.hub.open(this.catchUpFrom(cursor)));
   }
 

@@ -133,9 +133,9 @@ export async function stopDevServer(server: DevServer, opts: StopDevServerOption
 
 /**
  * The service a benchmark measures: `url` (loopback only; it must answer /health), or, without one, a dev
- * server started here on a free port and stopped on Ctrl-C (the caller stops it when done).
+ * server started here on a free port with these extra vars and stopped on Ctrl-C (the caller stops it when done).
  */
-export async function benchServer(url: string | null, logLevel: string): Promise<{ base: string; server: DevServer | null }> {
+export async function benchServer(url: string | null, logLevel: string, vars?: Record<string, string>): Promise<{ base: string; server: DevServer | null }> {
   if (url !== null) {
     assertLoopback(url);
     const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5_000) });
@@ -144,7 +144,7 @@ export async function benchServer(url: string | null, logLevel: string): Promise
     return { base: url, server: null };
   }
   console.log("starting node scripts/dev.mjs on a free port …");
-  const server = await startDevServer({ logLevel });
+  const server = await startDevServer({ logLevel, ...(vars === undefined ? {} : { vars }) });
   stopOnSignal(() => stopDevServer(server));
   console.log(`server up at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s (log: ${server.logFile})`);
   return { base: server.base, server };

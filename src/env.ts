@@ -21,6 +21,8 @@ export interface Env {
   readonly SSE_MAX_STREAM_MS?: string;
   /** Bytes queued for one SSE subscriber beyond which it is closed as too slow (default 262,144). */
   readonly SSE_MAX_QUEUED_BYTES?: string;
+  /** Live SSE subscribers one object (a task's or a session's stream) serves at once; past it, 429 (default 64). */
+  readonly SSE_MAX_SUBSCRIBERS?: string;
   /** Origins allowed by CORS on /v1/*: comma-separated, or `*`; empty or unset: none. */
   readonly CORS_ORIGINS?: string;
 }
@@ -38,6 +40,8 @@ export interface SseConfig {
   readonly heartbeatMs: number;
   readonly maxStreamMs: number;
   readonly maxQueuedBytes: number;
+  /** Subscribers per object: with maxQueuedBytes, bounds what one object's streams may hold (64 × 256 KiB = 16 MiB). */
+  readonly maxSubscribers: number;
 }
 
 function positiveInt(raw: string | undefined, fallback: number): number {
@@ -58,6 +62,7 @@ export function readConfig(env: Env): RuntimeConfig {
       heartbeatMs: positiveInt(env.SSE_HEARTBEAT_MS, 15_000),
       maxStreamMs: positiveInt(env.SSE_MAX_STREAM_MS, 300_000),
       maxQueuedBytes: positiveInt(env.SSE_MAX_QUEUED_BYTES, 262_144),
+      maxSubscribers: positiveInt(env.SSE_MAX_SUBSCRIBERS, 64),
     },
   };
 }
