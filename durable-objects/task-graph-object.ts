@@ -26,13 +26,17 @@ import {
   decide,
   taskSummary,
   type TaskSummary,
-  taskView,
-  taskReadModel,
+  taskGetAnswer,
+  taskGetPage,
+  type TaskGetRequest,
+  LARGE_PAGE_ITEMS,
+  pageItemCount,
   type WalEvent,
 } from "../src/core/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
 import { type IndexEntry, indexEntryOf } from "./index-entry.js";
 import { endFrame, runtimeFrames, type TaskCursor } from "./sse-frames.js";
+import { LargeReads } from "./large-reads.js";
 import { SseHub, subscribersFull } from "./sse-hub.js";
 import { appendEvents, execRows, loadEvents, MAX_BOUND_PARAMS, migrate, multiRowSql, placeholders, readWal, readWalTail, sqlPerCount } from "./wal-store.js";
 
@@ -85,11 +89,14 @@ export class TaskGraphObject extends DurableObject<Env> {
   private readonly ulid = monotonicFactory();
   /** Live SSE subscribers of GET .../events; fed by `transact` after each commit. */
   private readonly hub: SseHub;
+  /** Large GET answers being streamed out (bounded by TASK_MAX_LARGE_READS). */
+  private readonly largeReads: LargeReads;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = readConfig(env);
     this.hub = new SseHub(this.config.sse);
+    this.largeReads = new LargeReads(this.config.maxLargeReads);
     void ctx.blockConcurrencyWhile(async () => {
       try {
         migrate(this.sql, (work) => ctx.storage.transactionSync(work));
@@ -404,12 +411,22 @@ export class TaskGraphObject extends DurableObject<Env> {
     }
   }
 
-  /** agent.task_get: the DAG after reconciling leases. */
-  async getTask(actor: Actor): Promise<RpcResult<ReturnType<typeof taskView> & { snapshot: ReturnType<typeof taskReadModel> }>> {
+  /**
+   * agent.task_get after reconciling leases: the DAG (or the page of it the request names) with seed 001's
+   * snapshot projection, as JSON encoded once here. A page of more than LARGE_PAGE_ITEMS records is streamed
+   * out as its reader takes it and counts as a large read until then; past TASK_MAX_LARGE_READS such reads at
+   * once, it is refused (rate_limited) before it is built, so the answers in flight stay bounded in memory.
+   */
+  async getTask(actor: Actor, request: TaskGetRequest = {}): Promise<RpcResult<string | ReadableStream<Uint8Array>>> {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
-    // The DAG itself, plus seed 001's snapshot projection of it (task record, graph, attempts, blockers).
-    return ok({ ...taskView(this.state), snapshot: taskReadModel(this.state) });
+    const page = taskGetPage(this.state, request);
+    if ("code" in page) return err(page);
+    const large = pageItemCount(page.items) > LARGE_PAGE_ITEMS;
+    const full = large ? this.largeReads.full() : null;
+    if (full !== null) return err(full);
+    const json = JSON.stringify(taskGetAnswer(this.state, page));
+    return ok(large ? this.largeReads.stream(new TextEncoder().encode(json)) : json);
   }
 
   /** agent.task_query_steps after reconciling leases. */

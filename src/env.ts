@@ -23,6 +23,8 @@ export interface Env {
   readonly SSE_MAX_QUEUED_BYTES?: string;
   /** Live SSE subscribers one object (a task's or a session's stream) serves at once; past it, 429 (default 64). */
   readonly SSE_MAX_SUBSCRIBERS?: string;
+  /** Large task reads (pages of more than 250 records) one task object streams at once; past it, 429 (default 4). */
+  readonly TASK_MAX_LARGE_READS?: string;
   /** Origins allowed by CORS on /v1/*: comma-separated, or `*`; empty or unset: none. */
   readonly CORS_ORIGINS?: string;
 }
@@ -33,6 +35,8 @@ export interface RuntimeConfig {
   readonly maxBodyBytes: number;
   readonly tokenTtlSeconds: number;
   readonly sse: SseConfig;
+  /** Large GET .../tasks/{tid} answers one task object streams at once (TASK_MAX_LARGE_READS). */
+  readonly maxLargeReads: number;
 }
 
 /** Limits of the live event streams (Server-Sent Events). */
@@ -64,6 +68,7 @@ export function readConfig(env: Env): RuntimeConfig {
       maxQueuedBytes: positiveInt(env.SSE_MAX_QUEUED_BYTES, 262_144),
       maxSubscribers: positiveInt(env.SSE_MAX_SUBSCRIBERS, 64),
     },
+    maxLargeReads: positiveInt(env.TASK_MAX_LARGE_READS, 4),
   };
 }
 

@@ -11,4 +11,5 @@ export { backoffDelay, DEFAULT_RETRY, retryAfterDelay, type RetryOptions } from 
 export { EventSubscription, isAfterId, type SubscribeOptions } from "./event-stream.js";
 export { type SseFrame, SseParser } from "./sse-parser.js";
 export { taskPath } from "./paths.js";
+export { joinTaskPages } from "./task-pages.js";
 export type * from "./types.js";
