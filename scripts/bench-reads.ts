@@ -21,7 +21,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { eachArg, exitWithError, fmt, isMain, machineInfo, round, sleep, stats, stepsOf, table } from "./bench-common.js";
+import { eachArg, exitWithError, fmt, isMain, machineInfo, round, sleep, stats, stepsOf, stopOnSignal, table } from "./bench-common.js";
 import { defaultAdminToken, type DevServer, startDevServer, stopDevServer } from "./dev-server.js";
 
 type Scenario = "get" | "whole";
@@ -160,9 +160,13 @@ async function must(res: Response, status: number, what: string): Promise<any> {
   return JSON.parse(text);
 }
 
+/** The server of the run in progress, stopped on Ctrl-C. */
+let current: DevServer | null = null;
+
 /** One run: a fresh server in `tree`, one task, one load; the RSS before, during and after it. */
 async function run(tree: string, scenario: Scenario, opts: Options) {
   const server: DevServer = await startDevServer({ cwd: tree, logLevel: "warn" });
+  current = server;
   try {
     const pids = workerdPids(server.child!.pid!);
     if (pids.length === 0) throw new Error(`no workerd process in the dev server's process group (log: ${server.logFile})`);
@@ -204,6 +208,7 @@ async function run(tree: string, scenario: Scenario, opts: Options) {
       reader_ms: stats(readers.map((r) => r.ms)),
     };
   } finally {
+    current = null;
     await stopDevServer(server);
   }
 }
@@ -221,6 +226,9 @@ function treeState(tree: string): string {
 
 async function main(): Promise<void> {
   const opts = parseOptions(process.argv.slice(2));
+  stopOnSignal(async () => {
+    if (current !== null) await stopDevServer(current);
+  });
   if (os.platform() !== "linux") throw new Error("bench:reads samples /proc: Linux only");
   const here = process.cwd();
   const trees = opts.baseline === null ? [here] : [opts.baseline, here];
