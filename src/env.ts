@@ -25,6 +25,10 @@ export interface Env {
   readonly SSE_MAX_SUBSCRIBERS?: string;
   /** Large task reads (pages of more than 250 records) one task object streams at once; past it, 429 (default 4). */
   readonly TASK_MAX_LARGE_READS?: string;
+  /** Command sockets one task object holds at once; past it, the upgrade is answered 429 (default 64). */
+  readonly SOCKET_MAX_CONNECTIONS?: string;
+  /** Characters of command frames waiting in one task object, all its sockets together; past it, 1013 (default 16 MiB). */
+  readonly SOCKET_MAX_QUEUED_BYTES?: string;
   /** Origins allowed by CORS on /v1/*: comma-separated, or `*`; empty or unset: none. */
   readonly CORS_ORIGINS?: string;
 }
@@ -37,6 +41,15 @@ export interface RuntimeConfig {
   readonly sse: SseConfig;
   /** Large GET .../tasks/{tid} answers one task object streams at once (TASK_MAX_LARGE_READS). */
   readonly maxLargeReads: number;
+  readonly socket: SocketConfig;
+}
+
+/** Limits of the command sockets of one task object. */
+export interface SocketConfig {
+  /** Sockets at once (SOCKET_MAX_CONNECTIONS). */
+  readonly maxConnections: number;
+  /** Frame characters waiting to be run, all sockets together (SOCKET_MAX_QUEUED_BYTES). */
+  readonly maxQueuedBytes: number;
 }
 
 /** Limits of the live event streams (Server-Sent Events). */
@@ -69,6 +82,10 @@ export function readConfig(env: Env): RuntimeConfig {
       maxSubscribers: positiveInt(env.SSE_MAX_SUBSCRIBERS, 64),
     },
     maxLargeReads: positiveInt(env.TASK_MAX_LARGE_READS, 4),
+    socket: {
+      maxConnections: positiveInt(env.SOCKET_MAX_CONNECTIONS, 64),
+      maxQueuedBytes: positiveInt(env.SOCKET_MAX_QUEUED_BYTES, 16 * 1_048_576),
+    },
   };
 }
 
