@@ -18,9 +18,19 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             // Test-only secrets; production sets them with `wrangler secret put`. A short SSE heartbeat so the
             // stream tests see heartbeats quickly; a short child-cancel timeout so a stopped task's alarm test
-            // sees it pass; CORS for one origin so the CORS tests have something to allow.
+            // sees it pass; 8 subscribers and 4 command sockets per object so the cap tests open 9 streams and
+            // 5 sockets, not 65 (no other test holds more than 5 streams or 1 socket of one object); CORS for
+            // one origin so the CORS tests have something to allow.
             miniflare: {
-              bindings: { TOKEN_SECRET: "test-token-secret", ADMIN_TOKEN: "test-admin-token", SSE_HEARTBEAT_MS: "250", CHILD_CANCEL_TIMEOUT_MS: "2000", CORS_ORIGINS: "https://dash.example" },
+              bindings: {
+                TOKEN_SECRET: "test-token-secret",
+                ADMIN_TOKEN: "test-admin-token",
+                SSE_HEARTBEAT_MS: "250",
+                CHILD_CANCEL_TIMEOUT_MS: "2000",
+                SSE_MAX_SUBSCRIBERS: "8",
+                SOCKET_MAX_CONNECTIONS: "4",
+                CORS_ORIGINS: "https://dash.example",
+              },
             },
           }),
         ],

@@ -9,7 +9,7 @@ import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import type { IndexEntry } from "./index-entry.js";
 import { buildSessionSnapshot, type ListedTask, type SessionSnapshot, type TaskListPage } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
-import { SseHub } from "./sse-hub.js";
+import { SseHub, subscribersFull } from "./sse-hub.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-store.js";
 import type { RpcResult } from "./rpc-result.js";
 
@@ -187,6 +187,8 @@ export class SessionObject extends DurableObject<Env> {
     if (afterSeq > this.lastEventSeq) {
       return err(runtimeError("validation_error", `the resume point ${afterSeq} is after the end of the session's event log`, { after_seq: afterSeq, last_seq: this.lastEventSeq }));
     }
+    const full = this.hub.full();
+    if (full !== null) return err(subscribersFull(full));
     let cursor = afterSeq;
     return ok(
       this.hub.open(() => {

@@ -1,8 +1,8 @@
 /**
  * @module The live Server-Sent Event subscribers of one Durable Object: each a ReadableStream of bytes that
  * first catches up on history (read synchronously from storage, one page per pull) and then receives the
- * frames the commit path publishes. Bounded on every side: queued bytes per subscriber, stream lifetime,
- * heartbeats that find vanished clients.
+ * frames the commit path publishes. Bounded on every side: subscribers per object, queued bytes per
+ * subscriber, stream lifetime, heartbeats that find vanished clients.
  *
  * Platform facts this is built around (cited so the next reader knows why the belt and the braces):
  * - A client disconnect does not reliably reach the object. workerd stopped calling a JS ReadableStream's
@@ -19,12 +19,21 @@
  * stream closes after SSE_MAX_STREAM_MS whatever happens: nothing outlives that, and the client resumes
  * with Last-Event-ID.
  */
+import { rateLimited, type RuntimeError } from "../src/core/index.js";
 
-/** Limits of the hub's streams (SSE_HEARTBEAT_MS, SSE_MAX_STREAM_MS, SSE_MAX_QUEUED_BYTES). */
+/** Limits of the hub's streams (SSE_HEARTBEAT_MS, SSE_MAX_STREAM_MS, SSE_MAX_QUEUED_BYTES, SSE_MAX_SUBSCRIBERS). */
 export interface HubLimits {
   readonly heartbeatMs: number;
   readonly maxStreamMs: number;
   readonly maxQueuedBytes: number;
+  readonly maxSubscribers: number;
+}
+
+/** Why a new subscriber was not taken: the hub is full; try again after `retryAfterMs`. */
+export interface HubFull {
+  readonly open: number;
+  readonly max: number;
+  readonly retryAfterMs: number;
 }
 
 /**
@@ -52,6 +61,11 @@ export interface HubStats {
   closed: Record<CloseReason, number>;
 }
 
+/** The answer to a stream opened while the hub is full: 429 rate_limited, Retry-After when a slot may free. */
+export function subscribersFull(full: HubFull): RuntimeError {
+  return rateLimited(`this stream already has ${full.open} subscribers (the most one object serves); retry later`, full.retryAfterMs, { limit: "sse_subscribers", max: full.max });
+}
+
 const HEARTBEAT = new TextEncoder().encode(": heartbeat\n\n");
 const TOO_SLOW = "the subscriber fell too far behind; resume with Last-Event-ID";
 
@@ -64,6 +78,7 @@ class Subscriber {
   pending: Uint8Array[] = [];
   pendingBytes = 0;
   lifetime: ReturnType<typeof setTimeout> | null = null;
+  readonly openedAt = Date.now();
   constructor(
     readonly controller: ReadableStreamDefaultController<Uint8Array>,
     readonly catchUp: CatchUp,
@@ -97,10 +112,25 @@ export class SseHub {
   }
 
   /**
-   * A new stream. Its history is read by `catchUp` each time the reader asks (pull), one page at a time,
-   * so a long history never sits in memory; published frames reach it only once it is live.
+   * Null when a new subscriber may open; otherwise how full the hub is and when to try again: at the next
+   * heartbeat (which finds subscribers whose clients vanished) or when the oldest stream reaches its lifetime,
+   * whichever comes first, in whole seconds. Each subscriber may hold maxQueuedBytes, so their number is what
+   * bounds the memory of an object's streams.
+   */
+  full(now = Date.now()): HubFull | null {
+    if (this.subscribers.size < this.limits.maxSubscribers) return null;
+    let soonest = this.limits.heartbeatMs;
+    for (const sub of this.subscribers) soonest = Math.min(soonest, sub.openedAt + this.limits.maxStreamMs - now);
+    return { open: this.subscribers.size, max: this.limits.maxSubscribers, retryAfterMs: Math.max(1, Math.ceil(soonest / 1000)) * 1000 };
+  }
+
+  /**
+   * A new stream (callers check `full()` first; opening past the limit throws). Its history is read by
+   * `catchUp` each time the reader asks (pull), one page at a time, so a long history never sits in memory;
+   * published frames reach it only once it is live.
    */
   open(catchUp: CatchUp): ReadableStream<Uint8Array> {
+    if (this.subscribers.size >= this.limits.maxSubscribers) throw new RangeError(`the hub already serves ${this.subscribers.size} subscribers`);
     let sub: Subscriber | null = null;
     return new ReadableStream<Uint8Array>(
       {

@@ -28,8 +28,11 @@ import {
   decide,
   taskSummary,
   type TaskSummary,
-  taskView,
-  taskReadModel,
+  taskGetAnswer,
+  taskGetPage,
+  type TaskGetRequest,
+  LARGE_PAGE_ITEMS,
+  pageItemCount,
   type WalEvent,
 } from "../src/core/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
@@ -39,7 +42,8 @@ import { type IndexEntry, indexEntryOf } from "./index-entry.js";
 import { IndexOutbox } from "./index-outbox.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
 import { endFrame, runtimeFrames, type TaskCursor } from "./sse-frames.js";
-import { SseHub } from "./sse-hub.js";
+import { LargeReads } from "./large-reads.js";
+import { SseHub, subscribersFull } from "./sse-hub.js";
 import { appendEvents, type CommitStorage, loadEvents, migrate, readWal, readWalTail } from "./wal-store.js";
 
 export type { RpcResult } from "./rpc-result.js";
@@ -78,6 +82,8 @@ export class TaskGraphObject extends DurableObject<Env> {
   private readonly ulid = monotonicFactory();
   /** Live SSE subscribers of GET .../events; fed by `transact` after each commit. */
   private readonly hub: SseHub;
+  /** Large GET answers being streamed out (bounded by TASK_MAX_LARGE_READS). */
+  private readonly largeReads: LargeReads;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -89,6 +95,7 @@ export class TaskGraphObject extends DurableObject<Env> {
       () => this.state,
       (entry) => this.env.SESSIONS.get(this.env.SESSIONS.idFromName(this.state.task!.session_id)).upsertTask(entry),
     );
+    this.largeReads = new LargeReads(this.config.maxLargeReads);
     void ctx.blockConcurrencyWhile(async () => {
       try {
         migrate(this.storage.sql, (work) => this.storage.transactionSync(work));
@@ -381,12 +388,22 @@ export class TaskGraphObject extends DurableObject<Env> {
     }
   }
 
-  /** agent.task_get: the DAG after reconciling leases. */
-  async getTask(actor: Actor): Promise<RpcResult<ReturnType<typeof taskView> & { snapshot: ReturnType<typeof taskReadModel> }>> {
+  /**
+   * agent.task_get after reconciling leases: the DAG (or the page of it the request names) with seed 001's
+   * snapshot projection, as JSON encoded once here. A page of more than LARGE_PAGE_ITEMS records is streamed
+   * out as its reader takes it and counts as a large read until then; past TASK_MAX_LARGE_READS such reads at
+   * once, it is refused (rate_limited) before it is built, so the answers in flight stay bounded in memory.
+   */
+  async getTask(actor: Actor, request: TaskGetRequest = {}): Promise<RpcResult<string | ReadableStream<Uint8Array>>> {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
-    // The DAG itself, plus seed 001's snapshot projection of it (task record, graph, attempts, blockers).
-    return ok({ ...taskView(this.state), snapshot: taskReadModel(this.state) });
+    const page = taskGetPage(this.state, request);
+    if ("code" in page) return err(page);
+    const large = pageItemCount(page.items) > LARGE_PAGE_ITEMS;
+    const full = large ? this.largeReads.full() : null;
+    if (full !== null) return err(full);
+    const json = JSON.stringify(taskGetAnswer(this.state, page));
+    return ok(large ? this.largeReads.stream(new TextEncoder().encode(json)) : json);
   }
 
   /** agent.task_query_steps after reconciling leases. */
@@ -416,6 +433,8 @@ export class TaskGraphObject extends DurableObject<Env> {
     if (cursor.seq > this.state.last_wal_seq) {
       return err(runtimeError("validation_error", `the resume point ${cursor.seq} is after the end of this task's WAL`, { after_seq: cursor.seq, last_wal_seq: this.state.last_wal_seq }));
     }
+    const full = this.hub.full();
+    if (full !== null) return err(subscribersFull(full));
     return ok(this.hub.open(this.catchUpFrom(cursor)));
   }
 

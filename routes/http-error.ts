@@ -48,9 +48,16 @@ export function errorEnvelope(error: RuntimeError): { error: { code: RuntimeErro
   return { error: { code: error.code, message: error.message, details: error.details ?? {} } };
 }
 
-/** Answers the error envelope with the code's status. */
+/** Answers the error envelope with the code's status; a rate_limited answer says when to retry (Retry-After, whole seconds). */
 export function errorResponse(c: Context, error: RuntimeError): Response {
+  if (error.code === "rate_limited") c.header("retry-after", String(retryAfterSeconds(error)));
   return c.json(errorEnvelope(error), STATUS_OF[error.code]);
+}
+
+/** Seconds a rate_limited caller should wait: its `retry_after_ms` rounded up, at least 1. */
+export function retryAfterSeconds(error: RuntimeError): number {
+  const ms = Number(error.details?.retry_after_ms);
+  return Number.isFinite(ms) && ms > 0 ? Math.max(1, Math.ceil(ms / 1000)) : 1;
 }
 
 /**

@@ -9,6 +9,8 @@ import {
   FinishRunSchema,
   IdSchema,
   StepStatusSchema,
+  TASK_CURSOR_PATTERN,
+  TASK_PAGE_LIMIT,
   UpdateStepSchema,
   UpdateTaskSchema,
 } from "../src/core/index.js";
@@ -55,6 +57,16 @@ export const TaskListQueryParams = z.strictObject({
   status: z.string().max(32).optional(),
   limit: intParam(1, 500).optional(),
   offset: intParam(0, 1_000_000).optional(),
+  access_token: z.string().optional(),
+});
+
+/**
+ * GET .../tasks/{tid} query (agent.task_get): at most `limit` steps, runs and attempts each (default and most
+ * 1,000), from `cursor` (a `page.next_cursor`). Without either, a task that fits one page is answered whole.
+ */
+export const TaskGetQueryParams = z.strictObject({
+  limit: intParam(1, TASK_PAGE_LIMIT).optional(),
+  cursor: z.string().regex(TASK_CURSOR_PATTERN, "must be a page.next_cursor this route sent").optional(),
   access_token: z.string().optional(),
 });
 

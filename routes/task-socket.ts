@@ -16,17 +16,19 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import { type RuntimeError, runtimeError } from "../src/core/index.js";
+import { rateLimited, type RuntimeError, runtimeError } from "../src/core/index.js";
 import type { Env } from "../src/env.js";
 import { TaskGraphObject } from "../durable-objects/task-graph-object.js";
 import { type AppEnv, requireTaskActor } from "./auth.js";
 import { prepareBatch, settleBatch, taskStub } from "./batch.js";
 import { validate } from "./body.js";
-import { errorEnvelope, fail, STATUS_OF, toRuntimeError } from "./http-error.js";
+import { errorEnvelope, fail, retryAfterSeconds, STATUS_OF, toRuntimeError } from "./http-error.js";
 import { BatchBody } from "./schemas.js";
 
 /** Frames a connection may have waiting; past it the socket is closed with 1013 (try again later). */
 export const MAX_QUEUED_FRAMES = 64;
+/** How soon a client refused a socket (SOCKET_MAX_CONNECTIONS) should try again; the SDK sends over HTTP meanwhile. */
+export const SOCKET_RETRY_MS = 30_000;
 
 /** A command frame: a batch body and the caller's id for the answer. */
 export const SocketFrame = z.strictObject({ ...BatchBody.shape, id: z.union([z.string().min(1).max(128), z.number().int()]) });
@@ -57,12 +59,23 @@ interface SocketScope {
 export class TaskGraphObjectWithSocket extends TaskGraphObject {
   /** Per socket: the frame being run (the next waits for it) and how many are waiting. */
   private readonly lanes = new Map<WebSocket, { tail: Promise<void>; queued: number }>();
+  /**
+   * Characters of frames waiting or running, all sockets together: with SOCKET_MAX_CONNECTIONS this bounds what
+   * frames hold in memory (64 frames of up to MAX_BODY_BYTES on each socket alone would not).
+   */
+  private queuedBytes = 0;
 
   override async fetch(request: Request): Promise<Response> {
     const scope = parseScope(request.headers.get(SCOPE_HEADER));
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket" || scope === null) return notFound("no such route");
     const held = this.taskIdentity();
     if (held === null || held.sessionId !== scope.sid || held.taskId !== scope.tid) return notFound("no such task");
+    const open = this.ctx.getWebSockets().length;
+    const max = this.config.socket.maxConnections;
+    if (open >= max) {
+      const error = rateLimited(`this task already holds ${open} command sockets (the most it serves); send batches with POST .../batch meanwhile`, SOCKET_RETRY_MS, { limit: "sockets", max });
+      return Response.json(errorEnvelope(error), { status: STATUS_OF.rate_limited, headers: { "retry-after": String(retryAfterSeconds(error)) } });
+    }
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1]);
     pair[1].serializeAttachment(scope);
@@ -72,11 +85,14 @@ export class TaskGraphObjectWithSocket extends TaskGraphObject {
   override async webSocketMessage(socket: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const lane = this.lanes.get(socket) ?? { tail: Promise.resolve(), queued: 0 };
     this.lanes.set(socket, lane);
-    if (++lane.queued > MAX_QUEUED_FRAMES) {
+    const bytes = typeof message === "string" ? message.length : message.byteLength;
+    const maxBytes = this.config.socket.maxQueuedBytes;
+    if (++lane.queued > MAX_QUEUED_FRAMES || this.queuedBytes + bytes > maxBytes) {
       this.lanes.delete(socket);
-      socket.close(1013, `more than ${MAX_QUEUED_FRAMES} frames waiting`);
+      socket.close(1013, lane.queued > MAX_QUEUED_FRAMES ? `more than ${MAX_QUEUED_FRAMES} frames waiting` : `more than ${maxBytes} bytes of frames waiting on this task`);
       return;
     }
+    this.queuedBytes += bytes;
     const scope = socket.deserializeAttachment() as SocketScope;
     const run = lane.tail.then(async () => {
       const answer = await this.answerFrame(scope, message);
@@ -87,6 +103,7 @@ export class TaskGraphObjectWithSocket extends TaskGraphObject {
       }
     });
     lane.tail = run.catch(() => undefined).finally(() => {
+      this.queuedBytes -= bytes;
       if (--lane.queued === 0 && this.lanes.get(socket) === lane) this.lanes.delete(socket);
     });
     await run.catch(() => undefined);

@@ -4,7 +4,7 @@ import type { RpcResult, WriteAnswer } from "../durable-objects/task-graph-objec
 import { type AppEnv, requireTaskActor } from "./auth.js";
 import { idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
 import { errorResponse } from "./http-error.js";
-import { BatchBody, StepQueryParams, SummaryQueryParams, WalQueryParams } from "./schemas.js";
+import { BatchBody, StepQueryParams, SummaryQueryParams, TaskGetQueryParams, WalQueryParams } from "./schemas.js";
 import { runBatch, taskStub } from "./batch.js";
 import { finishAnswer, resolveWrite } from "./task-writes.js";
 
@@ -26,7 +26,10 @@ function answer<T>(c: Context, result: RpcResult<T>, status: 200 | 201 = 200): R
 
 taskRoutes.get("/:sid/tasks/:tid", async (c) => {
   const { actor, stub } = target(c);
-  return answer(c, (await stub.getTask(actor)) as RpcResult<unknown>);
+  const q = validate(TaskGetQueryParams, c.req.query());
+  const result = (await stub.getTask(actor, { ...(q.limit === undefined ? {} : { limit: q.limit }), ...(q.cursor === undefined ? {} : { cursor: q.cursor }) })) as RpcResult<string | ReadableStream<Uint8Array>>;
+  // Encoded by the object (a large page as a stream it paces): passed through, never parsed again here.
+  return result.ok ? c.body(result.value, 200, { "content-type": "application/json" }) : errorResponse(c, result.error);
 });
 
 taskRoutes.get("/:sid/tasks/:tid/steps", async (c) => {

@@ -346,7 +346,8 @@ async function main(): Promise<void> {
   const wallStart = performance.now();
   let server: DevServer | null = null;
   try {
-    const reached = await benchServer(opts.url, opts.serverLogLevel);
+    // More subscribers on one task than SSE_MAX_SUBSCRIBERS (64) allows by default: a server started here takes them all.
+    const reached = await benchServer(opts.url, opts.serverLogLevel, { SSE_MAX_SUBSCRIBERS: String(Math.max(64, opts.subscribers)) });
     server = reached.server;
     serverGroup = server?.child?.pid;
     const client = new Client(reached.base);

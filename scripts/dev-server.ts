@@ -36,6 +36,8 @@ export interface DevServerOptions {
   vars?: Record<string, string>;
   /** Give up after this long without a 200 from /health (default 180 s). */
   startupTimeoutMs?: number;
+  /** Serve the checkout in this directory (default: the current one), e.g. an older commit's work tree to compare against. */
+  cwd?: string;
 }
 
 /** The admin token of a local server: $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars (or its example), else dev-admin-token. */
@@ -57,15 +59,16 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   mkdirSync(workDir, { recursive: true });
   const stamp = `${port}-${Date.now()}`;
   // Own local storage and inspector port: another `npm start` may be running from the same checkout.
-  const persistDir = opts.persistDir ?? path.join(workDir, `state-${stamp}`);
-  const logFile = path.join(workDir, `dev-server-${stamp}.log`);
+  // Absolute: the server may run in another checkout (`cwd`).
+  const persistDir = path.resolve(opts.persistDir ?? path.join(workDir, `state-${stamp}`));
+  const logFile = path.resolve(workDir, `dev-server-${stamp}.log`);
   const fd = openSync(logFile, "w");
   const args = ["scripts/dev.mjs", "--persist-to", persistDir, "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false"];
   args.push("--log-level", opts.logLevel ?? "warn");
   for (const [name, value] of Object.entries(opts.vars ?? {})) args.push("--var", `${name}:${value}`);
   const t0 = performance.now();
   // detached: the server gets its own process group, so stopping it reaches npx, wrangler and workerd.
-  const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", fd, fd], env: { ...process.env, PORT: String(port) } });
+  const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", fd, fd], env: { ...process.env, PORT: String(port) }, ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }) });
   closeSync(fd);
   let exited: number | null | undefined;
   child.on("exit", (code) => (exited = code));
@@ -130,9 +133,9 @@ export async function stopDevServer(server: DevServer, opts: StopDevServerOption
 
 /**
  * The service a benchmark measures: `url` (loopback only; it must answer /health), or, without one, a dev
- * server started here on a free port and stopped on Ctrl-C (the caller stops it when done).
+ * server started here on a free port with these extra vars and stopped on Ctrl-C (the caller stops it when done).
  */
-export async function benchServer(url: string | null, logLevel: string): Promise<{ base: string; server: DevServer | null }> {
+export async function benchServer(url: string | null, logLevel: string, vars?: Record<string, string>): Promise<{ base: string; server: DevServer | null }> {
   if (url !== null) {
     assertLoopback(url);
     const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5_000) });
@@ -141,7 +144,7 @@ export async function benchServer(url: string | null, logLevel: string): Promise
     return { base: url, server: null };
   }
   console.log("starting node scripts/dev.mjs on a free port …");
-  const server = await startDevServer({ logLevel });
+  const server = await startDevServer({ logLevel, ...(vars === undefined ? {} : { vars }) });
   stopOnSignal(() => stopDevServer(server));
   console.log(`server up at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s (log: ${server.logFile})`);
   return { base: server.base, server };

@@ -23,6 +23,14 @@ export interface Env {
   readonly SSE_MAX_STREAM_MS?: string;
   /** Bytes queued for one SSE subscriber beyond which it is closed as too slow (default 262,144). */
   readonly SSE_MAX_QUEUED_BYTES?: string;
+  /** Live SSE subscribers one object (a task's or a session's stream) serves at once; past it, 429 (default 64). */
+  readonly SSE_MAX_SUBSCRIBERS?: string;
+  /** Large task reads (pages of more than 250 records) one task object streams at once; past it, 429 (default 4). */
+  readonly TASK_MAX_LARGE_READS?: string;
+  /** Command sockets one task object holds at once; past it, the upgrade is answered 429 (default 64). */
+  readonly SOCKET_MAX_CONNECTIONS?: string;
+  /** Characters of command frames waiting in one task object, all its sockets together; past it, 1013 (default 16 MiB). */
+  readonly SOCKET_MAX_QUEUED_BYTES?: string;
   /** Origins allowed by CORS on /v1/*: comma-separated, or `*`; empty or unset: none. */
   readonly CORS_ORIGINS?: string;
 }
@@ -33,6 +41,17 @@ export interface RuntimeConfig {
   readonly maxBodyBytes: number;
   readonly tokenTtlSeconds: number;
   readonly sse: SseConfig;
+  /** Large GET .../tasks/{tid} answers one task object streams at once (TASK_MAX_LARGE_READS). */
+  readonly maxLargeReads: number;
+  readonly socket: SocketConfig;
+}
+
+/** Limits of the command sockets of one task object. */
+export interface SocketConfig {
+  /** Sockets at once (SOCKET_MAX_CONNECTIONS). */
+  readonly maxConnections: number;
+  /** Frame characters waiting to be run, all sockets together (SOCKET_MAX_QUEUED_BYTES). */
+  readonly maxQueuedBytes: number;
 }
 
 /** Limits of the live event streams (Server-Sent Events). */
@@ -40,6 +59,8 @@ export interface SseConfig {
   readonly heartbeatMs: number;
   readonly maxStreamMs: number;
   readonly maxQueuedBytes: number;
+  /** Subscribers per object: with maxQueuedBytes, bounds what one object's streams may hold (64 × 256 KiB = 16 MiB). */
+  readonly maxSubscribers: number;
 }
 
 function positiveInt(raw: string | undefined, fallback: number): number {
@@ -61,6 +82,12 @@ export function readConfig(env: Env): RuntimeConfig {
       heartbeatMs: positiveInt(env.SSE_HEARTBEAT_MS, 15_000),
       maxStreamMs: positiveInt(env.SSE_MAX_STREAM_MS, 300_000),
       maxQueuedBytes: positiveInt(env.SSE_MAX_QUEUED_BYTES, 262_144),
+      maxSubscribers: positiveInt(env.SSE_MAX_SUBSCRIBERS, 64),
+    },
+    maxLargeReads: positiveInt(env.TASK_MAX_LARGE_READS, 4),
+    socket: {
+      maxConnections: positiveInt(env.SOCKET_MAX_CONNECTIONS, 64),
+      maxQueuedBytes: positiveInt(env.SOCKET_MAX_QUEUED_BYTES, 16 * 1_048_576),
     },
   };
 }

@@ -6,7 +6,7 @@
  */
 import { runtimeSequence } from "../core/index.js";
 import { networkError, RuntimeApiError, unexpectedResponse } from "./errors.js";
-import { backoffDelay, linkedController, type RetryOptions, retryPolicy, sleep } from "./retry.js";
+import { backoffDelay, linkedController, type RetryOptions, retryAfterDelay, retryPolicy, sleep } from "./retry.js";
 import { type SseFrame, SseParser } from "./sse-parser.js";
 
 /** Options of `subscribe` and `subscribeSession`. */
@@ -19,7 +19,8 @@ export interface SubscribeOptions {
   readonly signal?: AbortSignal;
   /**
    * Reconnection backoff: `attempts` is how many connections in a row may fail before the iterator throws
-   * (default unlimited), from 250 ms doubling to 10 s, jittered. A `retry:` field from the server sets the base.
+   * (default unlimited), from 250 ms doubling to 10 s, jittered. A `retry:` field from the server sets the base;
+   * a refused open's Retry-After (429: the stream has its most subscribers) is waited out whole.
    */
   readonly reconnect?: RetryOptions;
   /** Reconnect when nothing, not even a heartbeat, arrives for this long (default 60,000 ms; 0: never). */
@@ -110,10 +111,10 @@ export class EventSubscription<T, E = never> implements AsyncIterable<T> {
     const idleMs = this.options.idleTimeoutMs ?? 60_000;
     let failures = 0;
     let baseDelayMs = policy.baseDelayMs;
-    /** Waits before reconnecting; false when aborted meanwhile. */
-    const pause = async (hint?: number): Promise<boolean> => {
+    /** Waits before reconnecting (a server's Retry-After whole); false when aborted meanwhile. */
+    const pause = async (retryAfterMs?: number): Promise<boolean> => {
       try {
-        await sleep(Math.min(policy.maxDelayMs, hint ?? backoffDelay(failures, { ...policy, baseDelayMs })), signal);
+        await sleep(retryAfterMs === undefined ? backoffDelay(failures, { ...policy, baseDelayMs }) : retryAfterDelay(retryAfterMs), signal);
         return true;
       } catch {
         return false;

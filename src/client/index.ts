@@ -7,8 +7,9 @@ export { isRetryable, isRuntimeApiError, RuntimeApiError, type ClientErrorCode, 
 export { type ApiRequest, type FetchLike, newIdempotencyKey, Transport, type TransportOptions } from "./transport.js";
 export { type BatchingOptions, MAX_BATCH_COMMANDS } from "./group-commit.js";
 export { type CommandSocketOptions, type WebSocketConstructor, type WebSocketLike } from "./command-socket.js";
-export { backoffDelay, DEFAULT_RETRY, type RetryOptions } from "./retry.js";
+export { backoffDelay, DEFAULT_RETRY, retryAfterDelay, type RetryOptions } from "./retry.js";
 export { EventSubscription, isAfterId, type SubscribeOptions } from "./event-stream.js";
 export { type SseFrame, SseParser } from "./sse-parser.js";
 export { taskPath } from "./paths.js";
+export { joinTaskPages } from "./task-pages.js";
 export type * from "./types.js";

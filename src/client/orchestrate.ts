@@ -136,7 +136,8 @@ export async function orchestrate(client: RuntimeClient, task: TaskRef, opts: Or
   try {
     for (;;) {
       if (signal.aborted) throw abortReason(signal);
-      view = await client.getTask(path, { signal });
+      // Whole: a task larger than one page still has its ready and failed steps past the first page.
+      view = await client.getWholeTask(path, { signal });
       if (TERMINAL_TASK_STATUSES.has(view.task.status)) {
         status = view.task.status;
         break;

@@ -34,6 +34,15 @@ export function backoffDelay(retry: number, policy: RetryPolicy, random: () => n
   return ceiling / 2 + random() * (ceiling / 2);
 }
 
+/**
+ * The wait before a retry the server timed with Retry-After (a 429 past a per-object bound): all of it, whatever
+ * maxDelayMs says, since coming back sooner is only refused again, plus up to a quarter more at random, so
+ * clients refused together do not come back together.
+ */
+export function retryAfterDelay(retryAfterMs: number, random: () => number = Math.random): number {
+  return Math.max(0, retryAfterMs) * (1 + random() / 4);
+}
+
 /** The reason an aborted signal carries (an AbortError when it was aborted without one). */
 export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");

@@ -4,8 +4,11 @@
  * one tick are group-committed together.
  */
 import type { RuntimeEvent } from "../core/index.js";
+import { isRuntimeApiError } from "./errors.js";
 import { EventSubscription, frameJson, type SubscribeOptions } from "./event-stream.js";
 import { seg, sessionPath, taskPath } from "./paths.js";
+import { retryAfterDelay, sleep } from "./retry.js";
+import { joinTaskPages } from "./task-pages.js";
 import { type ApiRequest, Transport, type TransportOptions } from "./transport.js";
 import type {
   CallOptions,
@@ -30,6 +33,7 @@ import type {
   StreamEnd,
   SummaryQuery,
   TaskListPage,
+  TaskGetQuery,
   TaskListQuery,
   TaskRef,
   TaskTemplate,
@@ -105,9 +109,43 @@ export class RuntimeClient {
     return this.write("POST", `${sessionPath(sessionId)}/tasks`, body, opts);
   }
 
-  /** GET .../tasks/{tid} (agent.task_get): the DAG, attempts, runs, progress, diagnostics, snapshot. */
-  getTask(task: TaskRef, opts?: CallOptions): Promise<TaskView> {
-    return this.read(taskPath(task), undefined, opts);
+  /**
+   * GET .../tasks/{tid} (agent.task_get): the DAG, attempts, runs, progress, diagnostics, snapshot. A task of more
+   * than 1,000 steps, runs or attempts, or a call with `limit` or `cursor`, is answered one page at a time, with
+   * `page.next_cursor`: `taskPages` and `getWholeTask` follow them.
+   */
+  getTask(task: TaskRef, opts?: CallOptions & TaskGetQuery): Promise<TaskView> {
+    const { limit, cursor, ...call } = opts ?? {};
+    return this.read(taskPath(task), limit === undefined && cursor === undefined ? undefined : { limit, cursor }, call);
+  }
+
+  /**
+   * Every page of GET .../tasks/{tid}, first to last (one for a task that fits one answer). A page refused with
+   * rate_limited (the task is busy with large reads) is asked again after its Retry-After, until `signal` aborts.
+   */
+  async *taskPages(task: TaskRef, opts: CallOptions & Pick<TaskGetQuery, "limit"> = {}): AsyncGenerator<TaskView, void, undefined> {
+    let cursor: string | undefined;
+    for (;;) {
+      let view: TaskView;
+      try {
+        view = await this.getTask(task, { ...opts, ...(cursor === undefined ? {} : { cursor }) });
+      } catch (e) {
+        if (!isRuntimeApiError(e, "rate_limited")) throw e;
+        await sleep(retryAfterDelay(e.retryAfterMs ?? 1_000), opts.signal);
+        continue;
+      }
+      yield view;
+      const next = view.page?.next_cursor ?? null;
+      if (next === null) return;
+      cursor = next;
+    }
+  }
+
+  /** The whole task, its pages joined (`joinTaskPages`): the answer a task that fits one page gets, without `page`. */
+  async getWholeTask(task: TaskRef, opts: CallOptions & Pick<TaskGetQuery, "limit"> = {}): Promise<TaskView> {
+    const pages: TaskView[] = [];
+    for await (const view of this.taskPages(task, opts)) pages.push(view);
+    return pages.length === 1 && pages[0]!.page === undefined ? pages[0]! : joinTaskPages(pages);
   }
 
   /** PATCH .../tasks/{tid} (agent.task_update): patch operations, in order, atomically. */

@@ -21,9 +21,9 @@ import type {
   UpdateTaskBody,
   WalQueryParams,
 } from "../../routes/schemas.js";
-import type { PromptSummary, RuntimeError, Step, StepPage, StepStatus, TaskStatus, TaskSummary, WalEvent, WorkerRun, taskReadModel, taskView } from "../core/index.js";
+import type { PromptSummary, RuntimeError, Step, StepPage, StepStatus, TaskGetAnswer, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
 
-export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
+export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskPageInfo, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
 export type { ErrorCode, PatchOp, RuntimeError } from "../core/index.js";
 export type { IndexEntry, ListedTask, SessionSnapshot, TaskListPage };
 
@@ -130,8 +130,17 @@ export type DispatchAnswer = WriteAnswer & {
   readonly expires_at: string;
 };
 
-/** GET .../tasks/{tid} answer (agent.task_get): the DAG plus seed 001's snapshot projection. */
-export type TaskView = ReturnType<typeof taskView> & { readonly snapshot: ReturnType<typeof taskReadModel> };
+/**
+ * GET .../tasks/{tid} answer (agent.task_get): the DAG plus seed 001's snapshot projection; with `page` when it
+ * is one page of a task too large for one answer (or when `limit` or `cursor` was given).
+ */
+export type TaskView = TaskGetAnswer;
+
+/** GET .../tasks/{tid} query: at most `limit` steps, runs and attempts each (1–1,000), from a `page.next_cursor`. */
+export interface TaskGetQuery {
+  readonly limit?: number;
+  readonly cursor?: string;
+}
 
 /** GET .../wal answer: the events (validated), the raw JSON Lines, and the task's last wal_seq. */
 export interface WalPage {

@@ -12,6 +12,7 @@ import type {
   StepPage,
   StepQuery,
   SummaryQuery,
+  TaskGetQuery,
   TaskView,
   UpdateStepAnswer,
   UpdateStepInput,
@@ -49,9 +50,14 @@ export class WorkerClient {
     this.maxSteps = credentials.maxSteps;
   }
 
-  /** GET the task (agent.task_get). */
-  getTask(opts?: CallOptions): Promise<TaskView> {
+  /** GET the task (agent.task_get), or one page of it (`limit`, `cursor`). */
+  getTask(opts?: CallOptions & TaskGetQuery): Promise<TaskView> {
     return this.client.getTask(this.task, opts);
+  }
+
+  /** The whole task, its pages joined. */
+  getWholeTask(opts?: CallOptions & Pick<TaskGetQuery, "limit">): Promise<TaskView> {
+    return this.client.getWholeTask(this.task, opts);
   }
 
   /** Query steps (a worker sees ready steps in its scope, 5 at a time, by default). */

@@ -40,3 +40,8 @@ export interface RuntimeError {
 export function runtimeError(code: ErrorCode, message: string, details?: Record<string, unknown>): RuntimeError {
   return details === undefined ? { code, message } : { code, message, details };
 }
+
+/** A per-object bound is reached (`rate_limited`); `retry_after_ms` in the details becomes the Retry-After header. */
+export function rateLimited(message: string, retryAfterMs: number, details: Record<string, unknown> = {}): RuntimeError {
+  return runtimeError("rate_limited", message, { ...details, retry_after_ms: retryAfterMs });
+}

@@ -19,4 +19,6 @@ export * from "./prompt-summary.js";
 export * from "./runtime-events.js";
 export * from "./runtime-sequence.js";
 export * from "./read-models.js";
+export * from "./task-page.js";
+export * from "./task-get.js";
 export * from "./ready-queue.js";

@@ -1,11 +1,13 @@
 /**
  * @module Read models of seeds 001/004 over one task DAG: the compact task record, the task graph edges,
  * attempts with output refs, blocked steps with their blockers, and delivery state. Pure projections of the
- * DAG in the draft's camelCase; facts the runtime does not hold are said to be unknown or not applicable.
+ * DAG (or of one page of it: its steps, runs and attempts) in the draft's camelCase; facts the runtime does not
+ * hold are said to be unknown or not applicable.
  */
 import { ATTEMPT_STATUS_MAP, STEP_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
 import type { Attempt, Step, WorkerRun } from "./records.js";
 import type { DagState } from "./state.js";
+import { allItems, type TaskPageItems } from "./task-page.js";
 import { diagnostics } from "./views.js";
 
 /** Attempt statuses of the snapshot schema's `statusValue` (it has no lost or timed_out: those keep nativeStatus). */
@@ -21,7 +23,7 @@ const SNAPSHOT_ATTEMPT_STATUS: Record<Attempt["status"], string> = {
 };
 
 /** Most recent attempts a read model lists besides the active ones. */
-const RECENT_ATTEMPTS = 50;
+export const RECENT_ATTEMPTS = 50;
 
 const defined = <T extends Record<string, unknown>>(v: T): T => Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null && x !== undefined)) as T;
 
@@ -49,18 +51,18 @@ export function attemptRecord(state: DagState, a: Attempt) {
   });
 }
 
-/** Active attempts and the most recent others, newest last. */
-export function attemptRecords(state: DagState) {
-  const all = [...state.attempts.values()];
+/** Active attempts and the most recent others (of the page's attempts), newest last. */
+export function attemptRecords(state: DagState, items: TaskPageItems = allItems(state)) {
+  const all = items.attempts;
   const active = all.filter((a) => a.status === "active");
   const ended = all.filter((a) => a.status !== "active").slice(-RECENT_ATTEMPTS);
   return [...ended, ...active].map((a) => attemptRecord(state, a));
 }
 
-/** What keeps a step from moving: its own block or failure, or dependencies that are not completing. */
-export function blockedSteps(state: DagState) {
+/** What keeps a step (of the page's steps) from moving: its own block or failure, or dependencies that are not completing. */
+export function blockedSteps(state: DagState, items: TaskPageItems = allItems(state)) {
   const out: { stepId: string; nativeStatus: string; status: string; reason: string | null; blockers: { stepId: string; nativeStatus: string }[]; requiredAction: string }[] = [];
-  for (const step of state.steps.values()) {
+  for (const step of items.steps) {
     if (step.status === "blocked" || step.status === "failed") {
       out.push({ stepId: step.step_id, nativeStatus: step.status, status: STEP_STATUS_MAP[step.status], reason: step.status_reason, blockers: [], requiredAction: "reopen_step or change the DAG" });
       continue;
@@ -83,21 +85,24 @@ function cancelRequestRecord(run: WorkerRun) {
   return defined({ reason: c.reason, requestedAt: c.requested_at, requestedBy: c.requested_by_agent_id, deadlineAt: c.deadline_at, timedOutAt: c.timed_out_at });
 }
 
-/** The task graph: step nodes, dependency edges, spawned worker runs, produced artifacts. */
-export function taskGraph(state: DagState) {
-  const steps = [...state.steps.values()];
+/** Artifacts of completed steps, as graph edges. */
+function producedArtifacts(steps: readonly Step[]) {
+  return steps.flatMap((s) => (s.status === "completed" ? s.artifact_ids.map((id) => ({ kind: "produced_artifact", stepId: s.step_id, artifactId: id })) : []));
+}
+
+/** The task graph (of the page's steps and runs): step nodes, dependency edges, spawned worker runs, produced artifacts. */
+export function taskGraph(state: DagState, items: TaskPageItems = allItems(state)) {
+  const steps = items.steps;
   return {
     nodes: steps.map((s) => ({ stepId: s.step_id, title: s.title, nativeStatus: s.status, status: STEP_STATUS_MAP[s.status], required: s.required, workerPoolId: s.worker_pool_id })),
     edges: steps.flatMap((s) => s.depends_on_step_ids.map((dep) => ({ kind: "blocked_by", from: s.step_id, to: dep }))),
-    spawnedWorkers: [...state.runs.values()].map((r) =>
-      defined({ kind: "spawned_subagent", runId: r.run_id, agentId: r.agent_id, workerPoolId: r.worker_pool_id, status: r.status, stepId: r.current_step_id, cancelRequest: cancelRequestRecord(r) }),
-    ),
-    producedArtifacts: steps.flatMap((s) => (s.status === "completed" ? s.artifact_ids.map((id) => ({ kind: "produced_artifact", stepId: s.step_id, artifactId: id })) : [])),
+    spawnedWorkers: items.runs.map((r) => defined({ kind: "spawned_subagent", runId: r.run_id, agentId: r.agent_id, workerPoolId: r.worker_pool_id, status: r.status, stepId: r.current_step_id, cancelRequest: cancelRequestRecord(r) })),
+    producedArtifacts: producedArtifacts(steps),
   };
 }
 
-/** The compact task record of seed 001 (the snapshot schema's `task`). */
-export function taskRecord(state: DagState) {
+/** The compact task record of seed 001 (the snapshot schema's `task`); its relationships and artifacts are the page's steps'. */
+export function taskRecord(state: DagState, items: TaskPageItems = allItems(state)) {
   const task = state.task!;
   const c = state.index.statusCounts;
   const total = state.steps.size;
@@ -125,8 +130,8 @@ export function taskRecord(state: DagState) {
       counters: taskProgress?.counters ?? null,
       diagnostics: diagnostics(state),
     }),
-    relationships: [...state.steps.values()].map((s) => ({ kind: "child_step", targetId: s.step_id, status: STEP_STATUS_MAP[s.status] })),
-    artifacts: taskGraph(state).producedArtifacts.map((a) => ({ artifactId: a.artifactId, stepId: a.stepId })),
+    relationships: items.steps.map((s) => ({ kind: "child_step", targetId: s.step_id, status: STEP_STATUS_MAP[s.status] })),
+    artifacts: producedArtifacts(items.steps).map((a) => ({ artifactId: a.artifactId, stepId: a.stepId })),
     // Delivery of results to a parent or channel is not something this runtime does.
     deliveryState: { status: "not_applicable" },
     statusReason: task.status_reason,
@@ -137,13 +142,13 @@ export function taskRecord(state: DagState) {
   });
 }
 
-/** The 001 read model of one task: record, graph, attempts, blocked steps, delivery state. */
-export function taskReadModel(state: DagState) {
+/** The 001 read model of one task (or of one page of it): record, graph, attempts, blocked steps, delivery state. */
+export function taskReadModel(state: DagState, items: TaskPageItems = allItems(state)) {
   return {
-    task: taskRecord(state),
-    taskGraph: taskGraph(state),
-    attempts: attemptRecords(state),
-    blockedTasks: blockedSteps(state),
+    task: taskRecord(state, items),
+    taskGraph: taskGraph(state, items),
+    attempts: attemptRecords(state, items),
+    blockedTasks: blockedSteps(state, items),
     deliveryState: { status: "not_applicable" },
   };
 }

@@ -5,6 +5,7 @@ import { type RuntimeError, runtimeError } from "./errors.js";
 import { checkScope } from "./guards.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, TERMINAL_STEP_STATUSES, type Task, type WorkerRun } from "./records.js";
 import { type DagState, isTerminalTask } from "./state.js";
+import { allItems, type TaskPageItems } from "./task-page.js";
 
 /** Diagnostics of 003 "Status": derived facts, never written to the WAL. */
 export interface Diagnostics {
@@ -73,19 +74,29 @@ export function orderedSteps(state: DagState): Step[] {
   return [...state.steps.values()];
 }
 
-/** agent.task_get: the whole DAG with attempts, runs, progress and diagnostics, as plain JSON. */
-export function taskView(state: DagState) {
+/**
+ * agent.task_get: the DAG with attempts, runs, progress and diagnostics, as plain JSON; the whole of it, or
+ * one page's steps, runs and attempts (`root_step_ids` and `progress` then cover the page's steps, the task's
+ * own progress included).
+ */
+export function taskView(state: DagState, items: TaskPageItems = allItems(state)) {
   const task = state.task!;
-  const steps = orderedSteps(state);
+  const steps = items.steps;
   return {
     task: { ...task, root_step_ids: steps.filter((s) => s.depends_on_step_ids.length === 0).map((s) => s.step_id) },
     steps,
-    attempts: [...state.attempts.values()],
-    runs: [...state.runs.values()],
-    progress: [...state.progress.values()],
+    attempts: items.attempts,
+    runs: items.runs,
+    progress: steps.length === state.steps.size ? [...state.progress.values()] : pageProgress(state, steps),
     diagnostics: diagnostics(state),
     wal_seq: state.last_wal_seq,
   };
+}
+
+/** The progress records of these steps and the task's own, in the order they were first reported. */
+function pageProgress(state: DagState, steps: readonly Step[]) {
+  const ids = new Set(steps.map((s) => s.step_id));
+  return [...state.progress].filter(([key]) => key === "" || ids.has(key)).map(([, record]) => record);
 }
 
 /** One page of agent.task_query_steps. */

@@ -4,7 +4,7 @@
  * SSE subscription's parser and reconnection against scripted streams.
  */
 import { SELF } from "cloudflare:test";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { OPERATIONS } from "../../routes/catalog.js";
 import { projectWal, type WalEvent } from "../../src/core/index.js";
 import {
@@ -618,6 +618,7 @@ describe("SseParser", () => {
 /** One scripted connection: what it sends, then how it ends. */
 interface Script {
   readonly status?: number;
+  readonly headers?: Readonly<Record<string, string>>;
   readonly chunks?: readonly string[];
   readonly end?: "close" | "error" | "hang";
 }
@@ -630,7 +631,10 @@ function scriptedStreams(scripts: readonly Script[]) {
     requests.push({ url: new URL(input), headers: new Headers(init?.headers) });
     const script = scripts[requests.length - 1];
     if (script === undefined) throw new Error(`no script for connection ${requests.length}`);
-    if (script.status !== undefined && script.status !== 200) return Response.json({ error: { code: script.status === 404 ? "not_found" : "storage_error", message: "scripted", details: {} } }, { status: script.status });
+    if (script.status !== undefined && script.status !== 200) {
+      const code = script.status === 404 ? "not_found" : script.status === 429 ? "rate_limited" : "storage_error";
+      return Response.json({ error: { code, message: "scripted", details: {} } }, { status: script.status, headers: script.headers ?? {} });
+    }
     const chunks = [...(script.chunks ?? [])];
     const encoder = new TextEncoder();
     const body = new ReadableStream<Uint8Array>({
@@ -693,6 +697,29 @@ describe("subscribe(): reconnecting SSE over fetch (scripted streams)", () => {
       ["", "7.2"],
       ["", "7.2"],
     ]);
+  });
+
+  it("Should wait out a 429's Retry-After whole before opening the stream again, even past reconnect.maxDelayMs", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const server = scriptedStreams([{ status: 429, headers: { "retry-after": "2" } }, { chunks: [frame(10, "task.created"), 'event: end\ndata: {"reason":"task_terminal","status":"completed","wal_seq":1}\n\n'] }]);
+      const c = new RuntimeClient({ baseUrl: "http://runtime.test", token: "tok", fetch: server.fetch });
+      const sub = c.subscribe(TASK, { reconnect: { baseDelayMs: 1, maxDelayMs: 10 }, idleTimeoutMs: 0 });
+      const ids = (async () => {
+        const out: string[] = [];
+        for await (const e of sub) out.push(e.eventId);
+        return out;
+      })();
+      await vi.advanceTimersByTimeAsync(1_999);
+      expect(server.requests).toHaveLength(1);
+      // Retry-After (2 s) plus at most a quarter more.
+      await vi.advanceTimersByTimeAsync(502);
+      expect(server.requests).toHaveLength(2);
+      expect(await ids).toEqual(["e10"]);
+      expect(sub.reconnects).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("Should throw a typed error when the stream cannot be opened (404, 401)", async () => {

@@ -383,6 +383,28 @@ describe("GET /v1/sessions/{sid}/events", () => {
   });
 });
 
+describe("Subscribers per object (SSE_MAX_SUBSCRIBERS=8 in the test configuration)", () => {
+  const MAX = 8;
+
+  it.each(["task", "session"])("Should answer the %s stream's subscriber past the cap with 429 rate_limited and Retry-After, and take one again after one closes", async (kind) => {
+    const { s, t } = await fanTask();
+    const path = kind === "task" ? `${t}/events` : `/v1/sessions/${s.sid}/events`;
+    const streams: SseReader[] = [];
+    for (let i = 0; i < MAX; i++) streams.push(await openStream(path, i % 2 === 0 ? s.observer : s.orch));
+    const refused = await call("GET", path, s.observer);
+    expectError(refused, 429, "rate_limited");
+    expect(refused.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+    expect(refused.body.error.details).toMatchObject({ limit: "sse_subscribers", max: MAX });
+    // Those already open are untouched by the refusal.
+    expect((await streams[0]!.next())).not.toBeNull();
+    await streams.pop()!.cancel();
+    // The object hears of the cancel asynchronously (or at the next heartbeat): then a new subscriber gets in.
+    const again = await eventually(() => openStream(path, s.observer));
+    expectError(await call("GET", path, s.orch), 429, "rate_limited");
+    await Promise.all([again, ...streams].map((x) => x.cancel()));
+  });
+});
+
 describe("CORS on /v1/* (CORS_ORIGINS=https://dash.example in the test configuration)", () => {
   it("Should answer a preflight from an allowed origin, allowing Authorization, Last-Event-ID and Idempotency-Key", async () => {
     const res = await call("OPTIONS", "/v1/sessions/x/tasks/y/events", undefined, undefined, {

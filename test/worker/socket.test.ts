@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { type FetchLike, RuntimeClient } from "../../src/client/index.js";
 import { call, dispatch, newSession, newTask, step } from "./helpers.js";
 import { MAX_QUEUED_FRAMES, type TaskGraphObjectWithSocket } from "../../routes/task-socket.js";
-import { BASE, expectError, taskStub, walOf } from "./support.js";
+import { BASE, eventually, expectError, taskStub, walOf } from "./support.js";
 import { openSocket } from "./test-socket.js";
 
 describe("GET .../socket (command socket)", () => {
@@ -157,6 +157,40 @@ describe("the task object's socket lanes", () => {
     });
     expect(fake.closed).toEqual([{ code: 1013, reason: `more than ${MAX_QUEUED_FRAMES} frames waiting` }]);
     expect(fake.sent.map((f) => f.id)).toEqual(Array.from({ length: MAX_QUEUED_FRAMES }, (_, i) => i + 1));
+  });
+
+  it("Should close the socket whose frame would put more than SOCKET_MAX_QUEUED_BYTES (16 MiB) of frames waiting on the task, and answer the ones it took", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "bytes-cap", [step("a")]);
+    const fake = fakeSocket({ sid: s.sid, tid: "bytes-cap" });
+    // 18 frames of 0.9 MB fit in 16 MiB, the 19th does not (each is refused whole when its turn comes: not a batch).
+    const frame = (id: number) => JSON.stringify({ id, commands: [{ token: s.orch, method: "POST", path: `${t}/steps/a/progress` }], pad: "x".repeat(900_000) });
+    await runInDurableObject(taskStub(s.sid, "bytes-cap"), async (object: TaskGraphObjectWithSocket) => {
+      await Promise.all(Array.from({ length: 19 }, (_, i) => object.webSocketMessage(fake.socket, frame(i + 1))));
+      expect((object as unknown as { queuedBytes: number }).queuedBytes).toBe(0);
+    });
+    expect(fake.closed).toEqual([{ code: 1013, reason: "more than 16777216 bytes of frames waiting on this task" }]);
+    expect(fake.sent.map((f) => [f.id, f.status])).toEqual(Array.from({ length: 18 }, (_, i) => [i + 1, 400]));
+  });
+
+  it("Should answer an upgrade past SOCKET_MAX_CONNECTIONS (4 in the test configuration) 429 rate_limited with Retry-After, and take one again once one closes", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "socket-cap", [step("a")]);
+    const socks = [];
+    for (let i = 0; i < 4; i++) socks.push(await openSocket(t, s.orch));
+    const refused = await SELF.fetch(`${BASE}${t}/socket`, { headers: { upgrade: "websocket", authorization: `Bearer ${s.orch}` } });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("30");
+    expect(await refused.json()).toEqual({ error: { code: "rate_limited", message: expect.any(String), details: { limit: "sockets", max: 4, retry_after_ms: 30_000 } } });
+    // The open ones still work.
+    socks[0]!.send({ id: 1, commands: [{ token: s.orch, method: "POST", path: `${t}/steps/a/progress`, body: { phase: "still here" } }] });
+    expect((await socks[0]!.next()).results[0].status).toBe(200);
+    const leaving = socks.pop()!;
+    leaving.ws.close(1000, "done");
+    await leaving.closed;
+    const again = await eventually(() => openSocket(t, s.orch));
+    again.ws.close(1000, "done");
+    for (const sock of socks) sock.ws.close(1000, "done");
   });
 });
 

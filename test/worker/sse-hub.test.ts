@@ -1,13 +1,13 @@
 /**
  * The SSE hub in the Workers runtime (its own ReadableStream implementation): catch-up paced by the reader,
  * live fan-out of one encoded chunk, coalescing for a busy reader, slow subscribers closed, lifetimes,
- * heartbeats, cancels, the end frame.
+ * heartbeats, cancels, the end frame, the subscriber cap.
  */
 import { describe, expect, it } from "vitest";
 import { type CatchUp, SseHub } from "../../durable-objects/sse-hub.js";
 import { sleep } from "./support.js";
 
-const LIMITS = { heartbeatMs: 60_000, maxStreamMs: 60_000, maxQueuedBytes: 1_024 };
+const LIMITS = { heartbeatMs: 60_000, maxStreamMs: 60_000, maxQueuedBytes: 1_024, maxSubscribers: 64 };
 const live: CatchUp = () => ({ frames: "", next: "live" });
 const text = (chunk: Uint8Array | undefined) => new TextDecoder().decode(chunk);
 
@@ -123,5 +123,22 @@ describe("SseHub", () => {
     expect(text((await catching.read()).value)).toBe("event: end\ndata: {}\n\n");
     expect((await catching.read()).done).toBe(true);
     expect(hub.stats).toMatchObject({ open: 0, closed: { end: 2 } });
+  });
+
+  it("Should refuse a subscriber past maxSubscribers, saying when to retry, and take one again once one closes", async () => {
+    const hub = new SseHub({ ...LIMITS, heartbeatMs: 5_000, maxSubscribers: 2 });
+    expect(hub.full()).toBeNull();
+    const readers = [hub.open(live).getReader(), hub.open(live).getReader()];
+    // The next heartbeat (5 s) finds vanished clients before the oldest stream's lifetime (60 s) ends.
+    expect(hub.full()).toEqual({ open: 2, max: 2, retryAfterMs: 5_000 });
+    expect(() => hub.open(live)).toThrow(RangeError);
+    // Past the oldest stream's lifetime minus 2.5 s, that comes first (rounded up to whole seconds).
+    expect(hub.full(Date.now() + 57_500)?.retryAfterMs).toBe(3_000);
+    await readers[0]!.cancel();
+    await settle();
+    expect(hub.full()).toBeNull();
+    const third = hub.open(live).getReader();
+    expect(hub.stats).toMatchObject({ open: 2, opened: 3 });
+    await Promise.all([readers[1]!.cancel(), third.cancel()]);
   });
 });
