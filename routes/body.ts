@@ -1,6 +1,7 @@
 /** @module Request bodies: size limit, JSON parsing, zod validation, actor fields dropped, idempotency keys. */
 import type { Context } from "hono";
 import type { z } from "zod";
+import { jsonTextDepth, MAX_DOCUMENT_DEPTH } from "../src/core/index.js";
 import { readConfig } from "../src/env.js";
 import { hexOf } from "../src/hex.js";
 import type { Idempotency } from "../durable-objects/task-graph-object.js";
@@ -20,15 +21,26 @@ export async function readBodyText(c: Context<AppEnv>): Promise<string> {
   return text;
 }
 
-/** Parses JSON text; an empty body is `{}`; malformed JSON or a non-object is validation_error. */
+/**
+ * Parses the JSON text of a body or a socket frame (`what` names it in the message): nested deeper than
+ * MAX_DOCUMENT_DEPTH or malformed is validation_error. Depth is checked on the raw text, before anything
+ * (JSON.parse, zod, hashing, a call to an object) walks the value.
+ */
+export function parseJsonText(text: string, what = "the body"): unknown {
+  if (jsonTextDepth(text, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH) {
+    fail("validation_error", `${what} is nested deeper than ${MAX_DOCUMENT_DEPTH} levels`, { max_depth: MAX_DOCUMENT_DEPTH });
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    fail("validation_error", `${what} is not valid JSON`);
+  }
+}
+
+/** Parses JSON text; an empty body is `{}`; malformed or too deep JSON, or a non-object, is validation_error. */
 export function parseJsonObject(text: string): Record<string, unknown> {
   if (text.trim() === "") return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    fail("validation_error", "the body is not valid JSON");
-  }
+  const value = parseJsonText(text);
   if (typeof value !== "object" || value === null || Array.isArray(value)) fail("validation_error", "the body must be a JSON object");
   return withoutActorFields(value as Record<string, unknown>);
 }
