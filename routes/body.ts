@@ -1,5 +1,5 @@
 /** @module Request bodies: size limit, JSON parsing, zod validation, actor fields dropped, idempotency keys. */
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { jsonTextDepth, MAX_DOCUMENT_DEPTH } from "../src/core/index.js";
 import { readConfig } from "../src/env.js";
@@ -11,10 +11,27 @@ import { fail } from "./http-error.js";
 /** Actor fields a caller might send; identity comes from the token, so they are dropped, never trusted. */
 const ACTOR_FIELDS = ["actor_agent_id", "actor_run_id", "actor_role", "actor"] as const;
 
+/**
+ * The request's Content-Length, or null without one. Anything but digits (negative, fractional, hex, a list)
+ * is validation_error: RFC 9110 §8.6 makes it unrecoverable, and Number() would read "-1" or "abc" as no limit.
+ */
+export function declaredLength(c: Context<AppEnv>): number | null {
+  const raw = c.req.header("content-length");
+  if (raw === undefined) return null;
+  if (!/^\d+$/.test(raw)) fail("validation_error", "Content-Length must be a whole number of bytes", { content_length: raw.slice(0, 100) });
+  return Number(raw);
+}
+
+/** Refuses a request with a malformed Content-Length before anything else reads it, whatever its route. */
+export const requireValidContentLength: MiddlewareHandler<AppEnv> = async (c, next) => {
+  declaredLength(c);
+  await next();
+};
+
 /** The raw body text, within MAX_BODY_BYTES (413 payload_too_large otherwise). */
 export async function readBodyText(c: Context<AppEnv>): Promise<string> {
   const max = readConfig(c.env).maxBodyBytes;
-  const declared = Number(c.req.header("content-length") ?? "0");
+  const declared = declaredLength(c) ?? 0;
   if (declared > max) fail("payload_too_large", `the body is over ${max} bytes`, { limit: max });
   const text = await c.req.text();
   if (new TextEncoder().encode(text).length > max) fail("payload_too_large", `the body is over ${max} bytes`, { limit: max });
