@@ -47,11 +47,33 @@ export function parseJsonText(text: string, what = "the body"): unknown {
   if (jsonTextDepth(text, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH) {
     fail("validation_error", `${what} is nested deeper than ${MAX_DOCUMENT_DEPTH} levels`, { max_depth: MAX_DOCUMENT_DEPTH });
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     fail("validation_error", `${what} is not valid JSON`);
   }
+  // Only text that spells the key, or escapes anything, can hold it: the walk is skipped on the hot path.
+  if ((text.includes("__proto__") || text.includes("\\u")) && hasProtoKey(value)) {
+    fail("validation_error", `${what} has a key named __proto__, which is not accepted anywhere`);
+  }
+  return value;
+}
+
+/**
+ * True when a parsed value has an own `__proto__` key at any depth (walked without recursion). zod's records
+ * drop such a key while strict objects refuse it, so the same body would be refused on its route and taken
+ * with the key gone inside a batch command or in metadata: it is refused everywhere instead.
+ */
+function hasProtoKey(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== "object" || node === null) continue;
+    if (!Array.isArray(node) && Object.hasOwn(node, "__proto__")) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push(child);
+  }
+  return false;
 }
 
 /** Parses JSON text; an empty body is `{}`; malformed or too deep JSON, or a non-object, is validation_error. */

@@ -88,7 +88,7 @@ const LIMITS_TEXT = [
   "Durable task DAGs for orchestrator and worker agents.",
   `Limits: a body or socket frame is at most MAX_BODY_BYTES (1 MiB by default) and nests at most ${MAX_DOCUMENT_DEPTH} levels of JSON;`,
   `a free-form value (metadata, a run's result) is at most ${MAX_JSON_DEPTH} levels deep and ${MAX_JSON_BYTES} bytes of JSON;`,
-  "past them, or with a Content-Length that is not digits, the answer is 400 validation_error (413 payload_too_large for the size).",
+  "past them, with a Content-Length that is not digits, or with a key named __proto__ anywhere, the answer is 400 validation_error (413 payload_too_large for the size).",
 ].join(" ");
 
 /** The OpenAPI 3.1 document of the API, generated from the catalog. */
