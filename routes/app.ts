@@ -2,6 +2,7 @@
 import { Hono } from "hono";
 import { runtimeError } from "../src/core/index.js";
 import { type AppEnv, authenticate } from "./auth.js";
+import { requireValidContentLength } from "./body.js";
 import { corsFromEnv } from "./cors.js";
 import { eventRoutes } from "./events.js";
 import { errorResponse, toRuntimeError } from "./http-error.js";
@@ -22,6 +23,7 @@ export function buildApp(): Hono<AppEnv> {
   app.route("/", publicRoutes);
   // CORS first: a browser's preflight carries no token, and error answers need the headers too.
   app.use("/v1/*", corsFromEnv);
+  app.use("/v1/*", requireValidContentLength);
   app.use("/v1/*", authenticate);
   app.route("/v1", metaRoutes);
   app.route("/v1/sessions", eventRoutes);

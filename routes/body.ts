@@ -1,6 +1,7 @@
 /** @module Request bodies: size limit, JSON parsing, zod validation, actor fields dropped, idempotency keys. */
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
+import { jsonTextDepth, MAX_DOCUMENT_DEPTH } from "../src/core/index.js";
 import { readConfig } from "../src/env.js";
 import { hexOf } from "../src/hex.js";
 import type { Idempotency } from "../durable-objects/task-graph-object.js";
@@ -10,25 +11,76 @@ import { fail } from "./http-error.js";
 /** Actor fields a caller might send; identity comes from the token, so they are dropped, never trusted. */
 const ACTOR_FIELDS = ["actor_agent_id", "actor_run_id", "actor_role", "actor"] as const;
 
+/**
+ * The request's Content-Length, or null without one. Anything but digits (negative, fractional, hex, a list)
+ * is validation_error: RFC 9110 §8.6 makes it unrecoverable, and Number() would read "-1" or "abc" as no limit.
+ */
+export function declaredLength(c: Context<AppEnv>): number | null {
+  const raw = c.req.header("content-length");
+  if (raw === undefined) return null;
+  if (!/^\d+$/.test(raw)) fail("validation_error", "Content-Length must be a whole number of bytes", { content_length: raw.slice(0, 100) });
+  return Number(raw);
+}
+
+/** Refuses a request with a malformed Content-Length before anything else reads it, whatever its route. */
+export const requireValidContentLength: MiddlewareHandler<AppEnv> = async (c, next) => {
+  declaredLength(c);
+  await next();
+};
+
 /** The raw body text, within MAX_BODY_BYTES (413 payload_too_large otherwise). */
 export async function readBodyText(c: Context<AppEnv>): Promise<string> {
   const max = readConfig(c.env).maxBodyBytes;
-  const declared = Number(c.req.header("content-length") ?? "0");
+  const declared = declaredLength(c) ?? 0;
   if (declared > max) fail("payload_too_large", `the body is over ${max} bytes`, { limit: max });
   const text = await c.req.text();
   if (new TextEncoder().encode(text).length > max) fail("payload_too_large", `the body is over ${max} bytes`, { limit: max });
   return text;
 }
 
-/** Parses JSON text; an empty body is `{}`; malformed JSON or a non-object is validation_error. */
-export function parseJsonObject(text: string): Record<string, unknown> {
-  if (text.trim() === "") return {};
+/**
+ * Parses the JSON text of a body or a socket frame (`what` names it in the message): nested deeper than
+ * MAX_DOCUMENT_DEPTH or malformed is validation_error. Depth is checked on the raw text, before anything
+ * (JSON.parse, zod, hashing, a call to an object) walks the value.
+ */
+export function parseJsonText(text: string, what = "the body"): unknown {
+  if (jsonTextDepth(text, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH) {
+    fail("validation_error", `${what} is nested deeper than ${MAX_DOCUMENT_DEPTH} levels`, { max_depth: MAX_DOCUMENT_DEPTH });
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    fail("validation_error", "the body is not valid JSON");
+    fail("validation_error", `${what} is not valid JSON`);
   }
+  // Only text that spells "proto" or escapes a character can hold the key, so the walk is skipped on the hot
+  // path (searching for "proto" costs a fifth of searching for "__proto__" in a frame full of underscores).
+  if ((text.includes("proto") || text.includes("\\u")) && hasProtoKey(value)) {
+    fail("validation_error", `${what} has a key named __proto__, which is not accepted anywhere`);
+  }
+  return value;
+}
+
+/**
+ * True when a parsed value has an own `__proto__` key at any depth (walked without recursion). zod's records
+ * drop such a key while strict objects refuse it, so the same body would be refused on its route and taken
+ * with the key gone inside a batch command or in metadata: it is refused everywhere instead.
+ */
+function hasProtoKey(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== "object" || node === null) continue;
+    if (!Array.isArray(node) && Object.hasOwn(node, "__proto__")) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push(child);
+  }
+  return false;
+}
+
+/** Parses JSON text; an empty body is `{}`; malformed or too deep JSON, or a non-object, is validation_error. */
+export function parseJsonObject(text: string): Record<string, unknown> {
+  if (text.trim() === "") return {};
+  const value = parseJsonText(text);
   if (typeof value !== "object" || value === null || Array.isArray(value)) fail("validation_error", "the body must be a JSON object");
   return withoutActorFields(value as Record<string, unknown>);
 }

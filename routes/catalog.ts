@@ -1,6 +1,6 @@
 /** @module The route catalog: every v1 operation with its tool name, roles and schemas; feeds OpenAPI and /v1/tools. */
 import { z } from "zod";
-import { ERROR_CODES } from "../src/core/index.js";
+import { ERROR_CODES, MAX_DOCUMENT_DEPTH, MAX_JSON_BYTES, MAX_JSON_DEPTH } from "../src/core/index.js";
 import {
   CancelRunBody,
   CreateSessionBody,
@@ -85,6 +85,13 @@ export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
   return rest;
 }
 
+const LIMITS_TEXT = [
+  "Durable task DAGs for orchestrator and worker agents.",
+  `Limits: a body or socket frame is at most MAX_BODY_BYTES (1 MiB by default) and nests at most ${MAX_DOCUMENT_DEPTH} levels of JSON;`,
+  `a free-form value (metadata, a run's result) is at most ${MAX_JSON_DEPTH} levels deep and ${MAX_JSON_BYTES} bytes of JSON;`,
+  "past them, with a Content-Length that is not digits, or with a key named __proto__ anywhere, the answer is 400 validation_error (413 payload_too_large for the size).",
+].join(" ");
+
 /** The OpenAPI 3.1 document of the API, generated from the catalog. */
 export function openApiDocument(origin: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -114,7 +121,7 @@ export function openApiDocument(origin: string): Record<string, unknown> {
   }
   return {
     openapi: "3.1.0",
-    info: { title: "Agent task runtime", version: "1.0.0", description: "Durable task DAGs for orchestrator and worker agents." },
+    info: { title: "Agent task runtime", version: "1.0.0", description: LIMITS_TEXT },
     servers: [{ url: origin }],
     paths,
     components: {

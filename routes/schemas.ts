@@ -8,6 +8,7 @@ import {
   DispatchWorkerSchema,
   FinishRunSchema,
   IdSchema,
+  JsonObjectSchema,
   StepStatusSchema,
   TASK_CURSOR_PATTERN,
   TASK_PAGE_LIMIT,
@@ -19,7 +20,7 @@ import {
 export const CreateSessionBody = z.strictObject({
   session_id: IdSchema.optional(),
   orchestrator_agent_id: z.string().min(1).max(128).optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: JsonObjectSchema.optional(),
 });
 
 /** POST /v1/sessions/{sid}/tokens. */

@@ -21,7 +21,7 @@ import type { Env } from "../src/env.js";
 import { TaskGraphObject } from "../durable-objects/task-graph-object.js";
 import { type AppEnv, requireTaskActor } from "./auth.js";
 import { prepareBatch, settleBatch, taskStub } from "./batch.js";
-import { validate } from "./body.js";
+import { parseJsonText, validate } from "./body.js";
 import { errorEnvelope, fail, retryAfterSeconds, STATUS_OF, toRuntimeError } from "./http-error.js";
 import { BatchBody } from "./schemas.js";
 
@@ -128,12 +128,7 @@ export class TaskGraphObjectWithSocket extends TaskGraphObject {
       if (typeof data !== "string") fail("validation_error", "frames must be text (JSON)");
       const maxBytes = this.config.maxBodyBytes;
       if (data.length > maxBytes) fail("payload_too_large", `the frame is over ${maxBytes} bytes`, { limit: maxBytes });
-      let raw: unknown;
-      try {
-        raw = JSON.parse(data);
-      } catch {
-        fail("validation_error", "the frame is not valid JSON");
-      }
+      const raw = parseJsonText(data, "the frame");
       if (typeof raw === "object" && raw !== null && "id" in raw) id = (raw as { id: unknown }).id;
       const frame = validate(SocketFrame, raw);
       const env = this.env as Env;

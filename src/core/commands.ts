@@ -1,5 +1,6 @@
 /** @module Zod schemas of the commands `decide` accepts (seed 003 tools and seed 001 control plane). */
 import { z } from "zod";
+import { JsonObjectSchema, JsonValueSchema } from "./json-bounds.js";
 import {
   ArtifactIdsSchema,
   IdSchema,
@@ -60,7 +61,7 @@ export const CreateTaskSchema = z.strictObject({
   priority: z.number().int().optional(),
   acceptance: TextSchema.optional(),
   parent_task_id: z.string().max(200).optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: JsonObjectSchema.optional(),
   step_lease_timeout_ms: z.number().int().min(1_000).max(86_400_000).optional(),
 });
 
@@ -127,7 +128,7 @@ export const FinishRunSchema = z.strictObject({
   type: z.literal("finish_run"),
   run_id: z.string().min(1).max(128),
   outcome: RunOutcomeSchema,
-  result: z.unknown().optional(),
+  result: JsonValueSchema.optional(),
 });
 
 /** The orchestrator cancels a worker run. */

@@ -9,6 +9,7 @@ export { nextDeadline } from "./decide-runs.js";
 export { firstClaimable } from "./decide-steps.js";
 export * from "./errors.js";
 export * from "./events.js";
+export * from "./json-bounds.js";
 export * from "./limits.js";
 export * from "./records.js";
 export * from "./state.js";
