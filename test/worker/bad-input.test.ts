@@ -13,7 +13,7 @@ import { OPERATIONS, type Operation } from "../../routes/catalog.js";
 import { STATUS_OF } from "../../routes/http-error.js";
 import { ERROR_CODES, type ErrorCode, MAX_DOCUMENT_DEPTH, MAX_JSON_BYTES, MAX_JSON_DEPTH } from "../../src/core/index.js";
 import { ADMIN, call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
-import { openSocket, type TestSocket } from "./socket-client.js";
+import { openSocket, type TestSocket } from "./test-socket.js";
 import { BASE, bindings, expectOk, signClaims } from "./support.js";
 
 /** The seed each property's own seed derives from (per route and kind): a failure replays exactly. */

@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
 import { expectError, expectOk, uniqueId, walOf } from "./support.js";
-import { openSocket } from "./test-socket.js";
+import { socketFrame } from "./test-socket.js";
 
 let S: TestSession;
 beforeAll(async () => {
@@ -28,10 +28,7 @@ async function send(carrier: Carrier, t: string, token: string, method: string, 
     const res = expectOk(await call("POST", `${t}/batch`, token, { commands: [command] }));
     return { status: res.results[0].status, body: res.results[0].body };
   }
-  const socket = await openSocket(t, token);
-  socket.send({ id: 1, commands: [command] });
-  const frame = await socket.next();
-  socket.ws.close();
+  const frame = await socketFrame(t, token, [command]);
   return { status: frame.results[0].status, body: frame.results[0].body };
 }
 

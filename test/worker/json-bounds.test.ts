@@ -8,7 +8,7 @@ import { evictDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MAX_DOCUMENT_DEPTH, MAX_JSON_BYTES, MAX_JSON_DEPTH, utf8Length } from "../../src/core/index.js";
 import { ADMIN, call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
-import { openSocket } from "./socket-client.js";
+import { openSocket } from "./test-socket.js";
 import { eventOf, openStream } from "./sse.js";
 import { bindings, expectError, expectOk, taskStub, uniqueId, walOf, walText } from "./support.js";
 

@@ -9,6 +9,7 @@ import type { TaskGraphObject } from "../../durable-objects/task-graph-object.js
 import { RuntimeClient } from "../../src/client/index.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
 import { eventOf, openStream } from "./sse.js";
+import { socketFrame } from "./test-socket.js";
 import { BASE, eventually, expectError, expectOk, sleep, taskStub, uniqueId, walOf } from "./support.js";
 
 let S: TestSession;
@@ -22,18 +23,6 @@ async function task(steps: ReturnType<typeof step>[]) {
 }
 
 /** Sends one frame over the task's command socket and returns its answer. */
-async function socketFrame(taskPath: string, token: string, commands: unknown[]): Promise<any> {
-  const res = await SELF.fetch(`${BASE}${taskPath}/socket`, { headers: { upgrade: "websocket", authorization: `Bearer ${token}` } });
-  expect(res.status).toBe(101);
-  const ws = res.webSocket!;
-  ws.accept();
-  const answer = new Promise<any>((resolve) => ws.addEventListener("message", (e) => resolve(JSON.parse(e.data as string))));
-  ws.send(JSON.stringify({ id: 1, commands }));
-  const frame = await answer;
-  ws.close(1000);
-  return frame;
-}
-
 const alarmOf = (stub: ReturnType<typeof taskStub>) => runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
 
 describe("a task stopped with runs in flight", () => {

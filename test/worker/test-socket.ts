@@ -6,8 +6,12 @@ import { BASE } from "./support.js";
 /** An open command socket and its answers, in arrival order. */
 export interface TestSocket {
   readonly ws: WebSocket;
+  /** Sends a frame: text as it is, anything else as JSON. */
   send(frame: unknown): void;
+  /** The next answer frame, parsed. */
   next(): Promise<any>;
+  /** Sends a frame and waits for its answer. */
+  ask(frame: unknown): Promise<any>;
   closed: Promise<{ code: number; reason: string }>;
 }
 
@@ -27,11 +31,25 @@ export async function openSocket(taskPath: string, token: string, how: "header" 
     else w(frame);
   });
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.addEventListener("close", (e) => resolve({ code: e.code, reason: e.reason })));
+  const send = (frame: unknown) => ws.send(typeof frame === "string" ? frame : JSON.stringify(frame));
+  const next = () => (inbox.length > 0 ? Promise.resolve(inbox.shift()) : new Promise<any>((r) => waiters.push(r)));
   return {
     ws,
-    send: (frame) => ws.send(typeof frame === "string" ? frame : JSON.stringify(frame)),
-    next: () => (inbox.length > 0 ? Promise.resolve(inbox.shift()) : new Promise((r) => waiters.push(r))),
+    send,
+    next,
+    ask: (frame) => {
+      send(frame);
+      return next();
+    },
     closed,
   };
+}
+
+/** Sends `commands` as one frame over a socket of its own and returns the answer frame. */
+export async function socketFrame(taskPath: string, token: string, commands: unknown[]): Promise<any> {
+  const socket = await openSocket(taskPath, token);
+  const frame = await socket.ask({ id: 1, commands });
+  socket.ws.close(1000);
+  return frame;
 }
 
