@@ -53,10 +53,9 @@ taskRoutes.get("/:sid/tasks/:tid/steps", async (c) => {
 taskRoutes.get("/:sid/tasks/:tid/wal", async (c) => {
   const { actor, stub } = target(c);
   const q = validate(WalQueryParams, c.req.query());
-  const result = (await stub.readWal(actor, q.after_seq ?? 0, q.limit ?? 1_000)) as RpcResult<{ events: unknown[]; last_wal_seq: number }>;
+  const result = (await stub.readWal(actor, q.after_seq ?? 0, q.limit ?? 1_000)) as RpcResult<{ ndjson: string; last_wal_seq: number }>;
   if (!result.ok) return errorResponse(c, result.error);
-  const body = result.value.events.map((e) => JSON.stringify(e)).join("\n");
-  return c.body(body === "" ? "" : `${body}\n`, 200, { "content-type": "application/x-ndjson", "x-last-wal-seq": String(result.value.last_wal_seq) });
+  return c.body(result.value.ndjson, 200, { "content-type": "application/x-ndjson", "x-last-wal-seq": String(result.value.last_wal_seq) });
 });
 
 taskRoutes.get("/:sid/tasks/:tid/summary", async (c) => {

@@ -124,6 +124,35 @@ describe("the WAL's storage format", () => {
   });
 });
 
+describe("a WAL written before free-form values were bounded", () => {
+  it("Should serve GET, the WAL export and the event stream of a task whose WAL holds a run result 3,000 levels deep, also after a restart", async () => {
+    const { t, stub } = await task([step("a")]);
+    const w = await dispatch(S, t);
+    expectOk(await call("POST", `${t}/runs/${w.run_id}/finish`, w.token, { outcome: "finished", result: { ok: true } }));
+    // Terminal, so its event stream is history and an end frame.
+    expectOk(await call("POST", `${t}/cancel`, S.orch, {}));
+    const ended = (await walOf(t, S.orch)).find((e) => e.event_type === "worker_run_ended")!;
+    // What an older deploy accepted: put a result nested 3,000 deep into that row (past structured clone's reach).
+    const deep = `${'{"d":'.repeat(3_000)}0${"}".repeat(3_000)}`;
+    await runInDurableObject(stub, (_i, state) => {
+      // Spliced as text: SQLite's JSON functions stop at 1,000 levels.
+      const row = state.storage.sql.exec<{ event: string }>("SELECT event FROM wal_events WHERE wal_seq = ?", ended.wal_seq).one();
+      state.storage.sql.exec("UPDATE wal_events SET event = ? WHERE wal_seq = ?", row.event.replace('"result":{"ok":true}', `"result":${deep}`), ended.wal_seq);
+    });
+    await evictDurableObject(stub);
+    const view = expectOk(await call("GET", t, S.orch));
+    expect(view.runs[0].status).toBe("finished");
+    const exported = await walOf(t, S.orch);
+    let depth = 0;
+    for (let v: any = exported.find((e) => e.wal_seq === ended.wal_seq)!.payload; typeof v === "object" && v !== null; v = v.result ?? v.d) depth += 1;
+    expect(depth).toBe(3_001);
+    const events = await call("GET", `${t}/events`, S.orch);
+    expect(events.status).toBe(200);
+    expect(String(events.body)).toContain("subagent.completed");
+    expect(String(events.body)).toContain("event: end");
+  });
+});
+
 describe("a WAL that does not replay", () => {
   it.each([
     ["an event is not JSON", "UPDATE wal_events SET event = '{garbage' WHERE wal_seq = 6"],
