@@ -59,6 +59,9 @@ export interface WriteAnswer {
 
 /** WAL events read per page while an event stream catches up on history. */
 const STREAM_PAGE = 100;
+/** How soon a broken object tries again to rebuild its memory from the WAL (doubling up to a minute). */
+const REBUILD_RETRY_MS = 1_000;
+const REBUILD_RETRY_MAX_MS = 60_000;
 
 /** The pure functions the commit path calls; a field, so the fault-injection tests can make one throw. */
 const CORE = { decide, apply } as const;
@@ -68,9 +71,11 @@ export class TaskGraphObject extends DurableObject<Env> {
   private state: DagState = emptyState();
   /**
    * Set when memory may differ from storage (the WAL did not replay, or a failed commit could not be undone
-   * by replaying it): every call answers storage_error until the object restarts and replays its WAL.
+   * by replaying it): every call answers storage_error until the WAL replays again (see `guard`).
    */
   private broken: RuntimeError | null = null;
+  private rebuildRetryAt = 0;
+  private rebuildRetryMs = REBUILD_RETRY_MS;
   protected readonly config: RuntimeConfig;
   /** The storage the commit path writes through (a field: the fault-injection tests replace it). */
   private storage: CommitStorage;
@@ -98,23 +103,57 @@ export class TaskGraphObject extends DurableObject<Env> {
     this.largeReads = new LargeReads(this.config.maxLargeReads);
     void ctx.blockConcurrencyWhile(async () => {
       try {
-        migrate(this.storage.sql, (work) => this.storage.transactionSync(work));
-        this.state = replay(loadEvents(this.storage.sql));
+        this.loadFromWal();
         this.alarmAt = await ctx.storage.getAlarm();
         // A change committed before a crash and never acknowledged by the session index is pushed now.
         this.index.recover(Date.now());
         if (this.index.dueAt !== null) await this.scheduleAlarm();
       } catch (e) {
-        this.state = emptyState();
-        this.broken = runtimeError("storage_error", "the task's WAL could not be replayed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) });
+        this.markBroken(runtimeError("storage_error", "the task's WAL could not be replayed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) }));
       }
     });
+  }
+
+  /** Brings the schema up to date and replays the WAL into memory; throws when storage cannot. */
+  private loadFromWal(): void {
+    migrate(this.sql, (work) => this.storage.transactionSync(work));
+    this.state = replay(loadEvents(this.sql));
+  }
+
+  /** Memory is not to be trusted: nothing is served from it until the WAL replays again. */
+  private markBroken(error: RuntimeError): RuntimeError {
+    this.state = emptyState();
+    this.broken = error;
+    this.rebuildRetryMs = REBUILD_RETRY_MS;
+    this.rebuildRetryAt = Date.now() + this.rebuildRetryMs;
+    return error;
+  }
+
+  /**
+   * Null when the object may serve; while it is broken, storage_error. A broken object tries again to
+   * replay its WAL now and then (1 s, doubling up to a minute), so a storage fault that passed heals
+   * without waiting for a restart, which a busy object (its clients retrying) might never get.
+   */
+  private guard(): RuntimeError | null {
+    if (this.broken === null) return null;
+    const now = Date.now();
+    if (now < this.rebuildRetryAt) return this.broken;
+    try {
+      this.loadFromWal();
+      this.broken = null;
+      return null;
+    } catch {
+      this.state = emptyState();
+      this.rebuildRetryMs = Math.min(this.rebuildRetryMs * 2, REBUILD_RETRY_MAX_MS);
+      this.rebuildRetryAt = now + this.rebuildRetryMs;
+      return this.broken;
+    }
   }
 
   /** Which task this object holds (null before its task is created, or when its WAL is broken). */
   taskIdentity(): { sessionId: string; taskId: string } | null {
     const task = this.state.task;
-    return task === null || this.broken !== null ? null : { sessionId: task.session_id, taskId: task.task_id };
+    return this.guard() !== null || task === null ? null : { sessionId: task.session_id, taskId: task.task_id };
   }
 
   private get sql(): CommitStorage["sql"] {
@@ -136,7 +175,8 @@ export class TaskGraphObject extends DurableObject<Env> {
    * marked broken and answers storage_error until it restarts, rather than serve a memory storage lacks.
    */
   private transact<T>(work: (unit: UnitOfWork) => T): RpcResult<T> {
-    if (this.broken !== null) return err(this.broken);
+    const broken = this.guard();
+    if (broken !== null) return err(broken);
     const unit = new UnitOfWork();
     let value: T;
     try {
@@ -171,12 +211,9 @@ export class TaskGraphObject extends DurableObject<Env> {
       this.state = replay(loadEvents(this.sql));
       return error;
     } catch (e) {
-      this.state = emptyState();
-      this.broken = runtimeError("storage_error", "the task's memory could not be rebuilt from its WAL after a failed write; retry after the object restarts", {
-        cause: e instanceof Error ? e.message : String(e),
-      });
-      console.error(JSON.stringify({ level: "error", where: "task object: rebuild after failed write", error: this.broken.details?.cause }));
-      return this.broken;
+      const cause = e instanceof Error ? e.message : String(e);
+      console.error(JSON.stringify({ level: "error", where: "task object: rebuild after failed write", error: cause }));
+      return this.markBroken(runtimeError("storage_error", "the task's memory could not be rebuilt from its WAL after a failed write; nothing was changed; retry", { cause }));
     }
   }
 
@@ -255,10 +292,6 @@ export class TaskGraphObject extends DurableObject<Env> {
     else await this.ctx.storage.setAlarm(target);
   }
 
-  private guard(): RuntimeError | null {
-    return this.broken;
-  }
-
   // ---- RPC methods -------------------------------------------------------------------------------
 
   /** Creates in flight, by Idempotency-Key (a create awaits the session, so a retry can arrive meanwhile). */
@@ -291,7 +324,8 @@ export class TaskGraphObject extends DurableObject<Env> {
   }
 
   private async createTaskOnce(actor: Actor, body: Record<string, unknown>, idem: Idempotency | null): Promise<RpcResult<WriteAnswer>> {
-    if (this.broken !== null) return err(this.broken);
+    const broken = this.guard();
+    if (broken !== null) return err(broken);
     const now = Date.now();
     const replayed = idem === null ? null : replayOf<WriteAnswer>(idem, readAnswers(this.sql, [idem.key]).get(idem.key), now);
     if (replayed !== null) return replayed;
@@ -328,7 +362,8 @@ export class TaskGraphObject extends DurableObject<Env> {
    * others.
    */
   async executeBatch(clientItems: readonly BatchItem[]): Promise<RpcResult<WriteAnswer>[]> {
-    if (this.broken !== null) return clientItems.map(() => err(this.broken!));
+    const broken = this.guard();
+    if (broken !== null) return clientItems.map(() => err(broken));
     if (this.state.task === null) return clientItems.map(() => err(runtimeError("not_found", "no such task")));
     const now = Date.now();
     const items = clientItems.map((item) => ({ ...item, idem: scopeIdempotency(item.actor, item.idem) }));
@@ -473,7 +508,7 @@ export class TaskGraphObject extends DurableObject<Env> {
 
   /** The session index entry, for the session's clean-up of reservations; null when no task was created. */
   async indexEntry(): Promise<IndexEntry | null> {
-    return this.state.task === null || this.broken !== null ? null : indexEntryOf(this.state);
+    return this.guard() !== null || this.state.task === null ? null : indexEntryOf(this.state);
   }
 
   /** Reads need a task, a caller in scope, and (003) reconciled leases first. */
@@ -492,7 +527,7 @@ export class TaskGraphObject extends DurableObject<Env> {
   /** The single alarm: expire due leases and run deadlines, push a due index change, re-arm. Idempotent. */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
-    if (this.broken !== null) return;
+    if (this.guard() !== null) return;
     if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
     await this.index.flush(Date.now());
     await this.scheduleAlarm(true);

@@ -12,7 +12,7 @@ import type { TaskGraphObject } from "../../durable-objects/task-graph-object.js
 import { type CommitStorage, loadEvents } from "../../durable-objects/wal-store.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
 import { SseReader } from "./sse.js";
-import { BASE, expectError, expectOk, taskStub, uniqueId, walOf } from "./support.js";
+import { BASE, expectError, expectOk, sleep, taskStub, uniqueId, walOf } from "./support.js";
 
 /** The object's internals these tests reach into. */
 interface Internals {
@@ -198,6 +198,26 @@ describe("a failed commit whose rebuild fails too (double fault)", () => {
     expect(expectOk(await call("GET", t, S.orch))).toEqual(viewBefore);
     expect(await walOf(t, S.orch)).toEqual(walBefore);
     expectOk(await call("POST", `${t}/steps/a/status`, w.token, { status: "completed" }));
+  });
+});
+
+describe("a broken object heals when its storage does", () => {
+  it("Should keep answering storage_error while the WAL cannot be read, and serve the WAL's state once it can, without a restart", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const { t, w, stub } = await claimedTask();
+    const viewBefore = expectOk(await call("GET", t, S.orch));
+    const restore = await injectStorage(stub, { walInsert: 1, rebuild: true });
+    expectError(await call("POST", `${t}/steps/a/status`, w.token, { status: "completed" }), 503, "storage_error");
+    // Past the first retry time the object tries to replay again; the fault is still there, so it stays broken.
+    await sleep(1_100);
+    expectError(await call("GET", t, S.orch), 503, "storage_error");
+    await restore();
+    // The next try (2 s after the last) replays the WAL: the object serves again, as it was before the fault.
+    await sleep(2_100);
+    expect(expectOk(await call("GET", t, S.orch))).toEqual(viewBefore);
+    expectOk(await call("POST", `${t}/steps/a/status`, w.token, { status: "completed" }));
+    const { memory, replayed } = await memoryAndWal(stub);
+    expect(memory).toEqual(replayed);
   });
 });
 
