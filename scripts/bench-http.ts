@@ -133,6 +133,18 @@ export class Client {
     if (a.status !== expected) throw new Error(`${method} ${path} answered ${a.status} (wanted ${expected}): ${JSON.stringify(a.body).slice(0, 400)}`);
     return a;
   }
+
+  /** Completed steps of a task as the server records them, every page of GET .../tasks/{tid} read. */
+  async completedOnServer(taskPath: string, token: string): Promise<number> {
+    let completed = 0;
+    let cursor: string | null = null;
+    do {
+      const page: Answer = await this.must(200, "GET", cursor === null ? taskPath : `${taskPath}?cursor=${encodeURIComponent(cursor)}`, token);
+      completed += (page.body.steps as { status: string }[]).filter((s) => s.status === "completed").length;
+      cursor = (page.body.page?.next_cursor as string | null | undefined) ?? null;
+    } while (cursor !== null);
+    return completed;
+  }
 }
 
 // ---- closed-loop load for the floor and the reference routes ------------------------------------
@@ -409,10 +421,7 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
     else noteError(`finish ${f.status}: ${JSON.stringify(f.body).slice(0, 200)}`);
   }
   let verified = 0;
-  for (const taskPath of taskPaths) {
-    const view = await client.must(200, "GET", taskPath, orch);
-    verified += (view.body.steps as { status: string }[]).filter((s) => s.status === "completed").length;
-  }
+  for (const taskPath of taskPaths) verified += await client.completedOnServer(taskPath, orch);
   return {
     tasks,
     workers,
