@@ -2,10 +2,10 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
-import { closing } from "./decide-shared.js";
+import { closing, heldStepOf } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { requireLiveTask, requireOrchestrator } from "./guards.js";
-import { HELD_STEP_STATUSES, type Step } from "./records.js";
+import type { Step } from "./records.js";
 import { type DagState, dependenciesCompleted } from "./state.js";
 
 const fail = (error: RuntimeError): Decision => ({ ok: false, error });
@@ -32,14 +32,12 @@ function emitEndRuns(state: DagState, em: Emitter, reason: string): void {
 function emitCancelRequests(state: DagState, em: Emitter, ctx: DecideContext, reason: string): void {
   const deadline = new Date(ctx.now + ctx.limits.childCancelTimeoutMs).toISOString();
   for (const runId of state.index.activeRuns) {
-    const run = state.runs.get(runId)!;
-    const held = run.current_step_id === null ? undefined : state.steps.get(run.current_step_id);
-    const holds = held !== undefined && held.claimed_by_run_id === run.run_id && HELD_STEP_STATUSES.has(held.status);
+    const held = heldStepOf(state, state.runs.get(runId)!);
     em.emit("worker_run_cancel_requested", null, {
       run_id: runId,
       reason,
-      step_id: holds ? held.step_id : null,
-      attempt_id: holds ? held.current_attempt_id : null,
+      step_id: held?.step_id ?? null,
+      attempt_id: held?.current_attempt_id ?? null,
       deadline_at: deadline,
     });
   }

@@ -1,6 +1,6 @@
 /** @module Cascades several decisions share: readiness after a completion, task_running, run fallbacks. */
 import type { Emitter } from "./context.js";
-import type { AttemptStatus, Step, WorkerRun } from "./records.js";
+import { type AttemptStatus, HELD_STEP_STATUSES, type Step, type WorkerRun } from "./records.js";
 import type { DagState } from "./state.js";
 
 /** The attempt and run a step event closes: the step's open claim, if any. */
@@ -40,15 +40,21 @@ export const RUN_ENDINGS = {
   timeout: { status: "timed_out", reason: "worker_timeout", attempt: "timed_out" },
 } as const satisfies Record<string, { status: WorkerRun["status"]; reason: string; attempt: AttemptStatus }>;
 
+/** The step a run still holds under its claim (claimed or running, and claimed by this run), if any. */
+export function heldStepOf(state: DagState, run: WorkerRun): Step | undefined {
+  const step = run.current_step_id === null ? undefined : state.steps.get(run.current_step_id);
+  return step !== undefined && step.claimed_by_run_id === run.run_id && HELD_STEP_STATUSES.has(step.status) ? step : undefined;
+}
+
 /**
  * Ends an active run: the step it still holds (and only that one, 003) fails with the fallback reason,
  * then worker_run_ended. Both are the run's own facts, recorded under the deciding actor.
  */
 export function emitRunEnd(state: DagState, em: Emitter, run: WorkerRun, ending: keyof typeof RUN_ENDINGS, result: unknown, reasonOverride?: string): void {
   const how = RUN_ENDINGS[ending];
-  const held = run.current_step_id === null ? undefined : state.steps.get(run.current_step_id);
-  const holds = held !== undefined && held.claimed_by_run_id === run.run_id && (held.status === "claimed" || held.status === "running");
-  if (holds) {
+  const held = heldStepOf(state, run);
+  const holds = held !== undefined;
+  if (held !== undefined) {
     em.emit("task_step_failed", held.step_id, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt, ...closing(held) });
   }
   // A run that finishes cleanly, holding nothing, just finished: the fallback reason is for a held step.
