@@ -84,6 +84,12 @@ async function injectStorage(stub: DurableObjectStub<TaskGraphObject>, plan: Fau
   return () => runInDurableObject(stub, (instance) => void ((instance as unknown as Internals).storage = real));
 }
 
+/** Replaces the pure functions the object's commit path calls; returns a function that puts the real ones back. */
+async function injectCore(stub: DurableObjectStub<TaskGraphObject>, core: Internals["core"]): Promise<() => Promise<void>> {
+  await runInDurableObject(stub, (instance) => void ((instance as unknown as Internals).core = core));
+  return () => runInDurableObject(stub, (instance) => void ((instance as unknown as Internals).core = { decide, apply }));
+}
+
 /** Memory, the WAL replayed from storage, and the WAL's length, read inside the object. */
 async function memoryAndWal(stub: DurableObjectStub<TaskGraphObject>) {
   return runInDurableObject(stub, (instance, state) => {
@@ -141,18 +147,16 @@ describe("a failed commit changes nothing", () => {
     const { t, w, stub } = await claimedTask();
     const walBefore = await walOf(t, S.orch);
     // Completing `a` applies task_step_completed, then task_step_ready for `c`: the second application throws.
-    await runInDurableObject(stub, (instance) => {
-      let applied = 0;
-      (instance as unknown as Internals).core = {
-        decide,
-        apply: (state, event) => {
-          if (++applied === 2) throw new TypeError("injected: a reducer bug");
-          return apply(state, event);
-        },
-      };
+    let applied = 0;
+    const restore = await injectCore(stub, {
+      decide,
+      apply: (state, event) => {
+        if (++applied === 2) throw new TypeError("injected: a reducer bug");
+        return apply(state, event);
+      },
     });
     const res = await call("POST", `${t}/steps/a/status`, w.token, { status: "completed" });
-    await runInDurableObject(stub, (instance) => void ((instance as unknown as Internals).core = { decide, apply }));
+    await restore();
     expectError(res, 500, "internal_error");
     expect(res.body.error.details.incident_id).toEqual(expect.any(String));
     await expectUnchanged(t, stub, walBefore);
@@ -164,16 +168,14 @@ describe("a failed commit changes nothing", () => {
     vi.spyOn(console, "error").mockImplementation(() => undefined);
     const { t, w, stub } = await claimedTask();
     const walBefore = await walOf(t, S.orch);
-    await runInDurableObject(stub, (instance) => {
-      (instance as unknown as Internals).core = {
-        decide: () => {
-          throw new RangeError("injected: a decider bug");
-        },
-        apply,
-      };
+    const restore = await injectCore(stub, {
+      decide: () => {
+        throw new RangeError("injected: a decider bug");
+      },
+      apply,
     });
     const res = await call("POST", `${t}/steps/a/progress`, w.token, { phase: "x" });
-    await runInDurableObject(stub, (instance) => void ((instance as unknown as Internals).core = { decide, apply }));
+    await restore();
     expectError(res, 500, "internal_error");
     await expectUnchanged(t, stub, walBefore);
     expectOk(await call("POST", `${t}/steps/a/progress`, w.token, { phase: "x" }));
