@@ -1,11 +1,7 @@
-/** @module The answer of every Durable Object RPC: a value, or a domain error (never a thrown exception for expected outcomes). */
-import type { RuntimeError } from "../src/core/index.js";
+/** @module The answer of every Durable Object RPC: the core's Result (a value, or a domain error), under the name the RPC signatures use. */
+import type { Result } from "../src/core/index.js";
 
 /** An RPC answer: a value, or a domain error. */
-export type RpcResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: RuntimeError };
+export type RpcResult<T> = Result<T>;
 
-/** A successful answer. */
-export const ok = <T>(value: T): RpcResult<T> => ({ ok: true, value });
-
-/** A failed answer. */
-export const err = <T>(error: RuntimeError): RpcResult<T> => ({ ok: false, error });
+export { err, ok } from "../src/core/index.js";

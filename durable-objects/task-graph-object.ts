@@ -18,6 +18,7 @@ import {
   isTerminalTask,
   nextDeadline,
   querySteps,
+  releasesClaim,
   replay,
   type RuntimeError,
   runtimeError,
@@ -395,7 +396,7 @@ export class TaskGraphObject extends DurableObject<Env> {
     if (!result.ok) return result;
     const events = [...result.value.events];
     const extra = this.describeValue(result.value.value);
-    if (item.claimNext && item.command.type === "update_step" && RELEASING_STATUSES.has(String(item.command.status))) {
+    if (item.claimNext && item.command.type === "update_step" && releasesClaim(item.command.status)) {
       const next = this.decideAndApply(unit, item.actor, { type: "claim_next" }, now);
       if (next.ok) {
         events.push(...next.value.events);
@@ -432,8 +433,9 @@ export class TaskGraphObject extends DurableObject<Env> {
   async getTask(actor: Actor, request: TaskGetRequest = {}): Promise<RpcResult<string | ReadableStream<Uint8Array>>> {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
-    const page = taskGetPage(this.state, request);
-    if ("code" in page) return err(page);
+    const paged = taskGetPage(this.state, request);
+    if (!paged.ok) return paged;
+    const page = paged.value;
     const large = pageItemCount(page.items) > LARGE_PAGE_ITEMS;
     const full = large ? this.largeReads.full() : null;
     if (full !== null) return err(full);
@@ -445,8 +447,7 @@ export class TaskGraphObject extends DurableObject<Env> {
   async querySteps(actor: Actor, query: StepQuery): Promise<RpcResult<StepPage>> {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
-    const page = querySteps(this.state, actor, query);
-    return "code" in page ? err(page) : ok(page);
+    return querySteps(this.state, actor, query);
   }
 
   /**
@@ -533,9 +534,6 @@ export class TaskGraphObject extends DurableObject<Env> {
     await this.scheduleAlarm(true);
   }
 }
-
-/** Step statuses that release the run's claim, after which `claim_next` may claim again. */
-const RELEASING_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled", "blocked"]);
 
 /** One command of a batch (or the only one of a single write). */
 export interface BatchItem {

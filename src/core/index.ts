@@ -12,6 +12,7 @@ export * from "./events.js";
 export * from "./json-bounds.js";
 export * from "./limits.js";
 export * from "./records.js";
+export * from "./result.js";
 export * from "./state.js";
 export * from "./views.js";
 export * from "./wal-jsonl.js";

@@ -33,6 +33,13 @@ export const TERMINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set(["complet
 export const TERMINAL_STEP_STATUSES: ReadonlySet<StepStatus> = new Set(["completed", "failed", "cancelled"]);
 /** Step statuses in which a worker run holds the step under a lease. */
 export const HELD_STEP_STATUSES: ReadonlySet<StepStatus> = new Set(["claimed", "running"]);
+/** Statuses a worker's update_step sets that release its run's claim (003), after which `claim_next` may claim again. */
+export const CLAIM_RELEASING_STEP_STATUSES: ReadonlySet<StepStatus> = new Set(["completed", "failed", "cancelled", "blocked"]);
+
+/** True when a worker's update_step to `status` gives up the step it held, so its run may claim the next one. */
+export function releasesClaim(status: unknown): boolean {
+  return CLAIM_RELEASING_STEP_STATUSES.has(status as StepStatus);
+}
 
 /** The worker pool a step belongs to when the orchestrator names none. */
 export const DEFAULT_WORKER_POOL = "default";

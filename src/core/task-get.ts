@@ -4,6 +4,7 @@
  */
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { taskReadModel } from "./read-models.js";
+import { err, ok, type Result } from "./result.js";
 import type { DagState } from "./state.js";
 import { decodeTaskCursor, FIRST_TASK_PAGE, pageInfo, pageItems, TASK_PAGE_LIMIT, type TaskPageInfo, type TaskPageItems } from "./task-page.js";
 import { taskView } from "./views.js";
@@ -25,12 +26,12 @@ export interface TaskGetPage {
 export type TaskGetAnswer = ReturnType<typeof taskView> & { readonly snapshot: ReturnType<typeof taskReadModel>; readonly page?: TaskPageInfo };
 
 /** The page a request names, or validation_error for a cursor this API did not send. */
-export function taskGetPage(state: DagState, request: TaskGetRequest): TaskGetPage | RuntimeError {
+export function taskGetPage(state: DagState, request: TaskGetRequest): Result<TaskGetPage> {
   const limit = Math.max(1, Math.min(request.limit ?? TASK_PAGE_LIMIT, TASK_PAGE_LIMIT));
   const from = request.cursor === undefined ? FIRST_TASK_PAGE : decodeTaskCursor(request.cursor);
-  if (from === null) return runtimeError("validation_error", "cursor must be a page.next_cursor this route sent", { cursor: request.cursor!.slice(0, 100) });
+  if (from === null) return err(runtimeError("validation_error", "cursor must be a page.next_cursor this route sent", { cursor: request.cursor!.slice(0, 100) }));
   const items = pageItems(state, from, limit);
-  return { items, limit, paged: request.limit !== undefined || request.cursor !== undefined || items.next !== null };
+  return ok({ items, limit, paged: request.limit !== undefined || request.cursor !== undefined || items.next !== null });
 }
 
 /** The answer for one page. */

@@ -3,6 +3,7 @@ import type { StepQuery } from "./commands.js";
 import type { Actor } from "./context.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { checkScope } from "./guards.js";
+import { err, ok, type Result } from "./result.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, TERMINAL_STEP_STATUSES, type Task, type WorkerRun } from "./records.js";
 import { type DagState, isTerminalTask } from "./state.js";
 import { allItems, type TaskPageItems } from "./task-page.js";
@@ -118,20 +119,20 @@ function page(matches: Step[], limit: number, offset: number): StepPage {
  * default. A worker sees its pool and allowed_step_ids only, ready (lease-free) steps by default, limit 5.
  * Callers reconcile expired leases first (003), so a ready step here has no live lease.
  */
-export function querySteps(state: DagState, actor: Actor, query: StepQuery): StepPage | RuntimeError {
+export function querySteps(state: DagState, actor: Actor, query: StepQuery): Result<StepPage> {
   const task = state.task;
-  if (task === null) return runtimeError("not_found", "no such task");
+  if (task === null) return err(runtimeError("not_found", "no such task"));
   const scope = checkScope(task, actor);
-  if (scope !== null) return scope;
+  if (scope !== null) return err(scope);
   const includeTerminal = query.include_terminal_steps === true;
   const terminalAsked = query.statuses?.filter((s) => TERMINAL_STEP_STATUSES.has(s)) ?? [];
   if (terminalAsked.length > 0 && !includeTerminal) {
-    return runtimeError("validation_error", `statuses ${terminalAsked.join(", ")} are terminal: pass include_terminal_steps=true`, { statuses: terminalAsked });
+    return err(runtimeError("validation_error", `statuses ${terminalAsked.join(", ")} are terminal: pass include_terminal_steps=true`, { statuses: terminalAsked }));
   }
   let run: WorkerRun | undefined;
   if (actor.role === "worker") {
     run = actor.run_id === null ? undefined : state.runs.get(actor.run_id);
-    if (run === undefined) return runtimeError("permission_denied", "the caller holds no worker run of this task");
+    if (run === undefined) return err(runtimeError("permission_denied", "the caller holds no worker run of this task"));
   }
   const statuses = query.statuses ?? (run !== undefined ? ["ready"] : undefined);
   const wanted = statuses === undefined ? null : new Set<StepStatus>(statuses);
@@ -151,9 +152,9 @@ export function querySteps(state: DagState, actor: Actor, query: StepQuery): Ste
   // Ready-only queries read the ready queue instead of scanning the DAG.
   if (wanted !== null && wanted.size === 1 && wanted.has("ready") && pool !== undefined) {
     const ready = state.index.ready.get(pool)?.ids() ?? [];
-    return page(ready.map((id) => state.steps.get(id)!).filter(keep), limit, offset);
+    return ok(page(ready.map((id) => state.steps.get(id)!).filter(keep), limit, offset));
   }
-  return page(orderedSteps(state).filter(keep), limit, offset);
+  return ok(page(orderedSteps(state).filter(keep), limit, offset));
 }
 
 /** Steps a worker still holds under a lease, for diagnostics and summaries. */

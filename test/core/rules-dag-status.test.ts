@@ -319,7 +319,7 @@ describe("DAG Model", () => {
     const w = h.dispatch({ allowed_step_ids: ["c", "c"] });
     expect(h.state.runs.get(w.run_id!)!.allowed_step_ids).toEqual(["c"]);
     const page = querySteps(h.state, w, {});
-    expect("steps" in page && page.steps.map((s) => s.step_id)).toEqual(["c"]);
+    expect(page.ok && page.value.steps.map((s) => s.step_id)).toEqual(["c"]);
     rejects(h, { type: "claim_step", step_id: "a" }, "permission_denied", w);
     expect(h.ok({ type: "claim_next" }, w).value).toMatchObject({ kind: "claimed", step_id: "c" });
     rejects(h, { type: "dispatch_worker", allowed_step_ids: [] }, "validation_error");
@@ -1316,7 +1316,7 @@ describe("Status", () => {
     const gpu = h.dispatch({ worker_pool_id: "gpu" });
     expect(h.ok({ type: "claim_next" }, gpu).value).toEqual({ kind: "no_step_claimed", reason: "no_ready_step" });
     const page = querySteps(h.state, gpu, {});
-    expect("steps" in page && page.steps).toEqual([]);
+    expect(page.ok && page.value.steps).toEqual([]);
   });
 
   it("when a cancelled step's work is still needed the orchestrator adds a replacement step", () => {

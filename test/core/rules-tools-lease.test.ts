@@ -48,15 +48,15 @@ function typesOf(h: Harness, command: Record<string, unknown>, actor: Actor = or
 
 function q(h: Harness, actor: Actor, query: StepQuery = {}): StepPage {
   const r = querySteps(h.state, actor, query);
-  if ("code" in r) throw new Error(`query failed: ${r.code}: ${r.message}`);
-  return r;
+  if (!r.ok) throw new Error(`query failed: ${r.error.code}: ${r.error.message}`);
+  return r.value;
 }
 const ids = (p: StepPage) => p.steps.map((s) => s.step_id);
 
 function qErr(h: Harness, actor: Actor, query: StepQuery = {}): string {
   const r = querySteps(h.state, actor, query);
-  if (!("code" in r)) throw new Error(`query should fail, got ${ids(r).join(",")}`);
-  return r.code;
+  if (r.ok) throw new Error(`query should fail, got ${ids(r.value).join(",")}`);
+  return r.error.code;
 }
 
 function st(h: Harness, id: string) {

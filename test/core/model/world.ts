@@ -150,9 +150,10 @@ export class World implements Scene {
     const seq = this.state.last_wal_seq;
     const run = actor.role === "worker" && actor.run_id !== null ? this.state.runs.get(actor.run_id) : undefined;
     if (run !== undefined && actor.task_id === TASK && actor.session_id === SESSION) {
-      const page = querySteps(this.state, actor, {});
-      expect("code" in page, "a worker's default query succeeds").toBe(false);
-      if ("code" in page) return;
+      const result = querySteps(this.state, actor, {});
+      expect(result.ok, "a worker's default query succeeds").toBe(true);
+      if (!result.ok) return;
+      const page = result.value;
       const naive = [...this.state.steps.values()]
         .sort((a, b) => a.ordinal - b.ordinal)
         .filter((s) => s.status === "ready" && s.worker_pool_id === run.worker_pool_id && (run.allowed_step_ids === null || run.allowed_step_ids.includes(s.step_id)));
@@ -160,13 +161,14 @@ export class World implements Scene {
       expect(page.total).toBe(naive.length);
       expect(naiveFirstClaimable(this.state, run)?.step_id).toBe(naive[0]?.step_id);
     } else if (actor.role === "orchestrator" && actor.session_id === SESSION) {
-      const page = querySteps(this.state, actor, { statuses: ["ready"], worker_pool_id: pool, limit: 1_000 });
-      if ("code" in page) throw new Error(page.message);
+      const result = querySteps(this.state, actor, { statuses: ["ready"], worker_pool_id: pool, limit: 1_000 });
+      if (!result.ok) throw new Error(result.error.message);
+      const page = result.value;
       const naive = [...this.state.steps.values()].sort((a, b) => a.ordinal - b.ordinal).filter((s) => s.status === "ready" && s.worker_pool_id === pool);
       expect(page.steps.map((s) => s.step_id), "ready query = a scan for ready steps").toEqual(naive.slice(0, 1_000).map((s) => s.step_id));
     } else {
-      const page = querySteps(this.state, actor, {});
-      if (actor.session_id !== SESSION) expect(page).toMatchObject({ code: "permission_denied" });
+      const result = querySteps(this.state, actor, {});
+      if (actor.session_id !== SESSION) expect(result).toMatchObject({ ok: false, error: { code: "permission_denied" } });
     }
     expect(this.state.last_wal_seq, "a query writes nothing").toBe(seq);
   }
