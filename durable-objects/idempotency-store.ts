@@ -3,8 +3,7 @@
  * the caller who sent the key, replayed only to that caller within 24 hours.
  */
 import { type Actor, runtimeError } from "../src/core/index.js";
-import type { RpcResult } from "./rpc-result.js";
-import { err, ok } from "./rpc-result.js";
+import { err, ok, type RpcResult } from "./rpc-result.js";
 import { execRows, MAX_BOUND_PARAMS, multiRowSql, placeholders, type Sql, sqlPerCount } from "./wal-store.js";
 
 /** An Idempotency-Key and the hash of the request it came with. */
@@ -47,20 +46,41 @@ export interface PendingAnswer {
 
 const insertSql = multiRowSql("INSERT OR REPLACE INTO idempotency (key, body_hash, answer, created_at_ms) VALUES ", 4);
 const selectSql = sqlPerCount((keys) => `SELECT key, body_hash, answer, created_at_ms FROM idempotency WHERE key IN (${placeholders(keys)})`);
+/** Writes between two purges of expired records: a purge is a table scan, not worth paying per write. */
+const WRITES_PER_PURGE = 500;
 
-/** Writes this commit's answers; called inside the commit's transaction. */
-export function writeAnswers(sql: Sql, answers: readonly PendingAnswer[]): void {
-  execRows(sql, answers, 4, insertSql, (row) => [row.key, row.hash, row.answer, row.at]);
-}
+/** The idempotency table of one task object: every statement that reads or writes it. */
+export class IdempotencyStore {
+  private writesSincePurge = 0;
 
-/** The stored answers of these (scoped) keys: one query per 100 keys, so a batch asks once, not per command. */
-export function readAnswers(sql: Sql, keys: readonly string[]): Map<string, IdempotencyRow> {
-  const rows = new Map<string, IdempotencyRow>();
-  for (let start = 0; start < keys.length; start += MAX_BOUND_PARAMS) {
-    const chunk = keys.slice(start, start + MAX_BOUND_PARAMS);
-    for (const row of sql.exec<IdempotencyRow & { key: string }>(selectSql(chunk.length), ...chunk)) rows.set(row.key, row);
+  /** `sql` is asked for at each call: the commit path's storage is a field the fault-injection tests replace. */
+  constructor(private readonly sql: () => Sql) {}
+
+  /** Writes a commit's answers; called inside the commit's transaction. */
+  write(answers: readonly PendingAnswer[]): void {
+    execRows(this.sql(), answers, 4, insertSql, (row) => [row.key, row.hash, row.answer, row.at]);
   }
-  return rows;
+
+  /** The stored answers of these (scoped) keys: one query per 100 keys, so a batch asks once, not per command. */
+  read(keys: readonly string[]): Map<string, IdempotencyRow> {
+    const rows = new Map<string, IdempotencyRow>();
+    for (let start = 0; start < keys.length; start += MAX_BOUND_PARAMS) {
+      const chunk = keys.slice(start, start + MAX_BOUND_PARAMS);
+      for (const row of this.sql().exec<IdempotencyRow & { key: string }>(selectSql(chunk.length), ...chunk)) rows.set(row.key, row);
+    }
+    return rows;
+  }
+
+  /** Drops records past their 24 hours, once every WRITES_PER_PURGE writes. */
+  purgeNowAndThen(now: number): void {
+    if (++this.writesSincePurge < WRITES_PER_PURGE) return;
+    this.writesSincePurge = 0;
+    try {
+      this.sql().exec("DELETE FROM idempotency WHERE created_at_ms < ?", now - IDEMPOTENCY_TTL_MS);
+    } catch {
+      // Expired records only cost space; the next purge tries again.
+    }
+  }
 }
 
 /** The earlier answer for a key, its conflict when the request differs, or null when it is new or expired. */
@@ -68,9 +88,4 @@ export function replayOf<T>(idem: Idempotency, row: Pick<IdempotencyRow, "body_h
   if (row === undefined || now - row.created_at_ms > IDEMPOTENCY_TTL_MS) return null;
   if (row.body_hash !== idem.hash) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: clientKey(idem) }));
   return ok(JSON.parse(row.answer) as T);
-}
-
-/** Drops records past their 24 hours. */
-export function purgeAnswers(sql: Sql, now: number): void {
-  sql.exec("DELETE FROM idempotency WHERE created_at_ms < ?", now - IDEMPOTENCY_TTL_MS);
 }

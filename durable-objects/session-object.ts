@@ -4,14 +4,15 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { monotonicFactory } from "ulid";
-import { RUNTIME_EVENT_SCHEMA_VERSION, type RuntimeError, runtimeError } from "../src/core/index.js";
+import { RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../src/core/index.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import type { IndexEntry } from "./index-entry.js";
 import { buildSessionSnapshot, type ListedTask, type SessionSnapshot, type TaskListPage } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
 import { SseHub, subscribersFull } from "./sse-hub.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-store.js";
-import type { RpcResult } from "./rpc-result.js";
+import { err, ok, type RpcResult } from "./rpc-result.js";
+import type { SessionRpc, TaskListQuery } from "./session-rpc.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
 const RESERVATION_CHECK_MS = 60_000;
@@ -20,24 +21,13 @@ export const SESSION_EVENT_LOG_ROWS = 10_000;
 /** Log rows read per page while a session stream catches up. */
 const STREAM_PAGE = 200;
 
-/** Filters of agent.task_list. */
-export interface TaskListQuery {
-  readonly include_terminal?: boolean;
-  readonly status?: string;
-  readonly limit?: number;
-  readonly offset?: number;
-}
-
 type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };
-
-const ok = <T>(value: T): RpcResult<T> => ({ ok: true, value });
-const err = <T>(error: RuntimeError): RpcResult<T> => ({ ok: false, error });
 
 /** How a task's index entry changed, as the session stream reports it. */
 export type SnapshotChange = "created" | "updated" | "terminal";
 
 /** One session's reservations and task index. */
-export class SessionObject extends DurableObject<Env> {
+export class SessionObject extends DurableObject<Env> implements SessionRpc {
   /** Live SSE subscribers of GET /v1/sessions/{sid}/events; fed by upsertTask. */
   private readonly hub: SseHub;
   /** The highest seq of the session event log (0: empty). */

@@ -7,7 +7,8 @@
 import { verifyToken } from "../src/auth/tokens.js";
 import { type RuntimeError, runtimeError } from "../src/core/index.js";
 import { type Env, taskObjectName } from "../src/env.js";
-import type { BatchItem, RpcResult, TaskGraphObject, WriteAnswer } from "../durable-objects/task-graph-object.js";
+import type { RpcResult } from "../durable-objects/rpc-result.js";
+import type { BatchItem, TaskGraphRpc, WriteAnswer } from "../durable-objects/task-graph-rpc.js";
 import { actorOf } from "./auth.js";
 import { hashRequest, withoutActorFields } from "./body.js";
 import { errorEnvelope, STATUS_OF, toRuntimeError } from "./http-error.js";
@@ -23,7 +24,7 @@ export interface BatchResult {
 }
 
 /** The task object of `sid/tid`. */
-export function taskStub(env: Env, sid: string, tid: string): DurableObjectStub<TaskGraphObject> {
+export function taskStub(env: Env, sid: string, tid: string): DurableObjectStub<TaskGraphRpc> {
   return env.TASK_GRAPHS.get(env.TASK_GRAPHS.idFromName(taskObjectName(sid, tid)));
 }
 

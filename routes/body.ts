@@ -4,7 +4,7 @@ import type { z } from "zod";
 import { jsonTextDepth, MAX_DOCUMENT_DEPTH } from "../src/core/index.js";
 import { readConfig } from "../src/env.js";
 import { hexOf } from "../src/hex.js";
-import type { Idempotency } from "../durable-objects/task-graph-object.js";
+import type { Idempotency } from "../durable-objects/idempotency-store.js";
 import type { AppEnv } from "./auth.js";
 import { fail } from "./http-error.js";
 

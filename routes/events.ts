@@ -6,7 +6,7 @@
 import { type Context, Hono } from "hono";
 import { taskObjectName } from "../src/env.js";
 import { parseSessionEventId, parseTaskEventId, type TaskCursor } from "../durable-objects/sse-frames.js";
-import type { RpcResult } from "../durable-objects/task-graph-object.js";
+import type { RpcResult } from "../durable-objects/rpc-result.js";
 import { type AppEnv, requireSessionActor, requireTaskActor } from "./auth.js";
 import { validate } from "./body.js";
 import { errorResponse, fail } from "./http-error.js";

@@ -1,6 +1,7 @@
 /** @module Task routes: agent.task_* tools over HTTP, each a call to the task's Durable Object. */
 import { type Context, Hono } from "hono";
-import type { RpcResult, WriteAnswer } from "../durable-objects/task-graph-object.js";
+import type { RpcResult } from "../durable-objects/rpc-result.js";
+import type { WriteAnswer } from "../durable-objects/task-graph-rpc.js";
 import { type AppEnv, requireTaskActor } from "./auth.js";
 import { idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
 import { errorResponse } from "./http-error.js";

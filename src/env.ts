@@ -1,12 +1,15 @@
 /** @module The Worker's bindings and the runtime configuration read from them. */
 import type { CoreLimits } from "./core/index.js";
-import type { SessionObject } from "../durable-objects/session-object.js";
-import type { TaskGraphObject } from "../durable-objects/task-graph-object.js";
+import type { SessionRpc } from "../durable-objects/session-rpc.js";
+import type { TaskGraphRpc } from "../durable-objects/task-graph-rpc.js";
 
-/** Bindings from wrangler.toml ([vars], secrets, Durable Object namespaces). */
+/**
+ * Bindings from wrangler.toml ([vars], secrets, Durable Object namespaces). The namespaces are typed by the
+ * objects' RPC interfaces, not their classes: the classes read this module, so naming them here made a circle.
+ */
 export interface Env {
-  readonly TASK_GRAPHS: DurableObjectNamespace<TaskGraphObject>;
-  readonly SESSIONS: DurableObjectNamespace<SessionObject>;
+  readonly TASK_GRAPHS: DurableObjectNamespace<TaskGraphRpc>;
+  readonly SESSIONS: DurableObjectNamespace<SessionRpc>;
   /** HS256 key that signs every bearer token (a secret). */
   readonly TOKEN_SECRET: string;
   /** The operator's token for creating sessions and minting tokens (a secret). */

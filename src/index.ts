@@ -3,8 +3,7 @@ import "./zod-setup.js";
 import { buildApp } from "../routes/app.js";
 
 export { SessionObject } from "../durable-objects/session-object.js";
-// The task object as the Worker deploys it: TaskGraphObject plus the command socket's transport.
-export { TaskGraphObjectWithSocket as TaskGraphObject } from "../routes/task-socket.js";
+export { TaskGraphObject } from "../durable-objects/task-graph-object.js";
 
 /** The HTTP application served by the Worker. */
 export const app = buildApp();

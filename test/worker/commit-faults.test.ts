@@ -14,11 +14,16 @@ import { call, dispatch, newSession, newTask, step, type TestSession } from "./h
 import { SseReader } from "./sse.js";
 import { BASE, expectError, expectOk, sleep, taskStub, uniqueId, walOf } from "./support.js";
 
-/** The object's internals these tests reach into. */
+/** The object's internals these tests reach into: its commit shell's storage, pure functions and memory. */
 interface Internals {
   storage: CommitStorage;
   core: { decide: typeof decide; apply: typeof apply };
   state: DagState;
+}
+
+/** The commit shell of a task object instance. */
+function internals(instance: TaskGraphObject): Internals {
+  return (instance as unknown as { shell: Internals }).shell;
 }
 
 /** Where an injected fault strikes. */
@@ -76,24 +81,24 @@ async function claimedTask() {
 /** Replaces the object's storage with a faulty one; returns a function that puts the real one back. */
 async function injectStorage(stub: DurableObjectStub<TaskGraphObject>, plan: FaultPlan): Promise<() => Promise<void>> {
   const real = await runInDurableObject(stub, (instance) => {
-    const o = instance as unknown as Internals;
+    const o = internals(instance);
     const original = o.storage;
     o.storage = faulty(original, plan);
     return original;
   });
-  return () => runInDurableObject(stub, (instance) => void ((instance as unknown as Internals).storage = real));
+  return () => runInDurableObject(stub, (instance) => void (internals(instance).storage = real));
 }
 
 /** Replaces the pure functions the object's commit path calls; returns a function that puts the real ones back. */
 async function injectCore(stub: DurableObjectStub<TaskGraphObject>, core: Internals["core"]): Promise<() => Promise<void>> {
-  await runInDurableObject(stub, (instance) => void ((instance as unknown as Internals).core = core));
-  return () => runInDurableObject(stub, (instance) => void ((instance as unknown as Internals).core = { decide, apply }));
+  await runInDurableObject(stub, (instance) => void (internals(instance).core = core));
+  return () => runInDurableObject(stub, (instance) => void (internals(instance).core = { decide, apply }));
 }
 
 /** Memory, the WAL replayed from storage, and the WAL's length, read inside the object. */
 async function memoryAndWal(stub: DurableObjectStub<TaskGraphObject>) {
   return runInDurableObject(stub, (instance, state) => {
-    const o = instance as unknown as Internals;
+    const o = internals(instance);
     const events = loadEvents(state.storage.sql);
     return { memory: taskView(o.state), replayed: taskView(replay(events)), walLength: events.length };
   });

@@ -8,7 +8,8 @@ import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { type FetchLike, RuntimeClient } from "../../src/client/index.js";
 import { call, dispatch, newSession, newTask, step } from "./helpers.js";
-import { MAX_QUEUED_FRAMES, type TaskGraphObjectWithSocket } from "../../routes/task-socket.js";
+import { MAX_QUEUED_FRAMES } from "../../durable-objects/command-sockets.js";
+import type { TaskGraphObject } from "../../durable-objects/task-graph-object.js";
 import { BASE, eventually, expectError, taskStub, walOf } from "./support.js";
 import { openSocket } from "./test-socket.js";
 
@@ -130,7 +131,7 @@ describe("the task object's socket lanes", () => {
       { id: 2, commands: [{ token: s.orch, method: "POST", path: `${t}/steps/a/progress`, body: { phase: "second" } }] },
       { id: 3, commands: [{ token: s.orch, method: "POST", path: `${t}/steps/a/progress`, body: { phase: "third" } }] },
     ];
-    await runInDurableObject(taskStub(s.sid, "lane-order"), async (object: TaskGraphObjectWithSocket) => {
+    await runInDurableObject(taskStub(s.sid, "lane-order"), async (object: TaskGraphObject) => {
       await Promise.all(frames.map((f) => object.webSocketMessage(fake.socket, JSON.stringify(f))));
     });
     expect(fake.sent.map((f) => [f.id, f.results[0].ok])).toEqual([
@@ -151,7 +152,7 @@ describe("the task object's socket lanes", () => {
     const t = await newTask(s, "lane-cap", [step("a")]);
     const w = await dispatch(s, t);
     const fake = fakeSocket({ sid: s.sid, tid: "lane-cap" });
-    await runInDurableObject(taskStub(s.sid, "lane-cap"), async (object: TaskGraphObjectWithSocket) => {
+    await runInDurableObject(taskStub(s.sid, "lane-cap"), async (object: TaskGraphObject) => {
       const frame = (id: number) => JSON.stringify({ id, commands: [{ token: w.token, method: "POST", path: `${t}/steps/a/progress`, body: { phase: `p${id}` } }] });
       await Promise.all(Array.from({ length: MAX_QUEUED_FRAMES + 1 }, (_, i) => object.webSocketMessage(fake.socket, frame(i + 1))));
     });
@@ -165,9 +166,9 @@ describe("the task object's socket lanes", () => {
     const fake = fakeSocket({ sid: s.sid, tid: "bytes-cap" });
     // 18 frames of 0.9 MB fit in 16 MiB, the 19th does not (each is refused whole when its turn comes: not a batch).
     const frame = (id: number) => JSON.stringify({ id, commands: [{ token: s.orch, method: "POST", path: `${t}/steps/a/progress` }], pad: "x".repeat(900_000) });
-    await runInDurableObject(taskStub(s.sid, "bytes-cap"), async (object: TaskGraphObjectWithSocket) => {
+    await runInDurableObject(taskStub(s.sid, "bytes-cap"), async (object: TaskGraphObject) => {
       await Promise.all(Array.from({ length: 19 }, (_, i) => object.webSocketMessage(fake.socket, frame(i + 1))));
-      expect((object as unknown as { queuedBytes: number }).queuedBytes).toBe(0);
+      expect((object as unknown as { sockets: { queuedBytes: number } }).sockets.queuedBytes).toBe(0);
     });
     expect(fake.closed).toEqual([{ code: 1013, reason: "more than 16777216 bytes of frames waiting on this task" }]);
     expect(fake.sent.map((f) => [f.id, f.status])).toEqual(Array.from({ length: 18 }, (_, i) => [i + 1, 400]));

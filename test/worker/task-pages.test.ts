@@ -8,7 +8,8 @@ import { runInDurableObject, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { RuntimeClient } from "../../src/client/index.js";
 import type { Actor } from "../../src/core/index.js";
-import type { RpcResult, TaskGraphObject } from "../../durable-objects/task-graph-object.js";
+import type { RpcResult } from "../../durable-objects/rpc-result.js";
+import type { TaskGraphObject } from "../../durable-objects/task-graph-object.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
 import { BASE, expectError, expectOk, taskStub, uniqueId } from "./support.js";
 

@@ -1,0 +1,96 @@
+/**
+ * @module The command sockets a task object holds (WebSocket Hibernation API): accepting an upgrade within
+ * SOCKET_MAX_CONNECTIONS, one lane per socket that runs its frames in arrival order, and the caps on what
+ * frames waiting may hold. The frame protocol itself (parsing, per-command tokens, answers, status codes) is
+ * the routes' (routes/task-socket.ts): this is the transport that carries it to the object's group commit.
+ */
+import type { Env, RuntimeConfig } from "../src/env.js";
+import { answerFrame, type SocketScope, upgradeNotFound, upgradeRefused, upgradeScope } from "../routes/task-socket.js";
+import type { RpcResult } from "./rpc-result.js";
+import type { BatchItem, WriteAnswer } from "./task-graph-rpc.js";
+
+/** Frames a connection may have waiting; past it the socket is closed with 1013 (try again later). */
+export const MAX_QUEUED_FRAMES = 64;
+
+/** What the sockets need of their task object. */
+export interface SocketHost {
+  readonly ctx: DurableObjectState;
+  readonly env: Env;
+  readonly config: RuntimeConfig;
+  /** Which task the object holds; null before it is created or while its WAL is broken. */
+  identity(): { sessionId: string; taskId: string } | null;
+  /** The object's group commit. */
+  executeBatch(items: BatchItem[]): Promise<RpcResult<WriteAnswer>[]>;
+}
+
+/** The command sockets of one task object. */
+export class CommandSockets {
+  /** Per socket: the frame being run (the next waits for it) and how many are waiting. */
+  private readonly lanes = new Map<WebSocket, { tail: Promise<void>; queued: number }>();
+  /**
+   * Characters of frames waiting or running, all sockets together: with SOCKET_MAX_CONNECTIONS this bounds what
+   * frames hold in memory (64 frames of up to MAX_BODY_BYTES on each socket alone would not).
+   */
+  private queuedBytes = 0;
+
+  constructor(private readonly host: SocketHost) {}
+
+  /** The object's `fetch`: takes an upgrade the route handed over for this very task, within the cap. */
+  accept(request: Request): Response {
+    const scope = upgradeScope(request);
+    if (scope === null) return upgradeNotFound("no such route");
+    const held = this.host.identity();
+    if (held === null || held.sessionId !== scope.sid || held.taskId !== scope.tid) return upgradeNotFound("no such task");
+    const ctx = this.host.ctx;
+    const open = ctx.getWebSockets().length;
+    const max = this.host.config.socket.maxConnections;
+    if (open >= max) return upgradeRefused(open, max);
+    const pair = new WebSocketPair();
+    ctx.acceptWebSocket(pair[1]);
+    pair[1].serializeAttachment(scope);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /** The object's `webSocketMessage`: queues the frame on its socket's lane, or closes a socket past the caps. */
+  async message(socket: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const lane = this.lanes.get(socket) ?? { tail: Promise.resolve(), queued: 0 };
+    this.lanes.set(socket, lane);
+    const bytes = typeof message === "string" ? message.length : message.byteLength;
+    const maxBytes = this.host.config.socket.maxQueuedBytes;
+    if (++lane.queued > MAX_QUEUED_FRAMES || this.queuedBytes + bytes > maxBytes) {
+      this.lanes.delete(socket);
+      socket.close(1013, lane.queued > MAX_QUEUED_FRAMES ? `more than ${MAX_QUEUED_FRAMES} frames waiting` : `more than ${maxBytes} bytes of frames waiting on this task`);
+      return;
+    }
+    this.queuedBytes += bytes;
+    const scope = socket.deserializeAttachment() as SocketScope;
+    const run = lane.tail.then(async () => {
+      const answer = await answerFrame(this.host.env, this.host.config.maxBodyBytes, scope, message, (items) => this.host.executeBatch(items));
+      try {
+        socket.send(JSON.stringify(answer));
+      } catch {
+        // the client is gone; its commands were written and a retry with the same keys gets their answers
+      }
+    });
+    lane.tail = run.catch(() => undefined).finally(() => {
+      this.queuedBytes -= bytes;
+      if (--lane.queued === 0 && this.lanes.get(socket) === lane) this.lanes.delete(socket);
+    });
+    await run.catch(() => undefined);
+  }
+
+  /** The object's `webSocketClose`: forgets the lane and completes the close handshake. */
+  close(socket: WebSocket, reason: string): void {
+    this.lanes.delete(socket);
+    try {
+      socket.close(1000, reason);
+    } catch {
+      // already closed
+    }
+  }
+
+  /** The object's `webSocketError`: forgets the lane. */
+  error(socket: WebSocket): void {
+    this.lanes.delete(socket);
+  }
+}

@@ -1,0 +1,274 @@
+/**
+ * @module The commit path of a task object: the thin shell around the pure core. It reads (memory replayed
+ * from the WAL), evaluates (`decide`, `apply`), persists (every event and idempotency answer of a unit in one
+ * transaction), then emits (SSE frames, the session index push, the alarm), in that order, and never lets
+ * memory hold what storage does not (see `transact`).
+ */
+import { monotonicFactory } from "ulid";
+import {
+  type Actor,
+  apply,
+  type Command,
+  type CoreLimits,
+  type DagState,
+  type DecisionValue,
+  decide,
+  emptyState,
+  isTerminalTask,
+  nextDeadline,
+  replay,
+  type RuntimeError,
+  runtimeError,
+  systemActor,
+  type WalEvent,
+} from "../src/core/index.js";
+import { reportIncident } from "../src/incident.js";
+import { IdempotencyStore } from "./idempotency-store.js";
+import type { IndexEntry } from "./index-entry.js";
+import { IndexOutbox } from "./index-outbox.js";
+import { err, ok, type RpcResult } from "./rpc-result.js";
+import { endFrame, runtimeFrames } from "./sse-frames.js";
+import type { SseHub } from "./sse-hub.js";
+import { UnitOfWork } from "./unit-of-work.js";
+import { appendEvents, type CommitStorage, loadEvents, migrate, type Sql } from "./wal-store.js";
+
+/** How soon a broken object tries again to rebuild its memory from the WAL (doubling up to a minute). */
+const REBUILD_RETRY_MS = 1_000;
+const REBUILD_RETRY_MAX_MS = 60_000;
+
+/** The pure functions the commit path calls. */
+export interface CommitCore {
+  readonly decide: typeof decide;
+  readonly apply: typeof apply;
+}
+
+/** What the commit shell is built from (all of it the task object's). */
+export interface CommitShellParts {
+  /** SQL and one synchronous transaction: the object's storage. */
+  readonly storage: CommitStorage;
+  /** The object's one alarm. */
+  readonly alarms: Pick<DurableObjectStorage, "getAlarm" | "setAlarm" | "deleteAlarm">;
+  /** Live SSE subscribers of the task's events, fed after each commit. */
+  readonly hub: SseHub;
+  readonly limits: CoreLimits;
+  /** Sends the task's entry to its session index (the session object's upsertTask). */
+  readonly pushIndex: (entry: IndexEntry) => Promise<void>;
+}
+
+/** The commit path, memory and alarm of one task object; single writer. */
+export class CommitShell {
+  private current: DagState = emptyState();
+  /**
+   * Set when memory may differ from storage (the WAL did not replay, or a failed commit could not be undone
+   * by replaying it): every call answers storage_error until the WAL replays again (see `guard`).
+   */
+  private broken: RuntimeError | null = null;
+  private rebuildRetryAt = 0;
+  private rebuildRetryMs = REBUILD_RETRY_MS;
+  /** The storage the commit path writes through (a field: the fault-injection tests replace it). */
+  storage: CommitStorage;
+  /** The pure functions the commit path calls (a field: the fault-injection tests make one throw). */
+  core: CommitCore = { decide, apply };
+  /** The idempotency records, written with the commit that produced them. */
+  readonly idempotency = new IdempotencyStore(() => this.storage.sql);
+  /** The session-index replica's pushes, due after commits and covered by the alarm. */
+  private readonly index: IndexOutbox;
+  private alarmAt: number | null = null;
+  /** ULIDs that sort in creation order even within one millisecond. */
+  private readonly ulid = monotonicFactory();
+
+  constructor(private readonly parts: CommitShellParts) {
+    this.storage = parts.storage;
+    this.index = new IndexOutbox(parts.storage.sql, () => this.current, parts.pushIndex);
+  }
+
+  /** The task's memory, as the WAL replays (replaced wholesale when it is rebuilt: read it through this). */
+  get state(): DagState {
+    return this.current;
+  }
+
+  /** The SQL of the commit path's storage. */
+  get sql(): Sql {
+    return this.storage.sql;
+  }
+
+  /**
+   * On start (inside blockConcurrencyWhile): brings the schema up to date, replays the WAL, and pushes a
+   * change committed before a crash that the session index never acknowledged.
+   */
+  async start(): Promise<void> {
+    try {
+      this.loadFromWal();
+      this.alarmAt = await this.parts.alarms.getAlarm();
+      this.index.recover(Date.now());
+      if (this.index.dueAt !== null) await this.scheduleAlarm();
+    } catch (e) {
+      this.markBroken(runtimeError("storage_error", "the task's WAL could not be replayed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) }));
+    }
+  }
+
+  /** Brings the schema up to date and replays the WAL into memory; throws when storage cannot. */
+  private loadFromWal(): void {
+    migrate(this.sql, (work) => this.storage.transactionSync(work));
+    this.current = replay(loadEvents(this.sql));
+  }
+
+  /** Memory is not to be trusted: nothing is served from it until the WAL replays again. */
+  private markBroken(error: RuntimeError): RuntimeError {
+    this.current = emptyState();
+    this.broken = error;
+    this.rebuildRetryMs = REBUILD_RETRY_MS;
+    this.rebuildRetryAt = Date.now() + this.rebuildRetryMs;
+    return error;
+  }
+
+  /**
+   * Null when the object may serve; while it is broken, storage_error. A broken object tries again to
+   * replay its WAL now and then (1 s, doubling up to a minute), so a storage fault that passed heals
+   * without waiting for a restart, which a busy object (its clients retrying) might never get.
+   */
+  guard(): RuntimeError | null {
+    if (this.broken === null) return null;
+    const now = Date.now();
+    if (now < this.rebuildRetryAt) return this.broken;
+    try {
+      this.loadFromWal();
+      this.broken = null;
+      return null;
+    } catch {
+      this.current = emptyState();
+      this.rebuildRetryMs = Math.min(this.rebuildRetryMs * 2, REBUILD_RETRY_MAX_MS);
+      this.rebuildRetryAt = now + this.rebuildRetryMs;
+      return this.broken;
+    }
+  }
+
+  /**
+   * The commit path for one unit of work (a command, with the lease reconciliation before it and any
+   * claim-next after it; or a whole batch). Decisions are applied to memory as they are taken, so each sees
+   * the ones before it; that is equivalent to DESIGN.md's decide → append → apply because nothing else can
+   * observe memory in between: everything from the first decision to the end of `transactionSync` is one
+   * synchronous turn (no await), so no other call interleaves, and nothing is published or answered before
+   * the transaction returned. If anything fails before that point — decide or apply throws (a bug), or the
+   * write throws — memory is rebuilt from the WAL in the same turn; if that rebuild fails too, the object is
+   * marked broken and answers storage_error until it restarts, rather than serve a memory storage lacks.
+   */
+  transact<T>(work: (unit: UnitOfWork) => T): RpcResult<T> {
+    const broken = this.guard();
+    if (broken !== null) return err(broken);
+    const unit = new UnitOfWork();
+    let value: T;
+    try {
+      value = work(unit);
+    } catch (e) {
+      return err(this.restoreFromWal(reportIncident(e, "task object: decide/apply")));
+    }
+    if (unit.events.length === 0 && unit.answers.length === 0) return ok(value);
+    try {
+      this.storage.transactionSync(() => {
+        appendEvents(this.sql, unit.events);
+        this.idempotency.write(unit.answers);
+      });
+    } catch (e) {
+      return err(this.restoreFromWal(runtimeError("storage_error", "the WAL append failed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) })));
+    }
+    // The durable point. Answering and publishing from here on is safe although the write may not have
+    // reached Cloudflare's replicas yet: the Durable Object output gate holds every outgoing message (the
+    // RPC answer, SSE frames, the index push) until the writes before it are confirmed, and if confirmation
+    // fails the object is reset and nothing held is delivered. Never move a reply or a publish above
+    // `transactionSync`: the gate cannot hold back what was sent before the write was made.
+    this.publish(unit.events);
+    return ok(value);
+  }
+
+  /**
+   * After a failed unit: memory may hold events storage lacks, so it is rebuilt from the WAL. Returns the
+   * error to answer: `error` when the rebuild worked, storage_error (and a broken object) when it did not.
+   */
+  private restoreFromWal(error: RuntimeError): RuntimeError {
+    try {
+      this.current = replay(loadEvents(this.sql));
+      return error;
+    } catch (e) {
+      const cause = e instanceof Error ? e.message : String(e);
+      console.error(JSON.stringify({ level: "error", where: "task object: rebuild after failed write", error: cause }));
+      return this.markBroken(runtimeError("storage_error", "the task's memory could not be rebuilt from its WAL after a failed write; nothing was changed; retry", { cause }));
+    }
+  }
+
+  /**
+   * Step 4 of the commit path: the committed events, as SSE frames encoded once, to every live subscriber;
+   * after a terminal event, the `end` frame and close. Still synchronous with the commit, so a subscriber's
+   * switch from history to live (also synchronous) never falls between an append and its publication.
+   */
+  private publish(events: readonly WalEvent[]): void {
+    const hub = this.parts.hub;
+    if (hub.liveCount === 0 || events.length === 0) return;
+    let frames = "";
+    for (const e of events) frames += runtimeFrames(e);
+    hub.publish(frames);
+    const task = this.current.task;
+    if (task !== null && isTerminalTask(task)) hub.endAll(endFrame(task.status, this.current.last_wal_seq));
+  }
+
+  /** Decides one command and applies its events to memory at once; the unit writes them. */
+  decideAndApply(unit: UnitOfWork, actor: Actor, command: Command | Record<string, unknown>, now: number): RpcResult<{ events: WalEvent[]; value: DecisionValue }> {
+    const context = { actor, now, newId: () => this.ulid(now), limits: this.parts.limits };
+    const decision = this.core.decide(this.current, command, context);
+    if (!decision.ok) return err(decision.error);
+    for (const event of decision.events) this.core.apply(this.current, event);
+    unit.events.push(...decision.events);
+    return ok({ events: decision.events, value: decision.value });
+  }
+
+  /** 003: expired leases are reconciled before queries, reads and claims (and by the alarm). */
+  reconcileInto(unit: UnitOfWork, now: number): void {
+    if (this.current.task === null) return;
+    this.decideAndApply(unit, systemActor(this.current.task.session_id), { type: "reconcile_leases" }, now);
+  }
+
+  /** Reconciles leases in a unit of its own; true when anything expired. */
+  private reconcile(now: number): boolean {
+    const result = this.transact((unit) => {
+      this.reconcileInto(unit, now);
+      return unit.events.length > 0;
+    });
+    return result.ok && result.value;
+  }
+
+  /** Before a read (003): expired leases reconciled, and what that committed pushed and covered by the alarm. */
+  reconcileBeforeRead(): void {
+    if (this.reconcile(Date.now())) void this.afterCommit();
+  }
+
+  /** After a commit: the session index's push is due (or under way), and the alarm covers every deadline. */
+  async afterCommit(): Promise<void> {
+    this.index.noteCommit(Date.now());
+    await this.scheduleAlarm();
+  }
+
+  /**
+   * Keeps the object's one alarm at or before the earliest deadline (lease expiry, run deadline, index push).
+   * On the write path it only ever moves earlier: claims and renewals move the earliest deadline later on
+   * almost every write, and an alarm that fires early expires nothing and re-arms exactly (`exact`).
+   * Re-setting it on every write cost about a quarter of the steps/s under load.
+   */
+  private async scheduleAlarm(exact = false): Promise<void> {
+    const candidates = [nextDeadline(this.current), this.index.dueAt].filter((t): t is number => t !== null);
+    const target = candidates.length === 0 ? null : Math.min(...candidates);
+    if (target === this.alarmAt) return;
+    if (!exact && (target === null || (this.alarmAt !== null && this.alarmAt <= target))) return;
+    this.alarmAt = target;
+    if (target === null) await this.parts.alarms.deleteAlarm();
+    else await this.parts.alarms.setAlarm(target);
+  }
+
+  /** The single alarm: expire due leases and run deadlines, push a due index change, re-arm. Idempotent. */
+  async alarm(): Promise<void> {
+    this.alarmAt = null;
+    if (this.guard() !== null) return;
+    if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
+    await this.index.flush(Date.now());
+    await this.scheduleAlarm(true);
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * @module The session object's RPC surface as its callers see it (routes, the task object, the bindings in
+ * src/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
+ */
+import type { Idempotency } from "./idempotency-store.js";
+import type { IndexEntry } from "./index-entry.js";
+import type { RpcResult } from "./rpc-result.js";
+import type { SessionSnapshot, TaskListPage } from "./session-snapshot.js";
+
+/** Filters of agent.task_list. */
+export interface TaskListQuery {
+  readonly include_terminal?: boolean;
+  readonly status?: string;
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+/** The RPC methods of one session's object. */
+export interface SessionRpc extends Rpc.DurableObjectBranded {
+  /** Answers at once: the empty Worker → Durable Object round trip behind GET /health/object. */
+  ping(): Promise<string>;
+  /** Creates the session record with the answer its creator got (or gives a keyed repeat that answer back). */
+  create(sessionId: string, createdAt: string, info: Record<string, unknown>, answer: unknown, idem: Idempotency | null): Promise<RpcResult<{ answer: unknown; created: boolean }>>;
+  /** The session record, or null when no session of this id was created. */
+  describe(): Promise<{ session_id: string; created_at: string } | null>;
+  /** Reserves a task id, a wal name and a create's Idempotency-Key atomically. */
+  reserve(taskId: string, walName: string, idem?: Idempotency | null): Promise<RpcResult<null>>;
+  /** Drops a reservation whose create failed. */
+  release(taskId: string): Promise<void>;
+  /** Records what a task object says of its task (the session-index replica's push). */
+  upsertTask(entry: IndexEntry): Promise<void>;
+  /** GET /v1/sessions/{sid}/events: the session event log after `afterSeq`, then live rows. */
+  streamEvents(afterSeq: number): Promise<RpcResult<ReadableStream<Uint8Array>>>;
+  /** agent.task_list. */
+  listTasks(query: TaskListQuery): Promise<TaskListPage>;
+  /** The session snapshot; null when no session of this id was created. */
+  snapshot(): Promise<SessionSnapshot | null>;
+}

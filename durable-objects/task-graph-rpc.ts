@@ -1,0 +1,47 @@
+/**
+ * @module The task object's RPC surface as its callers see it (routes, the session object, the bindings in
+ * src/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
+ */
+import type { Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest, TaskSummary } from "../src/core/index.js";
+import type { Idempotency } from "./idempotency-store.js";
+import type { IndexEntry } from "./index-entry.js";
+import type { RpcResult } from "./rpc-result.js";
+import type { TaskCursor } from "./sse-frames.js";
+
+/** What every write answers with (003 "Tool Return Shape"), plus what the command produced. */
+export interface WriteAnswer {
+  readonly task: TaskSummary;
+  readonly event_ids: string[];
+  readonly wal_seq: number;
+  readonly [extra: string]: unknown;
+}
+
+/** One command of a batch (or the only one of a single write). */
+export interface BatchItem {
+  readonly actor: Actor;
+  readonly command: Record<string, unknown>;
+  readonly idem: Idempotency | null;
+  readonly claimNext: boolean;
+}
+
+/** The RPC methods of one task DAG's object (named `<session_id>/<task_id>`). */
+export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
+  /** agent.task_create: reserves task_id and wal_name in the session, commits task_created, confirms. */
+  createTask(actor: Actor, body: Record<string, unknown>, clientIdem: Idempotency | null): Promise<RpcResult<WriteAnswer>>;
+  /** Every other write: decide and commit one command (claims, step updates, task lifecycle, runs). */
+  execute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts?: { claimNext?: boolean }): Promise<RpcResult<WriteAnswer>>;
+  /** Group commit: commands decided in order, all written in one transaction, one answer each. */
+  executeBatch(items: readonly BatchItem[]): Promise<RpcResult<WriteAnswer>[]>;
+  /** agent.task_get: the DAG (or a page of it) as JSON text, or as a stream when the page is large. */
+  getTask(actor: Actor, request?: TaskGetRequest): Promise<RpcResult<string | ReadableStream<Uint8Array>>>;
+  /** agent.task_query_steps. */
+  querySteps(actor: Actor, query: StepQuery): Promise<RpcResult<StepPage>>;
+  /** The WAL after `afterSeq`, at most `limit` events, as JSON Lines. */
+  readWal(actor: Actor, afterSeq: number, limit: number): Promise<RpcResult<{ ndjson: string; last_wal_seq: number }>>;
+  /** GET .../events: SSE frames after `cursor`, then live ones. */
+  streamEvents(actor: Actor, cursor: TaskCursor): Promise<RpcResult<ReadableStream<Uint8Array>>>;
+  /** The compact Task DAG summary for a prompt (003 "Prompt Context"). */
+  summary(actor: Actor, tokenBudget: number): Promise<RpcResult<PromptSummary>>;
+  /** The session index entry; null when no task was created. */
+  indexEntry(): Promise<IndexEntry | null>;
+}

@@ -1,0 +1,152 @@
+/**
+ * @module A task object's reads: the DAG (whole, paged, or streamed when large), step queries, WAL pages, the
+ * event stream with its catch-up, the prompt summary and the session index entry. Each is served from the
+ * commit shell's memory (or its WAL), after the shell's guard and, where 003 asks, reconciled leases.
+ */
+import {
+  type Actor,
+  isTerminalTask,
+  LARGE_PAGE_ITEMS,
+  pageItemCount,
+  promptSummary,
+  type PromptSummary,
+  querySteps,
+  type RuntimeError,
+  runtimeError,
+  type StepPage,
+  type StepQuery,
+  taskGetAnswer,
+  taskGetPage,
+  type TaskGetRequest,
+} from "../src/core/index.js";
+import type { CommitShell } from "./commit-shell.js";
+import { type IndexEntry, indexEntryOf } from "./index-entry.js";
+import type { LargeReads } from "./large-reads.js";
+import { err, ok, type RpcResult } from "./rpc-result.js";
+import { endFrame, runtimeFrames, type TaskCursor } from "./sse-frames.js";
+import { type CatchUp, type SseHub, subscribersFull } from "./sse-hub.js";
+import { readWal, readWalTail } from "./wal-store.js";
+
+/** WAL events read per page while an event stream catches up on history. */
+const STREAM_PAGE = 100;
+
+/** The reads of one task object. */
+export class TaskReads {
+  constructor(
+    private readonly shell: CommitShell,
+    /** Live SSE subscribers (the shell publishes to them after each commit). */
+    private readonly hub: SseHub,
+    /** Large GET answers being streamed out (bounded by TASK_MAX_LARGE_READS). */
+    private readonly largeReads: LargeReads,
+  ) {}
+
+  /** Which task the object holds (null before its task is created, or when its WAL is broken). */
+  identity(): { sessionId: string; taskId: string } | null {
+    const task = this.shell.state.task;
+    return this.shell.guard() !== null || task === null ? null : { sessionId: task.session_id, taskId: task.task_id };
+  }
+
+  /**
+   * agent.task_get after reconciling leases: the DAG (or the page of it the request names) with seed 001's
+   * snapshot projection, as JSON encoded once here. A page of more than LARGE_PAGE_ITEMS records is streamed
+   * out as its reader takes it and counts as a large read until then; past TASK_MAX_LARGE_READS such reads at
+   * once, it is refused (rate_limited) before it is built, so the answers in flight stay bounded in memory.
+   */
+  getTask(actor: Actor, request: TaskGetRequest = {}): RpcResult<string | ReadableStream<Uint8Array>> {
+    const ready = this.readable(actor);
+    if (ready !== null) return err(ready);
+    const state = this.shell.state;
+    const paged = taskGetPage(state, request);
+    if (!paged.ok) return paged;
+    const page = paged.value;
+    const large = pageItemCount(page.items) > LARGE_PAGE_ITEMS;
+    const full = large ? this.largeReads.full() : null;
+    if (full !== null) return err(full);
+    const json = JSON.stringify(taskGetAnswer(state, page));
+    return ok(large ? this.largeReads.stream(new TextEncoder().encode(json)) : json);
+  }
+
+  /** agent.task_query_steps after reconciling leases. */
+  querySteps(actor: Actor, query: StepQuery): RpcResult<StepPage> {
+    const ready = this.readable(actor);
+    if (ready !== null) return err(ready);
+    return querySteps(this.shell.state, actor, query);
+  }
+
+  /**
+   * The WAL after `afterSeq`, at most `limit` events, in wal_seq order, as JSON Lines. Encoded here rather than
+   * sent as values: structured clone across the RPC gives up on deep values (about 2,500 levels) long before
+   * JSON.stringify does, and a WAL written before values were bounded at the edge may hold one.
+   */
+  readWal(actor: Actor, afterSeq: number, limit: number): RpcResult<{ ndjson: string; last_wal_seq: number }> {
+    const ready = this.readable(actor, false);
+    if (ready !== null) return err(ready);
+    let ndjson = "";
+    for (const event of readWal(this.shell.sql, afterSeq, limit)) ndjson += `${JSON.stringify(event)}\n`;
+    return ok({ ndjson, last_wal_seq: this.shell.state.last_wal_seq });
+  }
+
+  /**
+   * GET .../events: a stream of SSE frames, the runtime events after `cursor` and then live ones; for a
+   * terminal task, the history and the `end` frame. A cursor past the end of the WAL is a validation error.
+   * A ReadableStream returned over RPC (rather than a Response from `fetch`): the route keeps HTTP (auth,
+   * error envelope, headers) and the object gets a typed actor and cursor, like every other call.
+   */
+  streamEvents(actor: Actor, cursor: TaskCursor): RpcResult<ReadableStream<Uint8Array>> {
+    const ready = this.readable(actor);
+    if (ready !== null) return err(ready);
+    const last = this.shell.state.last_wal_seq;
+    if (cursor.seq > last) {
+      return err(runtimeError("validation_error", `the resume point ${cursor.seq} is after the end of this task's WAL`, { after_seq: cursor.seq, last_wal_seq: last }));
+    }
+    const full = this.hub.full();
+    if (full !== null) return err(subscribersFull(full));
+    return ok(this.hub.open(this.catchUpFrom(cursor)));
+  }
+
+  /** Catch-up for one subscriber: pages of the WAL after its cursor, then live (or `end` for a terminal task). */
+  private catchUpFrom(cursor: TaskCursor): CatchUp {
+    let seq = cursor.seq;
+    let skipThrough = cursor.k ?? Number.POSITIVE_INFINITY;
+    return () => {
+      const partial = Number.isFinite(skipThrough);
+      const events = readWal(this.shell.sql, partial ? seq - 1 : seq, STREAM_PAGE);
+      let frames = "";
+      for (const e of events) frames += runtimeFrames(e, e.wal_seq === seq && partial ? skipThrough : -1);
+      if (events.length > 0) {
+        seq = events[events.length - 1]!.wal_seq;
+        skipThrough = Number.POSITIVE_INFINITY;
+      }
+      const state = this.shell.state;
+      if (seq < state.last_wal_seq) return { frames, next: "more" };
+      const task = state.task;
+      if (task !== null && isTerminalTask(task)) return { frames: frames + endFrame(task.status, state.last_wal_seq), next: "close" };
+      return { frames, next: "live" };
+    };
+  }
+
+  /** The compact Task DAG summary for a prompt (003 "Prompt Context"), after reconciling leases. */
+  summary(actor: Actor, tokenBudget: number): RpcResult<PromptSummary> {
+    const ready = this.readable(actor);
+    if (ready !== null) return err(ready);
+    return ok(promptSummary(this.shell.state, actor, readWalTail(this.shell.sql, 20), tokenBudget));
+  }
+
+  /** The session index entry, for the session's clean-up of reservations; null when no task was created. */
+  indexEntry(): IndexEntry | null {
+    return this.shell.guard() !== null || this.shell.state.task === null ? null : indexEntryOf(this.shell.state);
+  }
+
+  /** Reads need a task, a caller in scope, and (003) reconciled leases first. */
+  private readable(actor: Actor, reconcile = true): RuntimeError | null {
+    const guard = this.shell.guard();
+    if (guard !== null) return guard;
+    const task = this.shell.state.task;
+    if (task === null) return runtimeError("not_found", "no such task");
+    if (actor.session_id !== task.session_id || (actor.role === "worker" && actor.task_id !== task.task_id)) {
+      return runtimeError("permission_denied", "the caller is not in this task's scope");
+    }
+    if (reconcile) this.shell.reconcileBeforeRead();
+    return null;
+  }
+}
