@@ -122,14 +122,17 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     return this.sockets.accept(request);
   }
 
+  /** A frame on a command socket: run on its socket's lane, answered on the socket. */
   override async webSocketMessage(socket: WebSocket, message: string | ArrayBuffer): Promise<void> {
     await this.sockets.message(socket, message);
   }
 
+  /** A command socket closed by its client. */
   override async webSocketClose(socket: WebSocket, _code: number, reason: string): Promise<void> {
     this.sockets.close(socket, reason);
   }
 
+  /** A command socket failed. */
   override async webSocketError(socket: WebSocket): Promise<void> {
     this.sockets.error(socket);
   }

@@ -4,7 +4,7 @@ import { mintToken } from "../src/auth/tokens.js";
 import type { RuntimeError, WorkerRun } from "../src/core/index.js";
 import { runtimeError } from "../src/core/index.js";
 import { type Env, readConfig } from "../src/env.js";
-import type { RpcResult } from "../durable-objects/rpc-result.js";
+import { err, ok, type RpcResult } from "../durable-objects/rpc-result.js";
 import type { WriteAnswer } from "../durable-objects/task-graph-rpc.js";
 import { validate } from "./body.js";
 import { ApiError } from "./http-error.js";
@@ -82,10 +82,10 @@ export async function withWorkerToken(env: Env, sessionId: string, answer: Write
 
 /** The answer of a write as the HTTP layer returns it (worker token added for dispatches). */
 export async function finishAnswer(env: Env, sessionId: string, result: RpcResult<WriteAnswer>): Promise<RpcResult<WriteAnswer>> {
-  return result.ok ? { ok: true, value: await withWorkerToken(env, sessionId, result.value) } : result;
+  return result.ok ? ok(await withWorkerToken(env, sessionId, result.value)) : result;
 }
 
 /** Error of a batch command that never reached the task object. */
 export function rejected(error: RuntimeError): RpcResult<WriteAnswer> {
-  return { ok: false, error };
+  return err(error);
 }
