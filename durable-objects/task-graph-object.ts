@@ -28,7 +28,6 @@ import {
   systemActor,
   decide,
   taskSummary,
-  type TaskSummary,
   taskGetAnswer,
   taskGetPage,
   type TaskGetRequest,
@@ -36,10 +35,11 @@ import {
   pageItemCount,
   type WalEvent,
 } from "../src/core/index.js";
+import type { AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
 import { reportIncident } from "../src/incident.js";
 import { type Idempotency, type IdempotencyRow, type PendingAnswer, purgeAnswers, readAnswers, replayOf, scopeIdempotency, writeAnswers } from "./idempotency-store.js";
-import { type IndexEntry, indexEntryOf } from "./index-entry.js";
+import { indexEntryOf } from "./index-entry.js";
 import { IndexOutbox } from "./index-outbox.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
 import { endFrame, runtimeFrames, type TaskCursor } from "./sse-frames.js";
@@ -49,14 +49,6 @@ import { appendEvents, type CommitStorage, loadEvents, migrate, readWal, readWal
 
 export type { RpcResult } from "./rpc-result.js";
 export { type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-store.js";
-
-/** What every write answers with (003 "Tool Return Shape"), plus what the command produced. */
-export interface WriteAnswer {
-  readonly task: TaskSummary;
-  readonly event_ids: string[];
-  readonly wal_seq: number;
-  readonly [extra: string]: unknown;
-}
 
 /** WAL events read per page while an event stream catches up on history. */
 const STREAM_PAGE = 100;

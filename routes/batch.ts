@@ -7,7 +7,8 @@
 import { verifyToken } from "../src/auth/tokens.js";
 import { type RuntimeError, runtimeError } from "../src/core/index.js";
 import { type Env, taskObjectName } from "../src/env.js";
-import type { BatchItem, RpcResult, TaskGraphObject, WriteAnswer } from "../durable-objects/task-graph-object.js";
+import type { AnyWriteAnswer as WriteAnswer } from "../src/contract/index.js";
+import type { BatchItem, RpcResult, TaskGraphObject } from "../durable-objects/task-graph-object.js";
 import { actorOf } from "./auth.js";
 import { hashRequest, withoutActorFields } from "./body.js";
 import { errorEnvelope, STATUS_OF, toRuntimeError } from "./http-error.js";
