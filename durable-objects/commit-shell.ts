@@ -24,7 +24,7 @@ import {
 } from "../src/core/index.js";
 import { reportIncident } from "../src/incident.js";
 import { IdempotencyStore } from "./idempotency-store.js";
-import type { IndexEntry } from "./index-entry.js";
+import type { IndexEntry } from "../src/contract/index.js";
 import { IndexOutbox } from "./index-outbox.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
 import { endFrame, runtimeFrames } from "./sse-frames.js";

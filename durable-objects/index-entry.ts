@@ -1,24 +1,6 @@
-/** @module What a task object tells its session's index about the task (the row task_list pages through). */
-import { type DagState, isTerminalTask, nextDeadline, normalizeTaskStatus, type NormalizedTaskStatus, type StepStatus, type TaskStatus } from "../src/core/index.js";
-
-/** One task in the session index. */
-export interface IndexEntry {
-  readonly task_id: string;
-  readonly wal_name: string;
-  readonly title: string;
-  readonly native_status: TaskStatus;
-  readonly status: NormalizedTaskStatus;
-  readonly step_counts: Record<StepStatus, number>;
-  readonly total_steps: number;
-  readonly active_runs: number;
-  readonly lost_attempts: number;
-  readonly terminal: boolean;
-  readonly created_at: string;
-  readonly updated_at: string;
-  readonly wal_seq: number;
-  /** When the task's own alarm is due; an index entry still claiming held steps past it is stale. */
-  readonly next_deadline_at: string | null;
-}
+/** @module What a task object tells its session's index about the task: the contract's IndexEntry, the row task_list pages through. */
+import type { IndexEntry } from "../src/contract/index.js";
+import { type DagState, isTerminalTask, nextDeadline, normalizeTaskStatus } from "../src/core/index.js";
 
 /** The index entry of a DAG that has a task. */
 export function indexEntryOf(state: DagState): IndexEntry {

@@ -3,8 +3,9 @@
  * and an unacknowledged change always has a due time that the object's alarm covers, so a crash or an
  * eviction between a commit and its push never leaves the session listing an old entry.
  */
+import type { IndexEntry } from "../src/contract/index.js";
 import type { DagState } from "../src/core/index.js";
-import { type IndexEntry, indexEntryOf } from "./index-entry.js";
+import { indexEntryOf } from "./index-entry.js";
 import type { Sql } from "./wal-store.js";
 
 /** How long count-only index changes are gathered before one push. */

@@ -4,10 +4,10 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { monotonicFactory } from "ulid";
+import type { IndexEntry, ListedTask, SessionSnapshot, TaskListPage } from "../src/contract/index.js";
 import { RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../src/core/index.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
-import type { IndexEntry } from "./index-entry.js";
-import { buildSessionSnapshot, type ListedTask, type SessionSnapshot, type TaskListPage } from "./session-snapshot.js";
+import { buildSessionSnapshot } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
 import { SseHub, subscribersFull } from "./sse-hub.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-store.js";

@@ -2,10 +2,9 @@
  * @module The session object's RPC surface as its callers see it (routes, the task object, the bindings in
  * src/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
  */
+import type { IndexEntry, SessionSnapshot, TaskListPage } from "../src/contract/index.js";
 import type { Idempotency } from "./idempotency-store.js";
-import type { IndexEntry } from "./index-entry.js";
 import type { RpcResult } from "./rpc-result.js";
-import type { SessionSnapshot, TaskListPage } from "./session-snapshot.js";
 
 /** Filters of agent.task_list. */
 export interface TaskListQuery {

@@ -1,24 +1,12 @@
 /** @module The session read model of seeds 001/004 in the Agent Runtime snapshot shape, from index entries (pure). */
 import { RUNTIME_EVENT_SCHEMA_VERSION } from "../src/core/index.js";
-import type { IndexEntry } from "./index-entry.js";
+import type { CompactTask, ListedTask, SessionSnapshot } from "../src/contract/index.js";
 
 /** Terminal tasks listed as recent. */
 const RECENT_TERMINAL = 10;
 
-/** One row of agent.task_list: the index entry plus whether it may lag the task. */
-export type ListedTask = IndexEntry & { readonly index_state: "current" | "stale" | "reserved" };
-
-/** A page of agent.task_list. */
-export interface TaskListPage {
-  readonly tasks: ListedTask[];
-  readonly total: number;
-  readonly limit: number;
-  readonly offset: number;
-  readonly next_offset: number | null;
-}
-
 /** A task of the session as the snapshot schema's compact `task`; `stale` when the entry may lag the task. */
-export function compactTask(sessionId: string, t: ListedTask) {
+export function compactTask(sessionId: string, t: ListedTask): CompactTask {
   return {
     taskId: t.task_id,
     sessionId,
@@ -36,7 +24,7 @@ export function compactTask(sessionId: string, t: ListedTask) {
  * stale, recent terminal) and the Agent Runtime snapshot fields (schemaVersion, sessionId, threads,
  * taskSummary, tasks, blockedTasks, deliveryState). This runtime has no threads: `threads` is empty.
  */
-export function buildSessionSnapshot(session: { session_id: string; created_at: string }, rows: readonly ListedTask[]) {
+export function buildSessionSnapshot(session: { session_id: string; created_at: string }, rows: readonly ListedTask[]): SessionSnapshot {
   const terminal = rows.filter((t) => t.terminal).sort((a, b) => b.updated_at.localeCompare(a.updated_at));
   const active = rows.filter((t) => !t.terminal);
   const summary = {
@@ -80,6 +68,3 @@ export function buildSessionSnapshot(session: { session_id: string; created_at: 
     deliveryState: { status: "not_applicable" },
   };
 }
-
-/** The session snapshot. */
-export type SessionSnapshot = ReturnType<typeof buildSessionSnapshot>;

@@ -6,12 +6,12 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
+import type { IndexEntry } from "../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
 import { CommandSockets } from "./command-sockets.js";
 import { CommitShell } from "./commit-shell.js";
 import type { Idempotency } from "./idempotency-store.js";
 import { IdempotentWrites } from "./idempotent-writes.js";
-import type { IndexEntry } from "./index-entry.js";
 import { LargeReads } from "./large-reads.js";
 import type { RpcResult } from "./rpc-result.js";
 import type { TaskCursor } from "./sse-frames.js";

@@ -20,7 +20,8 @@ import {
   type TaskGetRequest,
 } from "../src/core/index.js";
 import type { CommitShell } from "./commit-shell.js";
-import { type IndexEntry, indexEntryOf } from "./index-entry.js";
+import type { IndexEntry } from "../src/contract/index.js";
+import { indexEntryOf } from "./index-entry.js";
 import type { LargeReads } from "./large-reads.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
 import { endFrame, runtimeFrames, type TaskCursor } from "./sse-frames.js";

@@ -7,21 +7,15 @@
 import { verifyToken } from "../src/auth/tokens.js";
 import { type RuntimeError, runtimeError } from "../src/core/index.js";
 import { type Env, taskObjectName } from "../src/env.js";
+import type { AnyWriteAnswer as WriteAnswer, BatchResult } from "../src/contract/index.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
-import type { BatchItem, TaskGraphRpc, WriteAnswer } from "../durable-objects/task-graph-rpc.js";
+import type { BatchItem, TaskGraphRpc } from "../durable-objects/task-graph-rpc.js";
 import { actorOf } from "./auth.js";
 import { hashRequest, withoutActorFields } from "./body.js";
 import { errorEnvelope, STATUS_OF, toRuntimeError } from "./http-error.js";
 import type { BatchBody } from "./schemas.js";
 import { finishAnswer, rejected, resolveWrite } from "./task-writes.js";
 import type { z } from "zod";
-
-/** One result of a batch: the command's answer or its error, with the status its single route would give. */
-export interface BatchResult {
-  readonly ok: boolean;
-  readonly status: number;
-  readonly body: unknown;
-}
 
 /** The task object of `sid/tid`. */
 export function taskStub(env: Env, sid: string, tid: string): DurableObjectStub<TaskGraphRpc> {

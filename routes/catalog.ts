@@ -6,21 +6,18 @@ import {
   CreateSessionBody,
   CreateTaskBody,
   DispatchWorkerBody,
-  EmptyBody,
   FinishRunBody,
   MintTokenBody,
   ProgressBody,
   ReasonBody,
   StepQueryParams,
   SummaryQueryParams,
-  TaskGetQueryParams,
   TaskListQueryParams,
   UpdateStepBody,
   UpdateTaskBody,
   WalQueryParams,
-  BatchBody,
-  EventsQueryParams,
-} from "./schemas.js";
+} from "../src/contract/index.js";
+import { BatchBody, EmptyBody, EventsQueryParams, TaskGetQueryParams } from "./schemas.js";
 
 /** Who may call an operation. */
 export type Role = "admin" | "orchestrator" | "worker" | "observer";

@@ -2,13 +2,12 @@
 import { Hono } from "hono";
 import { monotonicFactory } from "ulid";
 import { mintToken } from "../src/auth/tokens.js";
+import { type AnyWriteAnswer as WriteAnswer, CreateSessionBody, CreateTaskBody, MintTokenBody, TaskListQueryParams } from "../src/contract/index.js";
 import { readConfig, taskObjectName } from "../src/env.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
-import type { WriteAnswer } from "../durable-objects/task-graph-rpc.js";
 import { type AppEnv, requireAdmin, requireSessionActor } from "./auth.js";
 import { hashRequest, idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
 import { errorResponse, fail } from "./http-error.js";
-import { CreateSessionBody, CreateTaskBody, MintTokenBody, TaskListQueryParams } from "./schemas.js";
 
 const newId = monotonicFactory();
 const lowerId = () => newId().toLowerCase();

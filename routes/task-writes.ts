@@ -1,14 +1,14 @@
 /** @module Task writes: which command each write path means, shared by the single routes and the batch route. */
 import type { z } from "zod";
 import { mintToken } from "../src/auth/tokens.js";
+import { type AnyWriteAnswer as WriteAnswer, CancelRunBody, DispatchWorkerBody, FinishRunBody, ProgressBody, ReasonBody, UpdateStepBody, UpdateTaskBody } from "../src/contract/index.js";
 import type { RuntimeError, WorkerRun } from "../src/core/index.js";
 import { runtimeError } from "../src/core/index.js";
 import { type Env, readConfig } from "../src/env.js";
 import { err, ok, type RpcResult } from "../durable-objects/rpc-result.js";
-import type { WriteAnswer } from "../durable-objects/task-graph-rpc.js";
 import { validate } from "./body.js";
 import { ApiError } from "./http-error.js";
-import { CancelRunBody, DispatchWorkerBody, EmptyBody, FinishRunBody, ProgressBody, ReasonBody, UpdateStepBody, UpdateTaskBody } from "./schemas.js";
+import { EmptyBody } from "./schemas.js";
 
 /** A write resolved to a core command. */
 export interface ResolvedWrite {

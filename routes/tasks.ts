@@ -1,11 +1,11 @@
 /** @module Task routes: agent.task_* tools over HTTP, each a call to the task's Durable Object. */
 import { type Context, Hono } from "hono";
+import { type AnyWriteAnswer as WriteAnswer, StepQueryParams, SummaryQueryParams, WalQueryParams } from "../src/contract/index.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
-import type { WriteAnswer } from "../durable-objects/task-graph-rpc.js";
 import { type AppEnv, requireTaskActor } from "./auth.js";
 import { idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
 import { errorResponse } from "./http-error.js";
-import { BatchBody, StepQueryParams, SummaryQueryParams, TaskGetQueryParams, WalQueryParams } from "./schemas.js";
+import { BatchBody, TaskGetQueryParams } from "./schemas.js";
 import { runBatch, taskStub } from "./batch.js";
 import { finishAnswer, resolveWrite } from "./task-writes.js";
 

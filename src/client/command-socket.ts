@@ -12,7 +12,8 @@
  * first command's token as `?access_token=` (browsers cannot set headers on a WebSocket); every command is
  * still authenticated with its own token.
  */
-import type { BatchCommand, BatchResult } from "./group-commit.js";
+import type { BatchResult } from "../contract/index.js";
+import type { BatchCommand } from "./group-commit.js";
 import { errorFromEnvelope, networkError, RuntimeApiError, unexpectedResponse } from "./errors.js";
 
 /** What the client needs of a WebSocket (the browser's, workerd's and the `ws` package's all have it). */

@@ -7,7 +7,8 @@
  * empty round trip tops out at a few hundred requests/s; many workers of one task writing at once is the
  * common case (a pool of workers completing and claiming).
  */
-import { MAX_BATCH_COMMANDS } from "../../routes/schemas.js";
+import type { BatchResult } from "../contract/index.js";
+import { MAX_BATCH_COMMANDS } from "../contract/limits.js";
 import { errorFromEnvelope, RuntimeApiError, unexpectedResponse } from "./errors.js";
 import { abortReason, backoffDelay, type RetryPolicy } from "./retry.js";
 
@@ -18,13 +19,6 @@ export interface BatchCommand {
   readonly path: string;
   readonly body: Record<string, unknown>;
   readonly idempotency_key?: string;
-}
-
-/** One result of a batch answer. */
-export interface BatchResult {
-  readonly ok: boolean;
-  readonly status: number;
-  readonly body: unknown;
 }
 
 /** A logical call waiting to be written: its command and how many times it has been tried. */
@@ -67,8 +61,6 @@ interface Pending {
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
-
-export { MAX_BATCH_COMMANDS };
 
 /** Fewest commands in a batch split off a tick's writes: below it a frame's fixed cost outweighs the overlap. */
 export const MIN_COMMANDS_PER_SPLIT = 8;

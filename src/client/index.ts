@@ -1,11 +1,12 @@
 /** @module The typed client SDK of the agent task runtime: fetch only, for Node 20, browsers and Workers. */
-export { RuntimeClient, type RuntimeClientOptions } from "./runtime-client.js";
-export { WorkerClient, type WorkerCredentials } from "./worker-client.js";
-export { type StepContext, type StepHandler, type StepResult, type WorkerRunOptions, type WorkerRunReport, type WorkerStopReason } from "./run-worker.js";
+export { type RuntimeClientOptions } from "./runtime-calls.js";
+export { RuntimeClient, type StepContext, type StepHandler, WorkerClient, type WorkerCredentials } from "./runtime-client.js";
+export { type StepResult, type WorkerRunOptions, type WorkerRunReport, type WorkerStopReason } from "./run-worker.js";
 export { orchestrate, reopenOnce, type OrchestrateOptions, type OrchestrateResult, type StepFailedHandler, type StepFailureAction } from "./orchestrate.js";
 export { isRetryable, isRuntimeApiError, RuntimeApiError, type ClientErrorCode, type RuntimeApiErrorCode } from "./errors.js";
 export { type ApiRequest, type FetchLike, newIdempotencyKey, Transport, type TransportOptions } from "./transport.js";
-export { type BatchingOptions, MAX_BATCH_COMMANDS } from "./group-commit.js";
+export { type BatchingOptions } from "./group-commit.js";
+export { MAX_BATCH_COMMANDS } from "../contract/limits.js";
 export { type CommandSocketOptions, type WebSocketConstructor, type WebSocketLike } from "./command-socket.js";
 export { backoffDelay, DEFAULT_RETRY, retryAfterDelay, type RetryOptions } from "./retry.js";
 export { EventSubscription, isAfterId, type SubscribeOptions } from "./event-stream.js";

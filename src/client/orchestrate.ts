@@ -4,14 +4,13 @@
  * it is completeable. It re-reads the task whenever one of its workers ends, an event arrives on the task's
  * stream, or `pollMs` passes (so it works, more slowly to notice others' changes, without the stream).
  */
-import { TERMINAL_TASK_STATUSES } from "../core/index.js";
+import { MAX_TEXT, TERMINAL_TASK_STATUSES } from "../core/index.js";
 import { isRuntimeApiError } from "./errors.js";
 import { taskPath } from "./paths.js";
 import { abortReason, linkedController, sleep } from "./retry.js";
-import type { RuntimeClient } from "./runtime-client.js";
-import type { StepHandler, WorkerRunOptions, WorkerRunReport } from "./run-worker.js";
+import type { RuntimeClient, StepHandler, WorkerClient } from "./runtime-client.js";
+import type { WorkerRunOptions, WorkerRunReport } from "./run-worker.js";
 import type { RuntimeEvent, Step, TaskRef, TaskStatus, TaskView } from "./types.js";
-import type { WorkerClient } from "./worker-client.js";
 
 /** What to do with a failed step: reopen it, fail the task, or leave it (an optional step, say). */
 export type StepFailureAction = "reopen" | "fail" | "ignore";
@@ -198,7 +197,7 @@ export async function orchestrate(client: RuntimeClient, task: TaskRef, opts: Or
         return true;
       }
       if (action === "fail") {
-        await client.failTask(path, { reason: `step ${step.step_id} failed: ${step.status_reason ?? "no reason given"}`.slice(0, 8_000) }, { signal });
+        await client.failTask(path, { reason: `step ${step.step_id} failed: ${step.status_reason ?? "no reason given"}`.slice(0, MAX_TEXT) }, { signal });
         return true;
       }
     }

@@ -2,11 +2,25 @@
  * @module The worker loop: claim-next, run the handler, mark the step completed (or failed with the error's
  * message) while taking the next step in the same call, until nothing is claimable; then finish the run.
  * The handler's `ctx.signal` aborts when the run loses its step (cancelled, lease expired, task closed).
+ * It knows its worker only by the calls it makes (WorkerLoopCalls), not as the WorkerClient that runs it.
  */
+import { MAX_STEP_QUERY_LIMIT } from "../contract/limits.js";
+import { MAX_TEXT } from "../core/index.js";
 import { isRuntimeApiError, RuntimeApiError } from "./errors.js";
 import { linkedController } from "./retry.js";
-import type { Claimed, NextClaim, ProgressInput, Step, UpdateStepInput } from "./types.js";
-import type { WorkerClient } from "./worker-client.js";
+import type { CallOptions, ClaimNextAnswer, Claimed, FinishRunInput, NextClaim, ProgressInput, Step, StepPage, StepQuery, UpdateStepAnswer, UpdateStepInput } from "./types.js";
+
+/** What the loop calls on its worker (a WorkerClient has all of it). */
+export interface WorkerLoopCalls {
+  readonly runId: string;
+  readonly agentId: string | undefined;
+  readonly maxSteps: number | undefined;
+  claimNext(opts?: CallOptions): Promise<ClaimNextAnswer>;
+  updateStep(stepId: string, body: UpdateStepInput, opts?: CallOptions): Promise<UpdateStepAnswer>;
+  appendProgress(stepId: string, body?: ProgressInput, opts?: CallOptions): Promise<unknown>;
+  querySteps(query?: StepQuery, opts?: CallOptions): Promise<StepPage>;
+  finish(body?: FinishRunInput, opts?: CallOptions): Promise<unknown>;
+}
 
 /** What a handler may hand back for its step. */
 export interface StepResult {
@@ -14,19 +28,19 @@ export interface StepResult {
   readonly artifact_ids?: string[];
 }
 
-/** What a handler gets besides its step. */
-export interface StepContext {
+/** What a handler gets besides its step, `worker` being the worker `W` running the loop (StepContext for a WorkerClient). */
+export interface StepContextOf<W> {
   readonly step: Step;
   readonly attemptId: string;
   /** Aborts when the run no longer holds the step (run cancelled, lease expired, task terminal) or the caller aborts. */
   readonly signal: AbortSignal;
-  readonly worker: WorkerClient;
+  readonly worker: W;
   /** Reports progress and renews the lease; throws (and aborts `signal`) once the step is no longer the run's. */
   progress(progress: ProgressInput): Promise<void>;
 }
 
-/** Works one step: return to complete it, throw to fail it. */
-export type StepHandler = (step: Step, ctx: StepContext) => StepResult | void | Promise<StepResult | void>;
+/** Works one step of worker `W`: return to complete it, throw to fail it (StepHandler for a WorkerClient). */
+export type StepHandlerOf<W> = (step: Step, ctx: StepContextOf<W>) => StepResult | void | Promise<StepResult | void>;
 
 /** Options of `worker.run`. */
 export interface WorkerRunOptions {
@@ -86,7 +100,7 @@ function nextOf(next: NextClaim | undefined): Next {
 }
 
 /** The loop behind `WorkerClient.run`. */
-export async function runWorker(worker: WorkerClient, handler: StepHandler, opts: WorkerRunOptions = {}): Promise<WorkerRunReport> {
+export async function runWorker<W extends WorkerLoopCalls>(worker: W, handler: StepHandlerOf<W>, opts: WorkerRunOptions = {}): Promise<WorkerRunReport> {
   const completed: string[] = [];
   const failed: string[] = [];
   const claimNext = opts.claimNext ?? true;
@@ -141,7 +155,7 @@ export async function runWorker(worker: WorkerClient, handler: StepHandler, opts
 }
 
 /** Runs the handler on one claimed step and records its outcome (taking the next step when asked). */
-async function workStep(worker: WorkerClient, claim: Claimed, handler: StepHandler, opts: WorkerRunOptions, claimNext: boolean): Promise<StepOutcome> {
+async function workStep<W extends WorkerLoopCalls>(worker: W, claim: Claimed, handler: StepHandlerOf<W>, opts: WorkerRunOptions, claimNext: boolean): Promise<StepOutcome> {
   const { step } = claim;
   const { controller, unlink } = linkedController(opts.signal);
   let lost: WorkerStopReason | undefined;
@@ -152,7 +166,7 @@ async function workStep(worker: WorkerClient, claim: Claimed, handler: StepHandl
     controller.abort(e);
     return true;
   };
-  const ctx: StepContext = {
+  const ctx: StepContextOf<W> = {
     step,
     attemptId: claim.attempt_id,
     signal: controller.signal,
@@ -174,7 +188,7 @@ async function workStep(worker: WorkerClient, claim: Claimed, handler: StepHandl
     if (checking) return;
     checking = true;
     try {
-      const page = await worker.querySteps({ status: ["claimed", "running"], limit: 1_000, ...(worker.agentId === undefined ? {} : { claimed_by_agent_id: worker.agentId }) });
+      const page = await worker.querySteps({ status: ["claimed", "running"], limit: MAX_STEP_QUERY_LIMIT, ...(worker.agentId === undefined ? {} : { claimed_by_agent_id: worker.agentId }) });
       if (watching && !page.steps.some((s) => s.step_id === step.step_id && s.claimed_by_run_id === worker.runId)) {
         lose(new RuntimeApiError({ code: "permission_denied", status: 403, message: `step ${step.step_id} is no longer held by run ${worker.runId}` }));
       }
@@ -203,7 +217,7 @@ async function workStep(worker: WorkerClient, claim: Claimed, handler: StepHandl
   if (lost !== undefined) return { kind: "stopped", reason: lost };
   if (opts.signal?.aborted === true) return { kind: "stopped", reason: "aborted" };
 
-  const body: UpdateStepInput = threw ? { status: "failed", reason: messageOf(error).slice(0, 8_000) } : { status: "completed", ...resultFields(result) };
+  const body: UpdateStepInput = threw ? { status: "failed", reason: messageOf(error).slice(0, MAX_TEXT) } : { status: "completed", ...resultFields(result) };
   try {
     const answer = await worker.updateStep(step.step_id, claimNext ? { ...body, claim_next: true } : body);
     return { kind: "done", status: body.status as "completed" | "failed", next: answer.next };

@@ -1,75 +1,36 @@
 /**
- * @module RuntimeClient: one typed method per operation of routes/catalog.ts, plus the event streams. Clients
- * made with `withToken` and the workers `dispatchWorker` returns share its Transport, so their task writes of
- * one tick are group-committed together.
+ * @module RuntimeClient and WorkerClient. A RuntimeClient has every operation (RuntimeCalls) and makes the
+ * other clients of its family: `withToken` and the workers of `worker` and `dispatchWorker` share its
+ * Transport, so their task writes of one tick are group-committed together. A WorkerClient is a RuntimeClient
+ * bound to one worker run's token and task, with the claim/complete loop (run-worker.ts). The two classes name
+ * each other, so they share this module.
  */
-import type { RuntimeEvent } from "../core/index.js";
-import { isRuntimeApiError } from "./errors.js";
-import { EventSubscription, frameJson, type SubscribeOptions } from "./event-stream.js";
-import { seg, sessionPath, taskPath } from "./paths.js";
-import { retryAfterDelay, sleep } from "./retry.js";
-import { joinTaskPages } from "./task-pages.js";
-import { type ApiRequest, Transport, type TransportOptions } from "./transport.js";
+import { taskPath } from "./paths.js";
+import { RuntimeCalls } from "./runtime-calls.js";
+import { runWorker, type StepContextOf, type StepResult, type WorkerRunOptions, type WorkerRunReport } from "./run-worker.js";
 import type {
   CallOptions,
-  CancelRunInput,
   ClaimNextAnswer,
   ClaimStepAnswer,
-  CreateSessionInput,
-  CreateTaskInput,
   DispatchAnswer,
   DispatchWorkerInput,
   FinishRunInput,
-  MintTokenInput,
-  PatchOpInput,
   ProgressInput,
   PromptSummary,
-  ReasonInput,
-  SessionCreated,
-  SessionSnapshot,
-  SessionEvent,
+  Step,
   StepPage,
   StepQuery,
-  StreamEnd,
   SummaryQuery,
-  TaskListPage,
   TaskGetQuery,
-  TaskListQuery,
   TaskRef,
-  TaskTemplate,
   TaskView,
-  TokenMinted,
-  ToolList,
   UpdateStepAnswer,
   UpdateStepInput,
-  WalPage,
-  WalQuery,
   WriteAnswer,
 } from "./types.js";
-import { parseWalPage } from "./wal-page.js";
-import { type WorkerCredentials, WorkerClient } from "./worker-client.js";
-
-/** How to build a RuntimeClient: where the runtime is, the caller's token, fetch, retries and batching. */
-export interface RuntimeClientOptions extends TransportOptions {
-  /** The bearer token of every call (admin, orchestrator, worker or observer). */
-  readonly token?: string;
-}
 
 /** The typed client of the agent task runtime's HTTP API. */
-export class RuntimeClient {
-  readonly transport: Transport;
-  readonly token: string | undefined;
-
-  constructor(options: RuntimeClientOptions | { readonly transport: Transport; readonly token?: string }) {
-    this.transport = "transport" in options ? options.transport : new Transport(options);
-    this.token = options.token;
-  }
-
-  /** Closes the command sockets of this client's family (see the `socket` option); other calls still work. */
-  close(): void {
-    this.transport.close();
-  }
-
+export class RuntimeClient extends RuntimeCalls {
   /** A client of the same family (same Transport: shared batching and retries) calling with another token. */
   withToken(token: string): RuntimeClient {
     return new RuntimeClient({ transport: this.transport, token });
@@ -80,219 +41,101 @@ export class RuntimeClient {
     return new WorkerClient(this.withToken(credentials.token), taskPath(task), credentials);
   }
 
-  // ---- sessions -----------------------------------------------------------------------------------
-
-  /** POST /v1/sessions (admin): a session with orchestrator and observer tokens. */
-  createSession(body: CreateSessionInput = {}, opts?: CallOptions): Promise<SessionCreated> {
-    return this.write("POST", "/v1/sessions", body, opts);
-  }
-
-  /** POST /v1/sessions/{sid}/tokens (admin, orchestrator): an orchestrator or observer token. */
-  mintToken(sessionId: string, body: MintTokenInput, opts?: CallOptions): Promise<TokenMinted> {
-    return this.write("POST", `${sessionPath(sessionId)}/tokens`, body, opts);
-  }
-
-  /** GET /v1/sessions/{sid}: the session snapshot. */
-  getSession(sessionId: string, opts?: CallOptions): Promise<SessionSnapshot> {
-    return this.read(sessionPath(sessionId), undefined, opts);
-  }
-
-  /** GET /v1/sessions/{sid}/tasks (agent.task_list). */
-  listTasks(sessionId: string, query: TaskListQuery = {}, opts?: CallOptions): Promise<TaskListPage> {
-    return this.read(`${sessionPath(sessionId)}/tasks`, { ...query }, opts);
-  }
-
-  // ---- tasks --------------------------------------------------------------------------------------
-
-  /** POST /v1/sessions/{sid}/tasks (agent.task_create): the whole DAG. */
-  createTask(sessionId: string, body: CreateTaskInput, opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("POST", `${sessionPath(sessionId)}/tasks`, body, opts);
-  }
-
-  /**
-   * GET .../tasks/{tid} (agent.task_get): the DAG, attempts, runs, progress, diagnostics, snapshot. A task of more
-   * than 1,000 steps, runs or attempts, or a call with `limit` or `cursor`, is answered one page at a time, with
-   * `page.next_cursor`: `taskPages` and `getWholeTask` follow them.
-   */
-  getTask(task: TaskRef, opts?: CallOptions & TaskGetQuery): Promise<TaskView> {
-    const { limit, cursor, ...call } = opts ?? {};
-    return this.read(taskPath(task), limit === undefined && cursor === undefined ? undefined : { limit, cursor }, call);
-  }
-
-  /**
-   * Every page of GET .../tasks/{tid}, first to last (one for a task that fits one answer). A page refused with
-   * rate_limited (the task is busy with large reads) is asked again after its Retry-After, until `signal` aborts.
-   */
-  async *taskPages(task: TaskRef, opts: CallOptions & Pick<TaskGetQuery, "limit"> = {}): AsyncGenerator<TaskView, void, undefined> {
-    let cursor: string | undefined;
-    for (;;) {
-      let view: TaskView;
-      try {
-        view = await this.getTask(task, { ...opts, ...(cursor === undefined ? {} : { cursor }) });
-      } catch (e) {
-        if (!isRuntimeApiError(e, "rate_limited")) throw e;
-        await sleep(retryAfterDelay(e.retryAfterMs ?? 1_000), opts.signal);
-        continue;
-      }
-      yield view;
-      const next = view.page?.next_cursor ?? null;
-      if (next === null) return;
-      cursor = next;
-    }
-  }
-
-  /** The whole task, its pages joined (`joinTaskPages`): the answer a task that fits one page gets, without `page`. */
-  async getWholeTask(task: TaskRef, opts: CallOptions & Pick<TaskGetQuery, "limit"> = {}): Promise<TaskView> {
-    const pages: TaskView[] = [];
-    for await (const view of this.taskPages(task, opts)) pages.push(view);
-    return pages.length === 1 && pages[0]!.page === undefined ? pages[0]! : joinTaskPages(pages);
-  }
-
-  /** PATCH .../tasks/{tid} (agent.task_update): patch operations, in order, atomically. */
-  updateTask(task: TaskRef, ops: readonly PatchOpInput[], opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("PATCH", taskPath(task), { ops }, opts);
-  }
-
-  /** POST .../complete (agent.task_complete). */
-  completeTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("POST", `${taskPath(task)}/complete`, body, opts);
-  }
-
-  /** POST .../fail (agent.task_fail). */
-  failTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("POST", `${taskPath(task)}/fail`, body, opts);
-  }
-
-  /** POST .../cancel (agent.task_cancel). */
-  cancelTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("POST", `${taskPath(task)}/cancel`, body, opts);
-  }
-
-  /** POST .../block: no dispatch or claim until reopened. */
-  blockTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("POST", `${taskPath(task)}/block`, body, opts);
-  }
-
-  /** POST .../reopen: a blocked task back to pending. */
-  reopenTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("POST", `${taskPath(task)}/reopen`, body, opts);
-  }
-
   /** POST .../workers (agent.dispatch_worker): a worker client bound to the new run's token. */
   async dispatchWorker(task: TaskRef, body: DispatchWorkerInput = {}, opts?: CallOptions): Promise<WorkerClient> {
     const path = taskPath(task);
     const answer = await this.write<DispatchAnswer>("POST", `${path}/workers`, body, opts);
     return new WorkerClient(this.withToken(answer.token), path, { token: answer.token, runId: answer.run_id, agentId: answer.agent_id, maxSteps: answer.run.max_steps }, answer);
   }
+}
 
-  /** POST .../runs/{run}/finish: end a run (a step it still holds fails with 003's fallback reason). */
-  finishRun(task: TaskRef, runId: string, body: FinishRunInput, opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("POST", `${taskPath(task)}/runs/${seg(runId)}/finish`, body, opts);
+/** What identifies a worker run to the client. */
+export interface WorkerCredentials {
+  readonly token: string;
+  readonly runId: string;
+  readonly agentId?: string;
+  /** The run's max_steps, when known (it decides whether `run` asks for the next step with each update). */
+  readonly maxSteps?: number;
+}
+
+/** What a handler gets besides its step (`worker` is the WorkerClient running it). */
+export interface StepContext extends StepContextOf<WorkerClient> {}
+
+/** Works one step: return to complete it, throw to fail it. */
+export type StepHandler = (step: Step, ctx: StepContext) => StepResult | void | Promise<StepResult | void>;
+
+/** The calls a worker run makes on its task, without repeating the task or the token. */
+export class WorkerClient {
+  readonly token: string;
+  readonly runId: string;
+  readonly agentId: string | undefined;
+  readonly maxSteps: number | undefined;
+
+  constructor(
+    /** A client of the family calling with this worker's token. */
+    readonly client: RuntimeClient,
+    /** The task's path. */
+    readonly task: string,
+    credentials: WorkerCredentials,
+    /** The dispatch answer, when this client came from `dispatchWorker`. */
+    readonly dispatch?: DispatchAnswer,
+  ) {
+    this.token = credentials.token;
+    this.runId = credentials.runId;
+    this.agentId = credentials.agentId;
+    this.maxSteps = credentials.maxSteps;
   }
 
-  /** POST .../runs/{run}/cancel (orchestrator): its held step fails with worker_cancelled. */
-  cancelRun(task: TaskRef, runId: string, body: CancelRunInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("POST", `${taskPath(task)}/runs/${seg(runId)}/cancel`, body, opts);
+  /** GET the task (agent.task_get), or one page of it (`limit`, `cursor`). */
+  getTask(opts?: CallOptions & TaskGetQuery): Promise<TaskView> {
+    return this.client.getTask(this.task, opts);
   }
 
-  /** GET .../steps (agent.task_query_steps). */
-  querySteps(task: TaskRef, query: StepQuery = {}, opts?: CallOptions): Promise<StepPage> {
-    const { status, ...rest } = query;
-    return this.read(`${taskPath(task)}/steps`, { ...rest, status: status === undefined ? undefined : typeof status === "string" ? [status] : status }, opts);
+  /** The whole task, its pages joined. */
+  getWholeTask(opts?: CallOptions & Pick<TaskGetQuery, "limit">): Promise<TaskView> {
+    return this.client.getWholeTask(this.task, opts);
   }
 
-  /** POST .../steps/{step}/claim (agent.task_claim_step): the step under a lease. */
-  claimStep(task: TaskRef, stepId: string, opts?: CallOptions): Promise<ClaimStepAnswer> {
-    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/claim`, {}, opts);
+  /** Query steps (a worker sees ready steps in its scope, 5 at a time, by default). */
+  querySteps(query?: StepQuery, opts?: CallOptions): Promise<StepPage> {
+    return this.client.querySteps(this.task, query, opts);
   }
 
-  /** POST .../steps/claim-next: the first claimable step in scope, or `{no_step_claimed: true}`. */
-  claimNext(task: TaskRef, opts?: CallOptions): Promise<ClaimNextAnswer> {
-    return this.write("POST", `${taskPath(task)}/steps/claim-next`, {}, opts);
+  /** The compact DAG summary for a prompt. */
+  summary(query?: SummaryQuery, opts?: CallOptions): Promise<PromptSummary> {
+    return this.client.summary(this.task, query, opts);
   }
 
-  /** POST .../steps/{step}/status (agent.task_update_step); `claim_next: true` takes the next step in the same call. */
-  updateStep(task: TaskRef, stepId: string, body: UpdateStepInput, opts?: CallOptions): Promise<UpdateStepAnswer> {
-    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/status`, body, opts);
+  /** Claim one step under a lease. */
+  claimStep(stepId: string, opts?: CallOptions): Promise<ClaimStepAnswer> {
+    return this.client.claimStep(this.task, stepId, opts);
   }
 
-  /** POST .../steps/{step}/progress (append_task_progress): renews the caller's lease. */
-  appendProgress(task: TaskRef, stepId: string, body: ProgressInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/progress`, body, opts);
+  /** Claim the first claimable step, or learn there is none (`no_step_claimed`). */
+  claimNext(opts?: CallOptions): Promise<ClaimNextAnswer> {
+    return this.client.claimNext(this.task, opts);
   }
 
-  /** GET .../summary: the compact DAG summary for a prompt. */
-  summary(task: TaskRef, query: SummaryQuery = {}, opts?: CallOptions): Promise<PromptSummary> {
-    return this.read(`${taskPath(task)}/summary`, { ...query }, opts);
+  /** Update the held step's status and results; `claim_next: true` takes the next step in the same call. */
+  updateStep(stepId: string, body: UpdateStepInput, opts?: CallOptions): Promise<UpdateStepAnswer> {
+    return this.client.updateStep(this.task, stepId, body, opts);
   }
 
-  /** GET .../wal: the WAL as JSON Lines, parsed and validated (`parseWalJsonl`), after `after_seq`. */
-  async walExport(task: TaskRef, query: WalQuery = {}, opts?: CallOptions): Promise<WalPage> {
-    const { text, headers } = await this.transport.text(this.request("GET", `${taskPath(task)}/wal`, { query: { ...query }, opts }));
-    const events = parseWalPage(text, query.after_seq ?? 0);
-    const header = Number(headers.get("x-last-wal-seq"));
-    return { events, text, last_wal_seq: Number.isInteger(header) && headers.has("x-last-wal-seq") ? header : (events.at(-1)?.wal_seq ?? query.after_seq ?? 0) };
+  /** Report progress on the held step (renews its lease). */
+  appendProgress(stepId: string, body: ProgressInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.client.appendProgress(this.task, stepId, body, opts);
   }
 
-  /** GET /v1/task-template (agent.task_template). */
-  taskTemplate(opts?: CallOptions): Promise<TaskTemplate> {
-    return this.read("/v1/task-template", undefined, opts);
+  /** End this run (`outcome: "finished"` by default); a step it still holds fails with 003's fallback. */
+  finish(body: FinishRunInput = { outcome: "finished" }, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.client.finishRun(this.task, this.runId, body, opts);
   }
-
-  /** GET /v1/tools: JSON Schemas of the tools the caller's role may use. */
-  tools(opts?: CallOptions): Promise<ToolList> {
-    return this.read("/v1/tools", undefined, opts);
-  }
-
-  // ---- event streams ------------------------------------------------------------------------------
 
   /**
-   * GET .../tasks/{tid}/events: the task's runtime events, in order, each once, reconnecting with
-   * Last-Event-ID when the connection drops; the iteration ends when the task is terminal (`end`).
+   * Claims steps and runs `handler` on each until nothing is claimable, marking each completed with what the
+   * handler returns, or failed with the message of what it throws; then finishes the run.
    */
-  subscribe(task: TaskRef, opts: SubscribeOptions = {}): EventSubscription<RuntimeEvent, StreamEnd> {
-    const path = `${taskPath(task)}/events`;
-    return new EventSubscription(this.openStream(path, opts), { decode: (f) => frameJson(f) as RuntimeEvent, endEvent: "end", decodeEnd: (f) => frameJson(f) as StreamEnd }, opts);
-  }
-
-  /** GET /v1/sessions/{sid}/events: a `snapshot.updated` event each time a task of the session changes; never ends by itself. */
-  subscribeSession(sessionId: string, opts: SubscribeOptions = {}): EventSubscription<SessionEvent> {
-    const path = `${sessionPath(sessionId)}/events`;
-    return new EventSubscription(this.openStream(path, opts), { decode: (f) => frameJson(f) as SessionEvent, endEvent: null, decodeEnd: () => undefined as never }, opts);
-  }
-
-  private openStream(path: string, opts: SubscribeOptions) {
-    return (lastEventId: string | undefined, signal: AbortSignal) =>
-      this.transport.open({
-        method: "GET",
-        path,
-        token: this.token,
-        signal,
-        headers: { accept: "text/event-stream", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) },
-        ...(lastEventId === undefined && opts.afterSeq !== undefined ? { query: { after_seq: opts.afterSeq } } : {}),
-      });
-  }
-
-  // ---- plumbing -----------------------------------------------------------------------------------
-
-  private request(method: ApiRequest["method"], path: string, parts: { body?: object; query?: ApiRequest["query"]; opts?: CallOptions | undefined }): ApiRequest {
-    const o = parts.opts;
-    return {
-      method,
-      path,
-      token: this.token,
-      ...(parts.body === undefined ? {} : { body: parts.body }),
-      ...(parts.query === undefined ? {} : { query: parts.query }),
-      ...(o?.signal === undefined ? {} : { signal: o.signal }),
-      ...(o?.idempotencyKey === undefined ? {} : { idempotencyKey: o.idempotencyKey }),
-    };
-  }
-
-  private read<T>(path: string, query: ApiRequest["query"], opts: CallOptions | undefined): Promise<T> {
-    return this.transport.json<T>(this.request("GET", path, { query, opts }));
-  }
-
-  private write<T>(method: "POST" | "PATCH", path: string, body: object, opts: CallOptions | undefined): Promise<T> {
-    return this.transport.json<T>(this.request(method, path, { body, opts }));
+  run(handler: StepHandler, opts?: WorkerRunOptions): Promise<WorkerRunReport> {
+    return runWorker(this, handler, opts);
   }
 }

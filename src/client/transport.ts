@@ -5,7 +5,8 @@
  */
 import { errorFromResponse, networkError, RuntimeApiError, unexpectedResponse } from "./errors.js";
 import { CommandSocket, type CommandSocketOptions, SocketUnavailable, socketOpener, type WebSocketLike } from "./command-socket.js";
-import { type BatchCommand, type BatchingOptions, type BatchResult, type BatchSender, GroupCommit, type QueuedCall } from "./group-commit.js";
+import type { BatchResult } from "../contract/index.js";
+import { type BatchCommand, type BatchingOptions, type BatchSender, GroupCommit, type QueuedCall } from "./group-commit.js";
 import { batchTarget, queryString, type QueryValue } from "./paths.js";
 import { abortReason, backoffDelay, type RetryOptions, type RetryPolicy, retryPolicy, sleep } from "./retry.js";
 import { hexOf } from "../hex.js";

@@ -1,31 +1,35 @@
 /**
- * @module Request and answer types of the API, from the same zod schemas the routes validate with (z.input for
- * what a caller sends, z.output for the parsed queries) and the core's record and view types. Types only.
+ * @module Request and answer types of the SDK's calls: from the contract's request schemas, which the routes
+ * validate with (z.input for what a caller sends, z.output for the parsed queries), its answer types, and the
+ * core's record and view types. Types only.
  */
 import type { z } from "zod";
-import type { IndexEntry } from "../../durable-objects/index-entry.js";
-import type { ListedTask, SessionSnapshot, TaskListPage } from "../../durable-objects/session-snapshot.js";
 import type {
   CancelRunBody,
   CreateSessionBody,
   CreateTaskBody,
   DispatchWorkerBody,
   FinishRunBody,
+  IndexEntry,
+  ListedTask,
   MintTokenBody,
   ProgressBody,
   ReasonBody,
+  SessionSnapshot,
   StepQueryParams,
   SummaryQueryParams,
+  TaskListPage,
   TaskListQueryParams,
   UpdateStepBody,
   UpdateTaskBody,
   WalQueryParams,
-} from "../../routes/schemas.js";
-import type { PromptSummary, RuntimeError, Step, StepPage, StepStatus, TaskGetAnswer, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
+  WriteAnswer,
+} from "../contract/index.js";
+import type { RuntimeError, Step, StepStatus, TaskGetAnswer, TaskStatus, WalEvent, WorkerRun } from "../core/index.js";
 
 export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskPageInfo, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
 export type { ErrorCode, PatchOp, RuntimeError } from "../core/index.js";
-export type { IndexEntry, ListedTask, SessionSnapshot, TaskListPage };
+export type { IndexEntry, ListedTask, SessionSnapshot, TaskListPage, WriteAnswer };
 
 /** A task, as its path (`/v1/sessions/{sid}/tasks/{tid}`) or its ids. */
 export type TaskRef = string | { readonly sessionId: string; readonly taskId: string };
@@ -88,13 +92,6 @@ export interface TokenMinted extends MintedToken {
   readonly role: "orchestrator" | "observer";
   readonly agent_id: string;
   readonly run_id: string | null;
-}
-
-/** What every write answers with (003 "Tool Return Shape"). */
-export interface WriteAnswer {
-  readonly task: TaskSummary;
-  readonly event_ids: string[];
-  readonly wal_seq: number;
 }
 
 /** A claim that took a step. */

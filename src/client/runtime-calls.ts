@@ -1,0 +1,279 @@
+/**
+ * @module RuntimeCalls: the operations of a RuntimeClient, one typed method per operation of routes/catalog.ts,
+ * plus the event streams. RuntimeClient (runtime-client.ts) extends it with what makes other clients
+ * (`withToken`, `worker`, `dispatchWorker`), beside the WorkerClient it makes: those two classes name each
+ * other, so they share a module, and the operations live here.
+ */
+import type { RuntimeEvent } from "../core/index.js";
+import { isRuntimeApiError } from "./errors.js";
+import { EventSubscription, frameJson, type SubscribeOptions } from "./event-stream.js";
+import { seg, sessionPath, taskPath } from "./paths.js";
+import { retryAfterDelay, sleep } from "./retry.js";
+import { joinTaskPages } from "./task-pages.js";
+import { type ApiRequest, Transport, type TransportOptions } from "./transport.js";
+import type {
+  CallOptions,
+  CancelRunInput,
+  ClaimNextAnswer,
+  ClaimStepAnswer,
+  CreateSessionInput,
+  CreateTaskInput,
+  FinishRunInput,
+  MintTokenInput,
+  PatchOpInput,
+  ProgressInput,
+  PromptSummary,
+  ReasonInput,
+  SessionCreated,
+  SessionSnapshot,
+  SessionEvent,
+  StepPage,
+  StepQuery,
+  StreamEnd,
+  SummaryQuery,
+  TaskListPage,
+  TaskGetQuery,
+  TaskListQuery,
+  TaskRef,
+  TaskTemplate,
+  TaskView,
+  TokenMinted,
+  ToolList,
+  UpdateStepAnswer,
+  UpdateStepInput,
+  WalPage,
+  WalQuery,
+  WriteAnswer,
+} from "./types.js";
+import { parseWalPage } from "./wal-page.js";
+
+/** How to build a RuntimeClient: where the runtime is, the caller's token, fetch, retries and batching. */
+export interface RuntimeClientOptions extends TransportOptions {
+  /** The bearer token of every call (admin, orchestrator, worker or observer). */
+  readonly token?: string;
+}
+
+/** The operations of the agent task runtime's HTTP API, as RuntimeClient has them (construct a RuntimeClient). */
+export class RuntimeCalls {
+  readonly transport: Transport;
+  readonly token: string | undefined;
+
+  constructor(options: RuntimeClientOptions | { readonly transport: Transport; readonly token?: string }) {
+    this.transport = "transport" in options ? options.transport : new Transport(options);
+    this.token = options.token;
+  }
+
+  /** Closes the command sockets of this client's family (see the `socket` option); other calls still work. */
+  close(): void {
+    this.transport.close();
+  }
+
+  // ---- sessions -----------------------------------------------------------------------------------
+
+  /** POST /v1/sessions (admin): a session with orchestrator and observer tokens. */
+  createSession(body: CreateSessionInput = {}, opts?: CallOptions): Promise<SessionCreated> {
+    return this.write("POST", "/v1/sessions", body, opts);
+  }
+
+  /** POST /v1/sessions/{sid}/tokens (admin, orchestrator): an orchestrator or observer token. */
+  mintToken(sessionId: string, body: MintTokenInput, opts?: CallOptions): Promise<TokenMinted> {
+    return this.write("POST", `${sessionPath(sessionId)}/tokens`, body, opts);
+  }
+
+  /** GET /v1/sessions/{sid}: the session snapshot. */
+  getSession(sessionId: string, opts?: CallOptions): Promise<SessionSnapshot> {
+    return this.read(sessionPath(sessionId), undefined, opts);
+  }
+
+  /** GET /v1/sessions/{sid}/tasks (agent.task_list). */
+  listTasks(sessionId: string, query: TaskListQuery = {}, opts?: CallOptions): Promise<TaskListPage> {
+    return this.read(`${sessionPath(sessionId)}/tasks`, { ...query }, opts);
+  }
+
+  // ---- tasks --------------------------------------------------------------------------------------
+
+  /** POST /v1/sessions/{sid}/tasks (agent.task_create): the whole DAG. */
+  createTask(sessionId: string, body: CreateTaskInput, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${sessionPath(sessionId)}/tasks`, body, opts);
+  }
+
+  /**
+   * GET .../tasks/{tid} (agent.task_get): the DAG, attempts, runs, progress, diagnostics, snapshot. A task of more
+   * than 1,000 steps, runs or attempts, or a call with `limit` or `cursor`, is answered one page at a time, with
+   * `page.next_cursor`: `taskPages` and `getWholeTask` follow them.
+   */
+  getTask(task: TaskRef, opts?: CallOptions & TaskGetQuery): Promise<TaskView> {
+    const { limit, cursor, ...call } = opts ?? {};
+    return this.read(taskPath(task), limit === undefined && cursor === undefined ? undefined : { limit, cursor }, call);
+  }
+
+  /**
+   * Every page of GET .../tasks/{tid}, first to last (one for a task that fits one answer). A page refused with
+   * rate_limited (the task is busy with large reads) is asked again after its Retry-After, until `signal` aborts.
+   */
+  async *taskPages(task: TaskRef, opts: CallOptions & Pick<TaskGetQuery, "limit"> = {}): AsyncGenerator<TaskView, void, undefined> {
+    let cursor: string | undefined;
+    for (;;) {
+      let view: TaskView;
+      try {
+        view = await this.getTask(task, { ...opts, ...(cursor === undefined ? {} : { cursor }) });
+      } catch (e) {
+        if (!isRuntimeApiError(e, "rate_limited")) throw e;
+        await sleep(retryAfterDelay(e.retryAfterMs ?? 1_000), opts.signal);
+        continue;
+      }
+      yield view;
+      const next = view.page?.next_cursor ?? null;
+      if (next === null) return;
+      cursor = next;
+    }
+  }
+
+  /** The whole task, its pages joined (`joinTaskPages`): the answer a task that fits one page gets, without `page`. */
+  async getWholeTask(task: TaskRef, opts: CallOptions & Pick<TaskGetQuery, "limit"> = {}): Promise<TaskView> {
+    const pages: TaskView[] = [];
+    for await (const view of this.taskPages(task, opts)) pages.push(view);
+    return pages.length === 1 && pages[0]!.page === undefined ? pages[0]! : joinTaskPages(pages);
+  }
+
+  /** PATCH .../tasks/{tid} (agent.task_update): patch operations, in order, atomically. */
+  updateTask(task: TaskRef, ops: readonly PatchOpInput[], opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("PATCH", taskPath(task), { ops }, opts);
+  }
+
+  /** POST .../complete (agent.task_complete). */
+  completeTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/complete`, body, opts);
+  }
+
+  /** POST .../fail (agent.task_fail). */
+  failTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/fail`, body, opts);
+  }
+
+  /** POST .../cancel (agent.task_cancel). */
+  cancelTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/cancel`, body, opts);
+  }
+
+  /** POST .../block: no dispatch or claim until reopened. */
+  blockTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/block`, body, opts);
+  }
+
+  /** POST .../reopen: a blocked task back to pending. */
+  reopenTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/reopen`, body, opts);
+  }
+
+  /** POST .../runs/{run}/finish: end a run (a step it still holds fails with 003's fallback reason). */
+  finishRun(task: TaskRef, runId: string, body: FinishRunInput, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/runs/${seg(runId)}/finish`, body, opts);
+  }
+
+  /** POST .../runs/{run}/cancel (orchestrator): its held step fails with worker_cancelled. */
+  cancelRun(task: TaskRef, runId: string, body: CancelRunInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/runs/${seg(runId)}/cancel`, body, opts);
+  }
+
+  /** GET .../steps (agent.task_query_steps). */
+  querySteps(task: TaskRef, query: StepQuery = {}, opts?: CallOptions): Promise<StepPage> {
+    const { status, ...rest } = query;
+    return this.read(`${taskPath(task)}/steps`, { ...rest, status: status === undefined ? undefined : typeof status === "string" ? [status] : status }, opts);
+  }
+
+  /** POST .../steps/{step}/claim (agent.task_claim_step): the step under a lease. */
+  claimStep(task: TaskRef, stepId: string, opts?: CallOptions): Promise<ClaimStepAnswer> {
+    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/claim`, {}, opts);
+  }
+
+  /** POST .../steps/claim-next: the first claimable step in scope, or `{no_step_claimed: true}`. */
+  claimNext(task: TaskRef, opts?: CallOptions): Promise<ClaimNextAnswer> {
+    return this.write("POST", `${taskPath(task)}/steps/claim-next`, {}, opts);
+  }
+
+  /** POST .../steps/{step}/status (agent.task_update_step); `claim_next: true` takes the next step in the same call. */
+  updateStep(task: TaskRef, stepId: string, body: UpdateStepInput, opts?: CallOptions): Promise<UpdateStepAnswer> {
+    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/status`, body, opts);
+  }
+
+  /** POST .../steps/{step}/progress (append_task_progress): renews the caller's lease. */
+  appendProgress(task: TaskRef, stepId: string, body: ProgressInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/progress`, body, opts);
+  }
+
+  /** GET .../summary: the compact DAG summary for a prompt. */
+  summary(task: TaskRef, query: SummaryQuery = {}, opts?: CallOptions): Promise<PromptSummary> {
+    return this.read(`${taskPath(task)}/summary`, { ...query }, opts);
+  }
+
+  /** GET .../wal: the WAL as JSON Lines, parsed and validated (`parseWalJsonl`), after `after_seq`. */
+  async walExport(task: TaskRef, query: WalQuery = {}, opts?: CallOptions): Promise<WalPage> {
+    const { text, headers } = await this.transport.text(this.request("GET", `${taskPath(task)}/wal`, { query: { ...query }, opts }));
+    const events = parseWalPage(text, query.after_seq ?? 0);
+    const header = Number(headers.get("x-last-wal-seq"));
+    return { events, text, last_wal_seq: Number.isInteger(header) && headers.has("x-last-wal-seq") ? header : (events.at(-1)?.wal_seq ?? query.after_seq ?? 0) };
+  }
+
+  /** GET /v1/task-template (agent.task_template). */
+  taskTemplate(opts?: CallOptions): Promise<TaskTemplate> {
+    return this.read("/v1/task-template", undefined, opts);
+  }
+
+  /** GET /v1/tools: JSON Schemas of the tools the caller's role may use. */
+  tools(opts?: CallOptions): Promise<ToolList> {
+    return this.read("/v1/tools", undefined, opts);
+  }
+
+  // ---- event streams ------------------------------------------------------------------------------
+
+  /**
+   * GET .../tasks/{tid}/events: the task's runtime events, in order, each once, reconnecting with
+   * Last-Event-ID when the connection drops; the iteration ends when the task is terminal (`end`).
+   */
+  subscribe(task: TaskRef, opts: SubscribeOptions = {}): EventSubscription<RuntimeEvent, StreamEnd> {
+    const path = `${taskPath(task)}/events`;
+    return new EventSubscription(this.openStream(path, opts), { decode: (f) => frameJson(f) as RuntimeEvent, endEvent: "end", decodeEnd: (f) => frameJson(f) as StreamEnd }, opts);
+  }
+
+  /** GET /v1/sessions/{sid}/events: a `snapshot.updated` event each time a task of the session changes; never ends by itself. */
+  subscribeSession(sessionId: string, opts: SubscribeOptions = {}): EventSubscription<SessionEvent> {
+    const path = `${sessionPath(sessionId)}/events`;
+    return new EventSubscription(this.openStream(path, opts), { decode: (f) => frameJson(f) as SessionEvent, endEvent: null, decodeEnd: () => undefined as never }, opts);
+  }
+
+  private openStream(path: string, opts: SubscribeOptions) {
+    return (lastEventId: string | undefined, signal: AbortSignal) =>
+      this.transport.open({
+        method: "GET",
+        path,
+        token: this.token,
+        signal,
+        headers: { accept: "text/event-stream", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) },
+        ...(lastEventId === undefined && opts.afterSeq !== undefined ? { query: { after_seq: opts.afterSeq } } : {}),
+      });
+  }
+
+  // ---- plumbing -----------------------------------------------------------------------------------
+
+  private request(method: ApiRequest["method"], path: string, parts: { body?: object; query?: ApiRequest["query"]; opts?: CallOptions | undefined }): ApiRequest {
+    const o = parts.opts;
+    return {
+      method,
+      path,
+      token: this.token,
+      ...(parts.body === undefined ? {} : { body: parts.body }),
+      ...(parts.query === undefined ? {} : { query: parts.query }),
+      ...(o?.signal === undefined ? {} : { signal: o.signal }),
+      ...(o?.idempotencyKey === undefined ? {} : { idempotencyKey: o.idempotencyKey }),
+    };
+  }
+
+  private read<T>(path: string, query: ApiRequest["query"], opts: CallOptions | undefined): Promise<T> {
+    return this.transport.json<T>(this.request("GET", path, { query, opts }));
+  }
+
+  protected write<T>(method: "POST" | "PATCH", path: string, body: object, opts: CallOptions | undefined): Promise<T> {
+    return this.transport.json<T>(this.request(method, path, { body, opts }));
+  }
+}

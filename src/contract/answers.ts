@@ -1,0 +1,104 @@
+/**
+ * @module Answer types the service builds and the SDK returns: the session index row, the task list page, the
+ * session snapshot, the write answer and a batch result. Types only.
+ */
+import type { NormalizedTaskStatus, StepStatus, TaskStatus, TaskSummary } from "../core/index.js";
+
+/** What every write answers with (003 "Tool Return Shape"); each operation's answer adds its own fields. */
+export interface WriteAnswer {
+  readonly task: TaskSummary;
+  readonly event_ids: string[];
+  readonly wal_seq: number;
+}
+
+/** A write answer of any command, as the task object builds it: the shape plus whatever the command produced. */
+export interface AnyWriteAnswer extends WriteAnswer {
+  readonly [extra: string]: unknown;
+}
+
+/** One result of a batch (`POST .../batch` or a command-socket frame): the command's answer or its error envelope, with the status its single route would give. */
+export interface BatchResult {
+  readonly ok: boolean;
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** One task in the session index (what a task object tells its session about the task). */
+export interface IndexEntry {
+  readonly task_id: string;
+  readonly wal_name: string;
+  readonly title: string;
+  readonly native_status: TaskStatus;
+  readonly status: NormalizedTaskStatus;
+  readonly step_counts: Record<StepStatus, number>;
+  readonly total_steps: number;
+  readonly active_runs: number;
+  readonly lost_attempts: number;
+  readonly terminal: boolean;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly wal_seq: number;
+  /** When the task's own alarm is due; an index entry still claiming held steps past it is stale. */
+  readonly next_deadline_at: string | null;
+}
+
+/** One row of agent.task_list: the index entry plus whether it may lag the task. */
+export type ListedTask = IndexEntry & { readonly index_state: "current" | "stale" | "reserved" };
+
+/** A page of agent.task_list. */
+export interface TaskListPage {
+  readonly tasks: ListedTask[];
+  readonly total: number;
+  readonly limit: number;
+  readonly offset: number;
+  readonly next_offset: number | null;
+}
+
+/** A task of the session as the snapshot schema's compact `task`; status `stale` when its index entry may lag the task. */
+export interface CompactTask {
+  taskId: string;
+  sessionId: string;
+  title: string;
+  status: NormalizedTaskStatus;
+  nativeStatus: TaskStatus;
+  progress: { steps: { [count in "total" | StepStatus]: number }; activeRuns: number };
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
+ * The session snapshot (GET /v1/sessions/{sid}): snake_case `task_summary` counts and the Agent Runtime
+ * snapshot fields (schemaVersion, sessionId, threads, taskSummary, tasks, blockedTasks, deliveryState). This
+ * runtime has no threads: `threads` is empty.
+ */
+export interface SessionSnapshot {
+  session_id: string;
+  created_at: string;
+  task_summary: {
+    active: number;
+    terminal: number;
+    failed: number;
+    lost: number;
+    waiting: number;
+    blocked: number;
+    stale: number;
+    recent_terminal: ListedTask[];
+  };
+  schemaVersion: string;
+  sessionId: string;
+  updatedAt: string;
+  threads: never[];
+  taskSummary: {
+    activeCount: number;
+    terminalCount: number;
+    failedCount: number;
+    lostCount: number;
+    waitingCount: number;
+    blockedCount: number;
+    staleCount: number;
+    recentTerminal: CompactTask[];
+  };
+  tasks: CompactTask[];
+  blockedTasks: { taskId: string; nativeStatus: TaskStatus; blockedSteps: number; failedSteps: number; requiredAction: string }[];
+  deliveryState: { status: string };
+}

@@ -1,0 +1,90 @@
+/**
+ * @module Request bodies and queries of the HTTP API that the SDK types its calls with (z.input for what a
+ * caller sends, z.output for a parsed query) and the routes validate with. Derived from the core's command
+ * schemas, so the routes, the OpenAPI catalog and the SDK have one source. Schemas only the routes use
+ * (claim bodies, batches, task pages, event streams) are in routes/schemas.ts.
+ */
+import { z } from "zod";
+import {
+  AppendProgressSchema,
+  BlockTaskSchema,
+  CancelRunSchema,
+  CreateTaskSchema,
+  DispatchWorkerSchema,
+  FinishRunSchema,
+  IdSchema,
+  JsonObjectSchema,
+  StepStatusSchema,
+  UpdateStepSchema,
+  UpdateTaskSchema,
+} from "../core/index.js";
+import { MAX_STEP_QUERY_LIMIT, MAX_TASK_LIST_LIMIT, MAX_WAL_PAGE_LIMIT } from "./limits.js";
+
+/** POST /v1/sessions. */
+export const CreateSessionBody = z.strictObject({
+  session_id: IdSchema.optional(),
+  orchestrator_agent_id: z.string().min(1).max(128).optional(),
+  metadata: JsonObjectSchema.optional(),
+});
+
+/** POST /v1/sessions/{sid}/tokens. */
+export const MintTokenBody = z.strictObject({
+  role: z.enum(["orchestrator", "observer"]),
+  agent_id: z.string().min(1).max(128).optional(),
+  ttl_seconds: z.number().int().min(60).max(30 * 86_400).optional(),
+});
+
+/** POST /v1/sessions/{sid}/tasks (agent.task_create). */
+export const CreateTaskBody = CreateTaskSchema.omit({ type: true });
+/** PATCH .../tasks/{tid} (agent.task_update). */
+export const UpdateTaskBody = UpdateTaskSchema.omit({ type: true });
+/** POST .../complete, /fail, /cancel, /block, /reopen. */
+export const ReasonBody = BlockTaskSchema.omit({ type: true });
+/** POST .../workers (agent.dispatch_worker). */
+export const DispatchWorkerBody = DispatchWorkerSchema.omit({ type: true });
+/** POST .../runs/{run}/finish. */
+export const FinishRunBody = FinishRunSchema.omit({ type: true, run_id: true });
+/** POST .../runs/{run}/cancel. */
+export const CancelRunBody = CancelRunSchema.omit({ type: true, run_id: true });
+/** POST .../steps/{step}/status (agent.task_update_step), optionally claiming the next step. */
+export const UpdateStepBody = UpdateStepSchema.omit({ type: true, step_id: true }).extend({ claim_next: z.boolean().optional() });
+/** POST .../steps/{step}/progress (append_task_progress). */
+export const ProgressBody = AppendProgressSchema.omit({ type: true, step_id: true });
+
+/** A `true`/`false` query parameter. */
+export const boolParam = z.enum(["true", "false"]).transform((v) => v === "true");
+/** A whole-number query parameter within `min`..`max`. */
+export const intParam = (min: number, max: number) => z.string().regex(/^\d+$/, "must be a whole number").transform(Number).pipe(z.number().int().min(min).max(max));
+
+/** GET /v1/sessions/{sid}/tasks query. */
+export const TaskListQueryParams = z.strictObject({
+  include_terminal: boolParam.optional(),
+  status: z.string().max(32).optional(),
+  limit: intParam(1, MAX_TASK_LIST_LIMIT).optional(),
+  offset: intParam(0, 1_000_000).optional(),
+  access_token: z.string().optional(),
+});
+
+/** GET .../steps query (agent.task_query_steps); `status` may repeat or be comma-separated. */
+export const StepQueryParams = z.strictObject({
+  status: z.array(StepStatusSchema).optional(),
+  worker_pool_id: IdSchema.optional(),
+  claimed_by_agent_id: z.string().max(128).optional(),
+  include_terminal_steps: boolParam.optional(),
+  limit: intParam(1, MAX_STEP_QUERY_LIMIT).optional(),
+  offset: intParam(0, 1_000_000).optional(),
+  access_token: z.string().optional(),
+});
+
+/** GET .../wal query. */
+export const WalQueryParams = z.strictObject({
+  after_seq: intParam(0, Number.MAX_SAFE_INTEGER).optional(),
+  limit: intParam(1, MAX_WAL_PAGE_LIMIT).optional(),
+  access_token: z.string().optional(),
+});
+
+/** GET .../summary query. */
+export const SummaryQueryParams = z.strictObject({
+  token_budget: intParam(100, 100_000).optional(),
+  access_token: z.string().optional(),
+});
