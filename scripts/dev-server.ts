@@ -1,16 +1,58 @@
 /**
  * @module Starts and stops `wrangler dev` (through `node scripts/dev.mjs`) on a free loopback port with its
- * own local storage and inspector port, for the benchmarks and the live-client test. The server runs in its
+ * own local storage and inspector port, for the benchmarks, the demo and the e2e tests. The server runs in its
  * own process group, so stopping it reaches npx, wrangler and workerd.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
+import { createServer } from "node:net";
 import { performance } from "node:perf_hooks";
-import { assertLoopback, freePort, sleep, stopOnSignal, tail } from "./bench-common.js";
 
-// Kept importable from here (the live-client test and the demo use them).
-export { freePort, sleep, tail };
+/** Waits `ms` milliseconds. */
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The last lines of a file, or "" when it cannot be read. */
+export function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
+  } catch {
+    return "";
+  }
+}
+
+/** On the first SIGINT or SIGTERM: says so on stderr, runs `stop` (e.g. stops the dev server), exits with 130. */
+export function stopOnSignal(stop: () => Promise<void>): void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`\n${signal}: stopping`);
+    void stop().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+}
+
+/** "Reloading local server" lines in a dev server's log: wrangler rebuilds when a source file changes under it. */
+export function reloadCount(server: DevServer | null): number {
+  try {
+    return server?.logFile == null ? 0 : (readFileSync(server.logFile, "utf8").match(/Reloading local server/g) ?? []).length;
+  } catch {
+    return 0;
+  }
+}
 
 /** A running dev server. */
 export interface DevServer {
@@ -132,12 +174,11 @@ export async function stopDevServer(server: DevServer, opts: StopDevServerOption
 }
 
 /**
- * The service a benchmark measures: `url` (loopback only; it must answer /health), or, without one, a dev
- * server started here on a free port with these extra vars and stopped on Ctrl-C (the caller stops it when done).
+ * The service a benchmark measures: `url` (loopback only, checked by the caller; it must answer /health), or, without one,
+ * a dev server started here on a free port with these extra vars and stopped on Ctrl-C (the caller stops it when done).
  */
 export async function benchServer(url: string | null, logLevel: string, vars?: Record<string, string>): Promise<{ base: string; server: DevServer | null }> {
   if (url !== null) {
-    assertLoopback(url);
     const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5_000) });
     await res.text();
     if (res.status !== 200) throw new Error(`${url}/health answered ${res.status}`);
