@@ -16,7 +16,7 @@ import {
   replay,
   type WalEvent,
   WalEventSchema,
-} from "../src/core/index.js";
+} from "../../src/core/index.js";
 
 /**
  * A full GC before each timed batch, so the garbage of the untimed setup (a fresh 10,000-step DAG per round)
