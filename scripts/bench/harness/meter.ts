@@ -191,3 +191,25 @@ export function perStep(cpu: CpuUse, steps: number): { client_ms: number; server
   const n = Math.max(1, steps);
   return { client_ms: round(cpu.client_ms / n, 3), server_ms: cpu.server_ms === null ? null : round(cpu.server_ms / n, 3), other_share: cpu.other_share };
 }
+
+/** Counts a scenario's errors and keeps the first; `fields()` is their part of a result (`first_error` only when there was one). */
+export function errorCount() {
+  let errors = 0;
+  let first: string | undefined;
+  return {
+    note: (msg: string): void => {
+      errors++;
+      first ??= msg;
+    },
+    get count(): number {
+      return errors;
+    },
+    fields: (): { errors: number; first_error?: string } => ({ errors, ...(first === undefined ? {} : { first_error: first }) }),
+  };
+}
+
+/** The first `first_error` of several results, as a result's optional field. */
+export const firstErrorOf = (parts: { first_error?: string }[]): { first_error?: string } => {
+  const e = parts.find((p) => p.first_error !== undefined)?.first_error;
+  return e === undefined ? {} : { first_error: e };
+};

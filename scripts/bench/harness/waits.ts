@@ -10,6 +10,14 @@ export function deadlineAfter(ms: number): { promise: Promise<"timeout">; cancel
   return { promise, cancel: () => clearTimeout(timer) };
 }
 
+/** `p`, or "timeout" after `ms`. */
+export async function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
+  const d = deadlineAfter(ms);
+  const outcome = await Promise.race([p, d.promise]);
+  d.cancel();
+  return outcome;
+}
+
 /** A promise resolved from outside. */
 export function latch(): { promise: Promise<"done">; open: () => void } {
   let open: () => void = () => {};

@@ -2,89 +2,30 @@
 import { performance } from "node:perf_hooks";
 import { FlowProducer, type Job, Worker } from "bullmq";
 import { sleep } from "../../dev-server.js";
-import { type LatencyStats, round, stats } from "../harness/meter.js";
-import { deadlineAfter, latch } from "../harness/waits.js";
+import { errorCount, round, stats } from "../harness/meter.js";
+import { latch, within } from "../harness/waits.js";
 import type { RemoveOnComplete, WorkerModel } from "./bullmq.js";
 import { connection, type Ctx, stepData } from "./bullmq-jobs.js";
 
-/** 1 parent + 100 children, repeated. */
-export interface BigFlowResult {
-  workers: number;
-  children: number;
-  /** Per repeat: FlowProducer.add round trip, add start → parent completed, last child completed → parent completed. */
-  runs: { add_ms: number; total_ms: number; fan_in_ms: number; children_completed: number }[];
-  total: LatencyStats;
-  add: LatencyStats;
-  fan_in: LatencyStats;
-  /** Per-job processor → completed event, children and parents pooled. */
-  take_to_ack: LatencyStats;
-  timed_out: boolean;
-  errors: number;
-  first_error?: string;
-}
-
+/** 1 parent + 100 children, repeated: per run the FlowProducer.add round trip, add start → parent completed, last child → parent completed. */
+export type BigFlowResult = Awaited<ReturnType<typeof bigFlows>>;
 /** Many small flows pre-added, then drained. */
-export interface SmallFlowsResult {
-  workers: number;
-  flows: number;
-  children_per_flow: number;
-  add_bulk_ms: number;
-  flows_completed: number;
-  jobs_completed: number;
-  seconds: number;
-  flows_per_s: number;
-  jobs_per_s: number;
-  take_to_ack_children: LatencyStats;
-  take_to_ack_parents: LatencyStats;
-  timed_out: boolean;
-  errors: number;
-  first_error?: string;
-}
-
-interface FlowWorkers {
-  workers: Worker[];
-  takeLat: number[];
-  parentTake: number[];
-  childTake: number[];
-  childrenDone: Map<number, { count: number; lastAt: number }>;
-  parentDone: Map<number, number>;
-  onParent: (flow: number) => void;
-  errors: () => { errors: number; first_error?: string };
-}
+export type SmallFlowsResult = Awaited<ReturnType<typeof smallFlows>>;
 
 /** Workers of one queue that holds both the children and the parents of the flows. */
-function flowWorkers(ctx: Ctx, model: WorkerModel, workers: number, queueName: string, prefix: string, autorun: boolean): FlowWorkers {
+function flowWorkers(ctx: Ctx, model: WorkerModel, workers: number, queueName: string, prefix: string, autorun: boolean) {
   const conn = connection(ctx.server);
   const takenAt = new Map<string, number>();
-  const fw: FlowWorkers = {
-    workers: [],
-    takeLat: [],
-    parentTake: [],
-    childTake: [],
-    childrenDone: new Map(),
-    parentDone: new Map(),
-    onParent: () => {},
-    errors: () => ({ errors }),
-  };
-  let errors = 0;
-  let firstError: string | undefined;
-  fw.errors = () => ({ errors, ...(firstError === undefined ? {} : { first_error: firstError }) });
-  const note = (msg: string) => {
-    errors++;
-    firstError ??= msg;
-  };
+  const errors = errorCount();
+  const fw = { workers: [] as Worker[], takeLat: [] as number[], parentTake: [] as number[], childTake: [] as number[], childrenDone: new Map<number, { count: number; lastAt: number }>(), parentDone: new Map<number, number>(), onParent: (_flow: number) => {}, errors: errors.fields };
+  const note = errors.note;
   const concs = model === "concurrency" ? [workers] : Array.from({ length: workers }, () => 1);
   for (const concurrency of concs) {
-    const w = ctx.track(
-      new Worker(
-        queueName,
-        async (job: Job) => {
-          takenAt.set(job.id ?? "", performance.now());
-          return "done";
-        },
-        { connection: conn, prefix, concurrency, autorun },
-      ),
-    );
+    const processor = async (job: Job) => {
+      takenAt.set(job.id ?? "", performance.now());
+      return "done";
+    };
+    const w = ctx.track(new Worker(queueName, processor, { connection: conn, prefix, concurrency, autorun }));
     w.on("completed", (job: Job) => {
       const now = performance.now();
       const t = takenAt.get(job.id ?? "");
@@ -121,7 +62,7 @@ function flowOf(queueName: string, flow: number, children: number, removeOnCompl
 }
 
 /** Flows of 1 + bigFlowChildren at flowWorkers workers, one at a time: add → parent completed. */
-export async function bigFlows(ctx: Ctx, model: WorkerModel): Promise<BigFlowResult> {
+export async function bigFlows(ctx: Ctx, model: WorkerModel) {
   const { plan } = ctx;
   const prefix = ctx.nextPrefix();
   const queueName = "flow-big";
@@ -130,7 +71,7 @@ export async function bigFlows(ctx: Ctx, model: WorkerModel): Promise<BigFlowRes
   const fw = flowWorkers(ctx, model, plan.flowWorkers, queueName, prefix, true);
   await Promise.all(fw.workers.map((w) => w.waitUntilReady()));
   await sleep(50);
-  const runs: BigFlowResult["runs"] = [];
+  const runs: { add_ms: number; total_ms: number; fan_in_ms: number; children_completed: number }[] = [];
   let timedOut = false;
   // Flow 0 is a small warm-up (scripts loaded, connections and JIT warm); flows 1..R are measured.
   for (let flow = 0; flow <= plan.bigFlowRepeats; flow++) {
@@ -142,13 +83,7 @@ export async function bigFlows(ctx: Ctx, model: WorkerModel): Promise<BigFlowRes
     const t = performance.now();
     await producer.add(flowOf(queueName, flow, children, ctx.removeOnComplete));
     const added = performance.now();
-    const d = deadlineAfter(ctx.plan.scenarioTimeoutMs);
-    const outcome = await Promise.race([done.promise, d.promise]);
-    d.cancel();
-    if (outcome === "timeout") {
-      timedOut = true;
-      break;
-    }
+    if ((timedOut = (await within(done.promise, ctx.plan.scenarioTimeoutMs)) === "timeout")) break;
     const end = fw.parentDone.get(flow)!;
     const c = fw.childrenDone.get(flow);
     if (flow > 0) runs.push({ add_ms: round(added - t), total_ms: round(end - t), fan_in_ms: round(end - (c?.lastAt ?? end)), children_completed: c?.count ?? 0 });
@@ -157,21 +92,13 @@ export async function bigFlows(ctx: Ctx, model: WorkerModel): Promise<BigFlowRes
   await Promise.all(fw.workers.map((w) => w.close()));
   await producer.close();
   await ctx.admin.flushall();
-  return {
-    workers: plan.flowWorkers,
-    children: plan.bigFlowChildren,
-    runs,
-    total: stats(runs.map((r) => r.total_ms)),
-    add: stats(runs.map((r) => r.add_ms)),
-    fan_in: stats(runs.map((r) => r.fan_in_ms)),
-    take_to_ack: stats(fw.takeLat),
-    timed_out: timedOut,
-    ...fw.errors(),
-  };
+  const of = (k: "total_ms" | "add_ms" | "fan_in_ms") => stats(runs.map((r) => r[k]));
+  // take_to_ack: per job, processor → completed event, children and parents pooled.
+  return { workers: plan.flowWorkers, children: plan.bigFlowChildren, runs, total: of("total_ms"), add: of("add_ms"), fan_in: of("fan_in_ms"), take_to_ack: stats(fw.takeLat), timed_out: timedOut, ...fw.errors() };
 }
 
 /** smallFlows flows of 1 + smallFlowChildren pre-added, then flowWorkers workers: flows/s. */
-export async function smallFlows(ctx: Ctx, model: WorkerModel): Promise<SmallFlowsResult> {
+export async function smallFlows(ctx: Ctx, model: WorkerModel) {
   const { plan } = ctx;
   const prefix = ctx.nextPrefix();
   const queueName = "flow-small";
@@ -194,9 +121,7 @@ export async function smallFlows(ctx: Ctx, model: WorkerModel): Promise<SmallFlo
   };
   const t0 = performance.now();
   const runs = fw.workers.map((w) => w.run().catch(() => {}));
-  const d = deadlineAfter(plan.scenarioTimeoutMs);
-  const timedOut = (await Promise.race([all.promise, d.promise])) === "timeout";
-  d.cancel();
+  const timedOut = (await within(all.promise, plan.scenarioTimeoutMs)) === "timeout";
   const seconds = ((lastParentAt || performance.now()) - t0) / 1000;
   await Promise.all(fw.workers.map((w) => w.close()));
   await Promise.all(runs);
@@ -204,19 +129,8 @@ export async function smallFlows(ctx: Ctx, model: WorkerModel): Promise<SmallFlo
   await ctx.admin.flushall();
   const jobs = fw.takeLat.length;
   return {
-    workers: plan.flowWorkers,
-    flows: plan.smallFlows,
-    children_per_flow: plan.smallFlowChildren,
-    add_bulk_ms: round(addMs, 1),
-    flows_completed: fw.parentDone.size,
-    jobs_completed: jobs,
-    seconds: round(seconds),
-    flows_per_s: round(fw.parentDone.size / seconds, 1),
-    jobs_per_s: round(jobs / seconds, 1),
-    take_to_ack_children: stats(fw.childTake),
-    take_to_ack_parents: stats(fw.parentTake),
-    timed_out: timedOut,
-    ...fw.errors(),
+    ...{ workers: plan.flowWorkers, flows: plan.smallFlows, children_per_flow: plan.smallFlowChildren, add_bulk_ms: round(addMs, 1), flows_completed: fw.parentDone.size, jobs_completed: jobs, seconds: round(seconds) },
+    ...{ flows_per_s: round(fw.parentDone.size / seconds, 1), jobs_per_s: round(jobs / seconds, 1), take_to_ack_children: stats(fw.childTake), take_to_ack_parents: stats(fw.parentTake), timed_out: timedOut, ...fw.errors() },
   };
 }
 

@@ -7,83 +7,39 @@ import { performance } from "node:perf_hooks";
 import { type FlowProducer, type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { sleep } from "../../dev-server.js";
-import { type LatencyStats, round, stats } from "../harness/meter.js";
+import { errorCount, firstErrorOf, round, stats } from "../harness/meter.js";
+import { errorText } from "../harness/report.js";
+import { closedLoop } from "./floor.js";
 import { newClient, type RedisServer } from "../harness/redis-server.js";
-import { deadlineAfter, latch } from "../harness/waits.js";
+import { deadlineAfter, latch, within } from "../harness/waits.js";
 import type { BullmqPlan, RemoveOnComplete, WorkerModel } from "./bullmq.js";
 
-/** The PING floor at one concurrency. */
-export interface FloorResult {
-  op: "PING";
-  concurrency: number;
-  requests: number;
-  errors: number;
-  seconds: number;
-  rps: number;
-  latency: LatencyStats;
-}
-
 /** `concurrency` loops send PING back to back on one connection (ioredis pipelines them) for `durationMs`. */
-export async function pingFloor(server: RedisServer, concurrency: number, durationMs: number, maxOps: number): Promise<FloorResult> {
+export async function pingFloor(server: RedisServer, concurrency: number, durationMs: number, maxOps: number) {
   const client = newClient(server);
   client.on("error", () => {});
-  try {
-    await client.connect();
-  } catch (e) {
+  await client.connect().catch((e: unknown) => {
     client.disconnect();
     throw e;
-  }
-  const latencies: number[] = [];
-  let started = 0;
-  let errors = 0;
-  const t0 = performance.now();
-  const end = t0 + durationMs;
-  const loop = async () => {
-    while (performance.now() < end && started < maxOps && errors < 100) {
-      started++;
-      const s = performance.now();
-      try {
-        await client.ping();
-        latencies.push(performance.now() - s);
-      } catch {
-        errors++;
-      }
-    }
+  });
+  const ping = async () => {
+    const s = performance.now();
+    await client.ping();
+    return { status: 200, body: null, ms: performance.now() - s };
   };
-  await Promise.all(Array.from({ length: concurrency }, loop));
-  const seconds = (performance.now() - t0) / 1000;
+  const { requests, errors, seconds, rps, latency } = await closedLoop("PING", concurrency, durationMs, maxOps, ping);
   client.disconnect();
-  return { op: "PING", concurrency, requests: latencies.length, errors, seconds: round(seconds), rps: round(latencies.length / seconds, 1), latency: stats(latencies) };
+  return { op: "PING" as const, concurrency, requests, errors, seconds, rps, latency };
 }
 
+/** The PING floor at one concurrency. */
+export type FloorResult = Awaited<ReturnType<typeof pingFloor>>;
+
 /** One step scenario (or its repeats pooled). */
-export interface StepScenarioResult {
-  model: WorkerModel;
-  workers: number;
-  queues: number;
-  /** Worker instances and the concurrency of each, per queue (e.g. "1×8" or "8×1"). */
-  layout: string;
-  jobs_planned: number;
-  jobs_completed: number;
-  seconds: number;
-  jobs_per_s: number;
-  /** Processor handed the job → `completed` event (completion acknowledged, next job fetched in the same call). */
-  take_to_ack: LatencyStats;
-  /** Job added (job.timestamp) → completed event; with the backlog pre-added this is mostly queue wait. */
-  add_to_completed: LatencyStats;
-  add_bulk_ms: number[];
-  errors: number;
-  first_error?: string;
-  failed_jobs: number;
-  duplicate_completions: number;
-  /** Completed jobs Redis reports after the run (null with removeOnComplete). */
-  verified_completed_in_redis: number | null;
-  /** CPU time per completed job over the measured window: redis-server (INFO cpu) and this Node process. */
-  cpu_ms_per_job: { redis: number; node: number };
-  timed_out: boolean;
+export type StepScenarioResult = Omit<Awaited<ReturnType<typeof stepScenario>>, "samples"> & {
   repeats?: { jobs_per_s: number; seconds: number; p50_ms: number; p99_ms: number }[];
   samples?: { take: number[]; e2e: number[] };
-}
+};
 
 /** What every scenario of a run shares. */
 export interface Ctx {
@@ -145,7 +101,7 @@ export function stepData(i: number) {
 }
 
 /** N = max(stepsPerWorker × W, minSteps) jobs pre-added on `queues` queues, then W workers (laid out by `model`) drain them. */
-export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number, queues: number): Promise<StepScenarioResult> {
+export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number, queues: number) {
   const { plan } = ctx;
   const perQueueJobs = Math.ceil(Math.max(plan.stepsPerWorker * workers, plan.minSteps) / queues);
   const planned = perQueueJobs * queues;
@@ -162,28 +118,19 @@ export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number
   const queueDone = Array.from({ length: queues }, () => latch());
   let duplicates = 0;
   let failed = 0;
-  let errors = 0;
-  let firstError: string | undefined;
   let lastDoneAt = 0;
-  const noteError = (msg: string) => {
-    errors++;
-    firstError ??= msg;
-  };
+  const errors = errorCount();
+  const noteError = errors.note;
 
   const { perQueue, lanes } = layout(model, workers, queues);
   const workerObjs: Worker[][] = perQueue.map((concs, q) =>
     concs.map((concurrency) => {
       const key = (job: Job) => `${q}#${job.id}`;
-      const w = ctx.track(
-        new Worker(
-          `steps-${q}`,
-          async (job: Job) => {
-            takenAt.set(key(job), performance.now());
-            return "done";
-          },
-          { connection: conn, prefix, concurrency, autorun: false },
-        ),
-      );
+      const processor = async (job: Job) => {
+        takenAt.set(key(job), performance.now());
+        return "done";
+      };
+      const w = ctx.track(new Worker(`steps-${q}`, processor, { connection: conn, prefix, concurrency, autorun: false }));
       w.on("completed", (job: Job) => {
         const now = performance.now();
         const k = key(job);
@@ -219,17 +166,13 @@ export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number
   const deadline = deadlineAfter(plan.scenarioTimeoutMs);
   let timedOut = false;
   const runs: Promise<void>[] = [];
-  await Promise.all(
-    lanes.map(async (lane) => {
-      for (const q of lane) {
-        for (const w of workerObjs[q]!) runs.push(w.run().catch((e: unknown) => noteError(`run: ${e instanceof Error ? e.message : String(e)}`)));
-        if ((await Promise.race([queueDone[q]!.promise, deadline.promise])) === "timeout") {
-          timedOut = true;
-          return;
-        }
-      }
-    }),
-  );
+  const drain = async (lane: number[]) => {
+    for (const q of lane) {
+      for (const w of workerObjs[q]!) runs.push(w.run().catch((e: unknown) => noteError(`run: ${errorText(e)}`)));
+      if ((await Promise.race([queueDone[q]!.promise, deadline.promise])) === "timeout") return void (timedOut = true);
+    }
+  };
+  await Promise.all(lanes.map(drain));
   deadline.cancel();
   const seconds = ((lastDoneAt || performance.now()) - t0) / 1000;
   const nodeCpu = process.cpuUsage(nodeCpu0);
@@ -246,26 +189,16 @@ export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number
   await Promise.all(queueObjs.map((q) => q.close()));
   await ctx.admin.flushall();
   const completed = completedIds.size + duplicates;
+  // Field by field as bench/bullmq-results.json has them: take_to_ack = processor handed the job → `completed`
+  // event (completion acknowledged, the next job fetched in the same call); add_to_completed = job added →
+  // completed (with the backlog pre-added, mostly queue wait); verified_completed_in_redis = Redis's own count
+  // (null with removeOnComplete); cpu_ms_per_job = redis-server (INFO cpu) and this process over the window.
   return {
-    model,
-    workers,
-    queues,
-    layout: describeLayout(perQueue, lanes),
-    jobs_planned: planned,
-    jobs_completed: completed,
-    seconds: round(seconds, 6),
-    jobs_per_s: round(completed / seconds, 1),
-    take_to_ack: stats(takeLat),
-    add_to_completed: stats(e2eLat),
-    add_bulk_ms: addMs,
-    errors,
-    ...(firstError === undefined ? {} : { first_error: firstError }),
-    failed_jobs: failed,
-    duplicate_completions: duplicates,
-    verified_completed_in_redis: verified,
+    ...{ model, workers, queues, layout: describeLayout(perQueue, lanes), jobs_planned: planned, jobs_completed: completed, seconds: round(seconds, 6), jobs_per_s: round(completed / seconds, 1) },
+    ...{ take_to_ack: stats(takeLat), add_to_completed: stats(e2eLat), add_bulk_ms: addMs, ...errors.fields(), failed_jobs: failed, duplicate_completions: duplicates, verified_completed_in_redis: verified },
     cpu_ms_per_job: { redis: round(redisCpu / Math.max(1, completed), 4), node: round((nodeCpu.user + nodeCpu.system) / 1000 / Math.max(1, completed), 4) },
     timed_out: timedOut,
-    samples: { take: takeLat, e2e: e2eLat },
+    samples: { take: takeLat, e2e: e2eLat } as { take: number[]; e2e: number[] } | undefined,
   };
 }
 
@@ -275,46 +208,23 @@ export function mergeSteps(parts: StepScenarioResult[]): StepScenarioResult {
   const sum = (f: (p: StepScenarioResult) => number) => parts.reduce((a, p) => a + f(p), 0);
   const completed = sum((p) => p.jobs_completed);
   const seconds = sum((p) => p.seconds);
-  const firstError = parts.find((p) => p.first_error !== undefined)?.first_error;
   const verified = parts.every((p) => p.verified_completed_in_redis !== null) ? sum((p) => p.verified_completed_in_redis ?? 0) : null;
+  const cpu = (k: "redis" | "node") => round(sum((p) => p.cpu_ms_per_job[k] * p.jobs_completed) / Math.max(1, completed), 4);
   return {
-    model: first.model,
-    workers: first.workers,
-    queues: first.queues,
-    layout: first.layout,
-    jobs_planned: sum((p) => p.jobs_planned),
-    jobs_completed: completed,
-    seconds: round(seconds, 6),
-    jobs_per_s: round(completed / seconds, 1),
-    take_to_ack: stats(parts.flatMap((p) => p.samples?.take ?? [])),
-    add_to_completed: stats(parts.flatMap((p) => p.samples?.e2e ?? [])),
-    add_bulk_ms: parts.flatMap((p) => p.add_bulk_ms),
-    errors: sum((p) => p.errors),
-    ...(firstError === undefined ? {} : { first_error: firstError }),
-    failed_jobs: sum((p) => p.failed_jobs),
-    duplicate_completions: sum((p) => p.duplicate_completions),
-    verified_completed_in_redis: verified,
-    cpu_ms_per_job: {
-      redis: round(sum((p) => p.cpu_ms_per_job.redis * p.jobs_completed) / Math.max(1, completed), 4),
-      node: round(sum((p) => p.cpu_ms_per_job.node * p.jobs_completed) / Math.max(1, completed), 4),
-    },
+    ...{ model: first.model, workers: first.workers, queues: first.queues, layout: first.layout, jobs_planned: sum((p) => p.jobs_planned), jobs_completed: completed, seconds: round(seconds, 6), jobs_per_s: round(completed / seconds, 1) },
+    ...{ take_to_ack: stats(parts.flatMap((p) => p.samples?.take ?? [])), add_to_completed: stats(parts.flatMap((p) => p.samples?.e2e ?? [])), add_bulk_ms: parts.flatMap((p) => p.add_bulk_ms) },
+    ...{ errors: sum((p) => p.errors), ...firstErrorOf(parts), failed_jobs: sum((p) => p.failed_jobs), duplicate_completions: sum((p) => p.duplicate_completions), verified_completed_in_redis: verified },
+    cpu_ms_per_job: { redis: cpu("redis"), node: cpu("node") },
     timed_out: parts.some((p) => p.timed_out),
     repeats: parts.map((p) => ({ jobs_per_s: p.jobs_per_s, seconds: p.seconds, p50_ms: p.take_to_ack.p50_ms, p99_ms: p.take_to_ack.p99_ms })),
   };
 }
 
-/** One idle worker, one job at a time. */
-export interface IdleResult {
-  samples: number;
-  /** queue.add called → completed event, one job at a time, the worker idle (blocked waiting) before each. */
-  add_to_completed: LatencyStats;
-  /** queue.add round trip alone. */
-  add_call: LatencyStats;
-  timed_out: boolean;
-}
+/** One idle worker, one job at a time: add_to_completed = queue.add called → completed event; add_call = queue.add alone. */
+export type IdleResult = Awaited<ReturnType<typeof idleRoundTrip>>;
 
-/** add → completed of one job at a time to an idle worker (the wake-up path, no backlog). */
-export async function idleRoundTrip(ctx: Ctx): Promise<IdleResult> {
+/** add → completed of one job at a time to an idle worker (blocked waiting before each: the wake-up path, no backlog). */
+export async function idleRoundTrip(ctx: Ctx) {
   const prefix = ctx.nextPrefix();
   const conn = connection(ctx.server);
   const queue = ctx.track(new Queue("idle", { connection: conn, prefix, defaultJobOptions: { removeOnComplete: ctx.removeOnComplete } }));
@@ -335,14 +245,9 @@ export async function idleRoundTrip(ctx: Ctx): Promise<IdleResult> {
     const t = performance.now();
     await queue.add("step", { seq, ...stepData(seq) });
     addCall.push(performance.now() - t);
-    const d = deadlineAfter(10_000);
-    const outcome = await Promise.race([done.promise, d.promise]);
-    d.cancel();
+    const outcome = await within(done.promise, 10_000);
     waiting.delete(seq);
-    if (outcome === "timeout") {
-      timedOut = true;
-      break;
-    }
+    if ((timedOut = outcome === "timeout")) break;
     e2e.push(performance.now() - t);
     await sleep(2); // let the worker go back to its blocking wait
   }

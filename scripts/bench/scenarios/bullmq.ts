@@ -17,30 +17,13 @@ import { type BigFlowResult, bigFlows, type SmallFlowsResult, smallFlows } from 
 import { closeAll, type Ctx, type FloorResult, type IdleResult, idleRoundTrip, layout, mergeSteps, pingFloor, redisCpuMs, type StepScenarioResult, stepScenario } from "./bullmq-jobs.js";
 
 
-/** Sizes of one run. */
-export interface BullmqPlan {
-  /** Jobs per run = max(stepsPerWorker × workers, minSteps), like the service's steps per task. */
-  stepsPerWorker: number;
-  minSteps: number;
-  /**
-   * Each step scenario runs at least `repeats` times (fresh queues each), and more (up to `maxRepeats`) until
-   * the pooled measured time reaches `minMeasuredSeconds`: BullMQ drains 320 jobs in well under 0.1 s, too
-   * short a window for one run. The results are pooled.
-   */
-  repeats: number;
-  maxRepeats: number;
-  minMeasuredSeconds: number;
-  multiQueues: number;
-  scenarioTimeoutMs: number;
-  floorMs: number;
-  maxFloorOps: number;
-  idleSamples: number;
-  flowWorkers: number;
-  bigFlowChildren: number;
-  bigFlowRepeats: number;
-  smallFlowChildren: number;
-  smallFlows: number;
-}
+/**
+ * Sizes of one run. Jobs per run = max(stepsPerWorker × workers, minSteps), like the service's steps per task.
+ * Each step scenario runs at least `repeats` times (fresh queues each), and more (up to `maxRepeats`) until the
+ * pooled measured time reaches `minMeasuredSeconds`: BullMQ drains 320 jobs in well under 0.1 s, too short a
+ * window for one run. The results are pooled.
+ */
+export type BullmqPlan = Record<"stepsPerWorker" | "minSteps" | "repeats" | "maxRepeats" | "minMeasuredSeconds" | "multiQueues" | "scenarioTimeoutMs" | "floorMs" | "maxFloorOps" | "idleSamples" | "flowWorkers" | "bigFlowChildren" | "bigFlowRepeats" | "smallFlowChildren" | "smallFlows", number>;
 
 /** The full plan (about 45 s on an idle 2-core machine) and the quick one (about 5 s, a smoke check of the benchmark itself). */
 export const FULL: BullmqPlan = { stepsPerWorker: 40, minSteps: 320, repeats: 3, maxRepeats: 40, minMeasuredSeconds: 2, multiQueues: 8, scenarioTimeoutMs: 60_000, floorMs: 2_000, maxFloorOps: 500_000, idleSamples: 200, flowWorkers: 8, bigFlowChildren: 100, bigFlowRepeats: 5, smallFlowChildren: 4, smallFlows: 320 };
@@ -56,8 +39,6 @@ export type { AppendFsync };
 /** What to run. */
 export interface BullmqBenchOptions {
   quick: boolean;
-  /** Overrides of the plan chosen by `quick`. */
-  plan?: Partial<BullmqPlan>;
   concurrencies: number[];
   models: WorkerModel[];
   appendfsync: AppendFsync;
@@ -86,50 +67,16 @@ function packageVersion(name: string): string {
 }
 
 /** bench/bullmq-results.json, and the bullmq section of bench/results.json. */
-export interface BullmqResults {
-  generated_at: string;
-  mode: "quick" | "full";
-  machine: {
-    cpus: number;
-    cpu_model: string;
-    node: string;
-    platform: string;
-    total_mem_mb: number;
-    loadavg_start: number[];
-    loadavg_end: number[];
-    cpu_idle_before: number;
-    /** Share of the machine's CPU time used by other processes (not this one, not its redis-server) during the run. */
-    foreign_cpu_share: number;
-  };
-  software: { bullmq: string; ioredis: string; redis: string; redis_binary: string; redis_installed_by_script: boolean };
-  redis: { host: string; port: number; config: Record<string, string> };
-  settings: { models: WorkerModel[]; remove_on_complete: RemoveOnComplete; appendfsync: AppendFsync; job_processor: string };
-  plan: BullmqPlan;
-  concurrencies: number[];
-  floor: FloorResult[];
-  steps: StepScenarioResult[];
-  /** As for the service: cost = 1 / throughput; cost_ratio = per-job cost / PING cost at the same concurrency. */
-  ratios: { model: WorkerModel; workers: number; queues: number; floor_rps: number; jobs_per_s: number; job_cost_ms: number; cost_ratio: number; p50_ratio: number }[];
-  idle: IdleResult;
-  flows: { model: WorkerModel; big: BigFlowResult; small: SmallFlowsResult }[];
-  wall_seconds: number;
-}
+export type BullmqResults = Awaited<ReturnType<typeof runBullmqBench>>;
 
 /**
  * Starts Redis, runs every scenario, stops Redis (also on errors; on SIGINT/SIGTERM it kills Redis and, when
  * no other handler is listening, exits with 130). Returns the results; writes nothing.
  */
-export async function runBullmqBench(options: Partial<BullmqBenchOptions> = {}): Promise<BullmqResults> {
+export async function runBullmqBench(options: Partial<BullmqBenchOptions> = {}) {
   const opts: BullmqBenchOptions = { ...DEFAULT_OPTIONS, ...options };
-  const plan: BullmqPlan = { ...(opts.quick ? QUICK : FULL), ...opts.plan };
+  const plan: BullmqPlan = opts.quick ? QUICK : FULL;
   const log = opts.log;
-  // Checked before anything starts: a BullMQ constructor that throws leaves its connection unreachable.
-  for (const [k, v] of Object.entries(plan)) if (!Number.isFinite(v) || v < 0) throw new Error(`plan.${k} must be a number >= 0`);
-  for (const k of ["stepsPerWorker", "minSteps", "repeats", "maxRepeats", "multiQueues", "flowWorkers", "bigFlowChildren", "smallFlowChildren", "smallFlows", "idleSamples"] as const) {
-    if (!Number.isInteger(plan[k]) || plan[k] < 1) throw new Error(`plan.${k} must be an integer >= 1`);
-  }
-  if (opts.concurrencies.length === 0 || opts.concurrencies.some((n) => !Number.isInteger(n) || n < 1)) throw new Error("concurrencies must be integers >= 1");
-  if (opts.models.length === 0) throw new Error("models must name at least one worker model");
   const tracked = new Set<Queue | Worker | FlowProducer>();
   const loadStart = os.loadavg();
   const wallStart = performance.now();
@@ -216,7 +163,7 @@ export async function runBullmqBench(options: Partial<BullmqBenchOptions> = {}):
     const idle = await guard(idleRoundTrip(ctx));
     log(`  idle add→completed (1 worker, one job at a time): p50 ${idle.add_to_completed.p50_ms.toFixed(2)} ms  p99 ${idle.add_to_completed.p99_ms.toFixed(2)} ms (${idle.samples} jobs)`);
 
-    const flows: BullmqResults["flows"] = [];
+    const flows: { model: WorkerModel; big: BigFlowResult; small: SmallFlowsResult }[] = [];
     for (const model of opts.models) {
       const big = await guard(bigFlows(ctx, model));
       log(`  flow 1+${big.children} at ${big.workers} workers (${model}): total p50 ${big.total.p50_ms.toFixed(1)} ms (add ${big.add.p50_ms.toFixed(1)} ms, last child→parent done ${big.fan_in.p50_ms.toFixed(2)} ms)${big.timed_out ? "  TIMED OUT" : ""}`);
