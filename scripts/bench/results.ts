@@ -2,38 +2,23 @@
  * @module What bench (all sections in one run) derives and prints from its sections: the ratios against the
  * floor and BullMQ, the goals, the tables (also as Markdown for README.md) and the warnings.
  */
-import { fmt, type Table } from "./harness/report.js";
+import { fmt, pct, type Table } from "./harness/report.js";
+import type { Measured } from "./scenarios/group-commit.js";
 import type { GrowthResult } from "./scenarios/growth.js";
 import type { RecoverySection } from "./scenarios/recovery.js";
 import { type BullmqResults, problems as bullmqProblems } from "./scenarios/bullmq.js";
 import type { StepsSection } from "./scenarios/steps-section.js";
 import { round } from "./harness/meter.js";
 
-/** One row of bench/results.json's ratios: one concurrency and task count. */
-export interface Ratios {
-  workers: number;
-  tasks: number;
-  floor_rps: number;
-  unbatched_steps_per_s: number;
-  batched_steps_per_s: number;
-  bullmq_jobs_per_s: { concurrency: number | null; workers: number | null; best: number | null };
-  /** floor req/s ÷ steps/s: the per-step cost in floor round trips (goal for unbatched: ≤ 2). */
-  unbatched_cost_vs_floor: number;
-  batched_cost_vs_floor: number;
-  /** ours steps/s ÷ BullMQ jobs/s (best of its two worker models at the same workers and queues). */
-  unbatched_vs_bullmq: number | null;
-  batched_vs_bullmq: number | null;
-  /** The same group commits as frames over the command socket. */
-  socket_steps_per_s: number;
-  socket_cost_vs_floor: number;
-  socket_vs_bullmq: number | null;
-  socket_vs_batched_throughput: number;
-  /** batched steps/s ÷ unbatched steps/s, and the p50 step latencies' ratio. */
-  batched_vs_unbatched_throughput: number;
-  batched_vs_unbatched_p50: number;
-}
+/**
+ * One row of bench/results.json's ratios, one concurrency and task count: `*_cost_vs_floor` = floor req/s ÷
+ * steps/s, the per-step cost in floor round trips (goal for unbatched: ≤ 2); `*_vs_bullmq` = our steps/s ÷
+ * BullMQ's jobs/s (the better of its two worker models at the same workers and queues); socket = the same
+ * group commits as frames over the command socket; batched_vs_unbatched = throughputs' and p50 latencies' ratios.
+ */
+export type Ratios = ReturnType<typeof computeRatios>[number];
 
-function bullmqFor(b: BullmqResults | null, workers: number, queues: number): Ratios["bullmq_jobs_per_s"] {
+function bullmqFor(b: BullmqResults | null, workers: number, queues: number): { concurrency: number | null; workers: number | null; best: number | null } {
   if (b === null) return { concurrency: null, workers: null, best: null };
   // A layout both models share was run once, under "concurrency".
   const conc = b.steps.find((s) => s.workers === workers && s.queues === queues && s.model === "concurrency")?.jobs_per_s ?? null;
@@ -43,65 +28,33 @@ function bullmqFor(b: BullmqResults | null, workers: number, queues: number): Ra
 }
 
 /** The ratios of every concurrency and task count (1 and `multiTasks`). */
-export function computeRatios(steps: StepsSection, bullmq: BullmqResults | null, concurrencies: number[], multiTasks: number): Ratios[] {
-  const out: Ratios[] = [];
-  for (const c of concurrencies) {
+export function computeRatios(steps: StepsSection, bullmq: BullmqResults | null, concurrencies: number[], multiTasks: number) {
+  return concurrencies.flatMap((c) => {
     const f = steps.floor.find((x) => x.concurrency === c)!;
-    for (const tasks of [1, multiTasks]) {
-      const u = steps.unbatched.find((s) => s.workers === c && s.tasks === tasks)!;
-      const b = steps.batched.find((s) => s.workers === c && s.tasks === tasks)!;
-      const k = steps.socket.find((s) => s.workers === c && s.tasks === tasks)!;
+    return [1, multiTasks].map((tasks) => {
+      const [u, b, k] = [steps.unbatched, steps.batched, steps.socket].map((list) => list.find((s) => s.workers === c && s.tasks === tasks)!) as [Measured, Measured, Measured];
       const peer = bullmqFor(bullmq, c, tasks);
-      out.push({
-        workers: c,
-        tasks,
-        floor_rps: f.rps,
-        unbatched_steps_per_s: u.steps_per_s,
-        batched_steps_per_s: b.steps_per_s,
-        bullmq_jobs_per_s: peer,
-        unbatched_cost_vs_floor: round(f.rps / u.steps_per_s, 2),
-        batched_cost_vs_floor: round(f.rps / b.steps_per_s, 2),
-        unbatched_vs_bullmq: peer.best === null ? null : round(u.steps_per_s / peer.best, 3),
-        batched_vs_bullmq: peer.best === null ? null : round(b.steps_per_s / peer.best, 3),
-        socket_steps_per_s: k.steps_per_s,
-        socket_cost_vs_floor: round(f.rps / k.steps_per_s, 2),
-        socket_vs_bullmq: peer.best === null ? null : round(k.steps_per_s / peer.best, 3),
-        socket_vs_batched_throughput: round(k.steps_per_s / b.steps_per_s, 2),
-        batched_vs_unbatched_throughput: round(b.steps_per_s / u.steps_per_s, 2),
-        batched_vs_unbatched_p50: round(b.step_call.p50_ms / u.step_call.p50_ms, 2),
-      });
-    }
-  }
-  return out;
+      const vsPeer = (x: Measured) => (peer.best === null ? null : round(x.steps_per_s / peer.best, 3));
+      return {
+        workers: c, tasks, floor_rps: f.rps, unbatched_steps_per_s: u.steps_per_s, batched_steps_per_s: b.steps_per_s, bullmq_jobs_per_s: peer,
+        unbatched_cost_vs_floor: round(f.rps / u.steps_per_s, 2), batched_cost_vs_floor: round(f.rps / b.steps_per_s, 2), unbatched_vs_bullmq: vsPeer(u), batched_vs_bullmq: vsPeer(b),
+        socket_steps_per_s: k.steps_per_s, socket_cost_vs_floor: round(f.rps / k.steps_per_s, 2), socket_vs_bullmq: vsPeer(k), socket_vs_batched_throughput: round(k.steps_per_s / b.steps_per_s, 2),
+        batched_vs_unbatched_throughput: round(b.steps_per_s / u.steps_per_s, 2), batched_vs_unbatched_p50: round(b.step_call.p50_ms / u.step_call.p50_ms, 2),
+      };
+    });
+  });
 }
 
+/** The main table: per concurrency and task count, the floor, each carrier, BullMQ and the ratios. */
 function mainTable(steps: StepsSection, ratios: Ratios[]): Omit<Table, "title"> {
   const headers = ["workers", "tasks", "floor req/s", "floor p50/p99 ms", "unbatched steps/s", "p50/p99 ms", "cost÷floor", "batched steps/s", "p50/p99 ms", "cmds/req", "batched÷unbatched", "socket steps/s", "p50/p99 ms", "cmds/frame", "BullMQ jobs/s (1×W / W×1)", "unbatched÷BullMQ", "batched÷BullMQ", "socket÷BullMQ"];
+  const times = (x: number | null, digits = 2) => (x === null ? "-" : `${fmt(x, digits)}×`);
   const rows = ratios.map((r) => {
     const f = steps.floor.find((x) => x.concurrency === r.workers)!;
-    const u = steps.unbatched.find((s) => s.workers === r.workers && s.tasks === r.tasks)!;
-    const b = steps.batched.find((s) => s.workers === r.workers && s.tasks === r.tasks)!;
-    const k = steps.socket.find((s) => s.workers === r.workers && s.tasks === r.tasks)!;
-    return [
-      String(r.workers),
-      String(r.tasks),
-      fmt(f.rps, 0),
-      `${fmt(f.latency.p50_ms, 2)}/${fmt(f.latency.p99_ms, 2)}`,
-      fmt(u.steps_per_s, 0),
-      `${fmt(u.step_call.p50_ms, 2)}/${fmt(u.step_call.p99_ms, 2)}`,
-      `${fmt(r.unbatched_cost_vs_floor, 2)}×`,
-      fmt(b.steps_per_s, 0),
-      `${fmt(b.step_call.p50_ms, 2)}/${fmt(b.step_call.p99_ms, 2)}`,
-      fmt(b.batching?.commands_per_request.mean, 1),
-      `${fmt(r.batched_vs_unbatched_throughput, 2)}×`,
-      fmt(k.steps_per_s, 0),
-      `${fmt(k.step_call.p50_ms, 2)}/${fmt(k.step_call.p99_ms, 2)}`,
-      fmt(k.batching?.commands_per_request.mean, 1),
-      r.bullmq_jobs_per_s.best === null ? "-" : `${fmt(r.bullmq_jobs_per_s.concurrency, 0)} / ${fmt(r.bullmq_jobs_per_s.workers, 0)}`,
-      r.unbatched_vs_bullmq === null ? "-" : `${fmt(r.unbatched_vs_bullmq, 3)}×`,
-      r.batched_vs_bullmq === null ? "-" : `${fmt(r.batched_vs_bullmq, 2)}×`,
-      r.socket_vs_bullmq === null ? "-" : `${fmt(r.socket_vs_bullmq, 2)}×`,
-    ];
+    const [u, b, k] = [steps.unbatched, steps.batched, steps.socket].map((list) => list.find((s) => s.workers === r.workers && s.tasks === r.tasks)!) as [Measured, Measured, Measured];
+    const peer = r.bullmq_jobs_per_s.best === null ? "-" : `${fmt(r.bullmq_jobs_per_s.concurrency, 0)} / ${fmt(r.bullmq_jobs_per_s.workers, 0)}`;
+    const cmds = (m: Measured) => fmt(m.batching?.commands_per_request.mean, 1);
+    return [String(r.workers), String(r.tasks), fmt(f.rps, 0), pct(f.latency), fmt(u.steps_per_s, 0), pct(u.step_call), times(r.unbatched_cost_vs_floor), fmt(b.steps_per_s, 0), pct(b.step_call), cmds(b), times(r.batched_vs_unbatched_throughput), fmt(k.steps_per_s, 0), pct(k.step_call), cmds(k), peer, times(r.unbatched_vs_bullmq, 3), times(r.batched_vs_bullmq), times(r.socket_vs_bullmq)];
   });
   return { headers, rows };
 }
@@ -140,19 +93,10 @@ export function tablesOf({ steps, growth, recovery, bullmq }: Sections, ratios: 
       headers: ["carrier", "workers", "tasks", "requests/frames", "cmds/req mean/max", "request p50 ms", "step call p50 ms", "in client p50 ms", "CPU ms/step client/server", "unbatched CPU ms/step client/server (incl. set-up)", "errors"],
       rows: [...steps.batched, ...steps.socket].map((b) => {
         const u = steps!.unbatched.find((x) => x.workers === b.workers && x.tasks === b.tasks)!;
-        return [
-          b.carrier,
-          String(b.workers),
-          String(b.tasks),
-          String(b.batching?.requests ?? "-"),
-          `${fmt(b.batching?.commands_per_request.mean, 1)}/${b.batching?.commands_per_request.max ?? "-"}`,
-          fmt(b.carrier === "socket" ? b.batching?.batch_rtt.p50_ms : b.batching?.http_rtt.p50_ms, 2),
-          fmt(b.step_call.p50_ms, 2),
-          fmt(b.batching?.client_share_p50_ms, 2),
-          `${fmt(b.cpu_per_step.client_ms, 3)}/${fmt(b.cpu_per_step.server_ms, 3)}`,
-          `${fmt(u.cpu_per_step.client_ms, 3)}/${fmt(u.cpu_per_step.server_ms, 3)}`,
-          String(b.errors + u.errors),
-        ];
+        const bt = b.batching;
+        const cpu = (m: Measured) => `${fmt(m.cpu_per_step.client_ms, 3)}/${fmt(m.cpu_per_step.server_ms, 3)}`;
+        const rtt = b.carrier === "socket" ? bt?.batch_rtt.p50_ms : bt?.http_rtt.p50_ms;
+        return [b.carrier, String(b.workers), String(b.tasks), String(bt?.requests ?? "-"), `${fmt(bt?.commands_per_request.mean, 1)}/${bt?.commands_per_request.max ?? "-"}`, fmt(rtt, 2), fmt(b.step_call.p50_ms, 2), fmt(bt?.client_share_p50_ms, 2), cpu(b), cpu(u), String(b.errors + u.errors)];
       }),
     });
   }
@@ -162,14 +106,14 @@ export function tablesOf({ steps, growth, recovery, bullmq }: Sections, ratios: 
     tables.push({
       title: `batch anatomy (one task per shape, one request in flight, p50 after warm-up): fixed ≈ ${fmt(d.per_request_ms, 2)} ms per request; per command ≈ ${fmt(d.per_progress_command_ms, 3)} ms for progress, ≈ ${fmt(d.per_complete_command_ms, 3)} ms for complete + claim_next (${fmt(d.per_complete_command_no_key_ms, 3)} ms without Idempotency-Key)`,
       headers: ["commands", "kind", "Idempotency-Key", "tokens", "request p50/p99 ms", "ms per command"],
-      rows: a.shapes.map((x) => [String(x.commands), x.kind, x.idempotency_keys ? "yes" : "no", String(x.tokens), `${fmt(x.request.p50_ms, 2)}/${fmt(x.request.p99_ms, 2)}`, fmt(x.request.p50_ms / x.commands, 3)]),
+      rows: a.shapes.map((x) => [String(x.commands), x.kind, x.idempotency_keys ? "yes" : "no", String(x.tokens), pct(x.request), fmt(x.request.p50_ms / x.commands, 3)]),
     });
   }
   if (growth !== null) {
     tables.push({
       title: "growth (one worker, unbatched; per-step cost = step call latency; the first steps of each DAG)",
       headers: ["DAG steps", "steps measured", "steps/s", "step p50/p99 ms", "claim-next p50 ms", "create task ms", "create body KiB", "view GET ms", "view KiB", "errors"],
-      rows: growth.map((g) => [String(g.dag_steps), `${g.steps_measured} (${g.tasks} task${g.tasks === 1 ? "" : "s"})`, fmt(g.steps_per_s, 0), `${fmt(g.step_call.p50_ms, 2)}/${fmt(g.step_call.p99_ms, 2)}`, fmt(g.claim_next.p50_ms, 2), fmt(g.create_task_ms.p50_ms, 1), fmt(g.create_body_bytes / 1024, 0), fmt(g.view_get.p50_ms, 1), fmt(g.view_bytes / 1024, 0), String(g.errors)]),
+      rows: growth.map((g) => [String(g.dag_steps), `${g.steps_measured} (${g.tasks} task${g.tasks === 1 ? "" : "s"})`, fmt(g.steps_per_s, 0), pct(g.step_call), fmt(g.claim_next.p50_ms, 2), fmt(g.create_task_ms.p50_ms, 1), fmt(g.create_body_bytes / 1024, 0), fmt(g.view_get.p50_ms, 1), fmt(g.view_bytes / 1024, 0), String(g.errors)]),
     });
   }
   if (recovery !== null) {
@@ -185,7 +129,7 @@ export function tablesOf({ steps, growth, recovery, bullmq }: Sections, ratios: 
     tables.push({
       title: `BullMQ ${b.software.bullmq} on Redis ${b.software.redis} (AOF appendfsync ${b.settings.appendfsync}, removeOnComplete ${String(b.settings.remove_on_complete)})`,
       headers: ["model", "workers", "queues", "jobs/s", "take→ack p50/p99 ms", "CPU ms/job redis+node", "PING req/s"],
-      rows: b.steps.map((x) => [x.model, String(x.workers), String(x.queues), fmt(x.jobs_per_s, 0), `${fmt(x.take_to_ack.p50_ms, 2)}/${fmt(x.take_to_ack.p99_ms, 2)}`, `${fmt(x.cpu_ms_per_job.redis, 3)}+${fmt(x.cpu_ms_per_job.node, 3)}`, fmt(b.floor.find((f) => f.concurrency === x.workers)?.rps, 0)]),
+      rows: b.steps.map((x) => [x.model, String(x.workers), String(x.queues), fmt(x.jobs_per_s, 0), pct(x.take_to_ack), `${fmt(x.cpu_ms_per_job.redis, 3)}+${fmt(x.cpu_ms_per_job.node, 3)}`, fmt(b.floor.find((f) => f.concurrency === x.workers)?.rps, 0)]),
     });
     tables.push({
       title: "BullMQ flows (FlowProducer, fan-in; children and parent on one queue)",

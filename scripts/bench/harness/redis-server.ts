@@ -1,11 +1,9 @@
 /**
- * @module Starts and stops `redis-server` (Debian's package; installed with apt-get when missing and running
- * as root) on 127.0.0.1 and a free port, in its own temp dir, AOF on, RDB snapshots off. Nothing but
- * loopback is ever contacted.
+ * @module Starts and stops `redis-server` (Debian's package) on 127.0.0.1 and a free port, in its own temp
+ * dir, AOF on, RDB snapshots off. Nothing but loopback is ever contacted.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { connect } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
@@ -25,54 +23,16 @@ export interface RedisServer {
   version: string;
   config: Record<string, string>;
   child: ChildProcess | null;
+  /** Always false now (kept in the results: the benchmark once installed Redis itself). */
   installedByScript: boolean;
 }
 
-function findBinary(name: string): string | null {
+/** The redis-server binary on PATH (or in the usual system directories); throws with the command that installs it. */
+function redisBinary(): string {
   const dirs = [...(process.env.PATH ?? "").split(path.delimiter), "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"];
-  for (const dir of dirs) {
-    if (dir === "") continue;
-    const candidate = path.join(dir, name);
-    if (existsSync(candidate)) return candidate;
-  }
-  return null;
-}
-
-/** Finds redis-server; installs Debian's package when missing and running as root, else throws with the command to run. */
-export function ensureRedisServer(log: (line: string) => void): { binary: string; installed: boolean } {
-  const found = findBinary("redis-server");
-  if (found !== null) return { binary: found, installed: false };
-  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
-  if (!isRoot || findBinary("apt-get") === null) {
-    throw new Error(
-      "redis-server is not installed. On Debian/Ubuntu install it with:\n  sudo apt-get update && sudo apt-get install -y redis-server\n" +
-        "(this script installs it by itself only when it runs as root on a machine with apt-get)",
-    );
-  }
-  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  log("redis-server is not installed; running as root, so installing Debian's package:");
-  log("  $ apt-get update");
-  execFileSync("apt-get", ["update"], { stdio: ["ignore", "inherit", "inherit"], env });
-  log("  $ apt-get install -y redis-server");
-  execFileSync("apt-get", ["install", "-y", "redis-server"], { stdio: ["ignore", "inherit", "inherit"], env });
-  const binary = findBinary("redis-server");
-  if (binary === null) throw new Error("apt-get install -y redis-server finished but no redis-server binary was found");
-  log(`installed ${binary}`);
-  return { binary, installed: true };
-}
-
-/** True when something accepts TCP connections on 127.0.0.1:port (used only to tell about a system Redis). */
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    const done = (open: boolean) => {
-      socket.destroy();
-      resolve(open);
-    };
-    socket.setTimeout(500, () => done(false));
-    socket.once("connect", () => done(true));
-    socket.once("error", () => done(false));
-  });
+  const found = dirs.filter((d) => d !== "").map((d) => path.join(d, "redis-server")).find((f) => existsSync(f));
+  if (found === undefined) throw new Error("redis-server is not installed. On Debian/Ubuntu install it with:\n  sudo apt-get update && sudo apt-get install -y redis-server");
+  return found;
 }
 
 /** An ioredis client of `server` (connect it yourself). */
@@ -81,32 +41,19 @@ export function newClient(server: RedisServer): Redis {
 }
 
 /** Starts redis-server on 127.0.0.1 and a free port in a fresh temp dir, AOF on, RDB snapshots off. */
-export async function startRedis(appendfsync: AppendFsync, log: (line: string) => void): Promise<RedisServer> {
-  const { binary, installed } = ensureRedisServer(log);
-  if (installed && !existsSync("/usr/sbin/policy-rc.d") && (await portOpen(6379))) {
-    log("note: the package's own redis-server service answers on 127.0.0.1:6379 (Debian starts it on install); this benchmark does not use it (`service redis-server stop` stops it)");
-  }
+export async function startRedis(appendfsync: AppendFsync): Promise<RedisServer> {
+  const binary = redisBinary();
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), "bench-bullmq-redis-"));
   const logFile = path.join(dir, "redis.log");
-  const args = [
-    "--bind", "127.0.0.1",
-    "--port", String(port),
-    "--protected-mode", "yes",
-    "--dir", dir,
-    "--logfile", logFile,
-    "--daemonize", "no",
-    "--appendonly", "yes",
-    "--appendfsync", appendfsync,
-    "--save", "",
-    "--maxmemory-policy", "noeviction",
-  ];
+  const args = ["--bind", "127.0.0.1", "--port", String(port), "--protected-mode", "yes", "--dir", dir, "--logfile", logFile, "--daemonize", "no"];
+  args.push("--appendonly", "yes", "--appendfsync", appendfsync, "--save", "", "--maxmemory-policy", "noeviction");
   const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   let exited: number | null | undefined;
   child.on("exit", (code) => (exited = code));
-  const server: RedisServer = { host: "127.0.0.1", port, dir, logFile, binary, version: "unknown", config: {}, child, installedByScript: installed };
+  const server: RedisServer = { host: "127.0.0.1", port, dir, logFile, binary, version: "unknown", config: {}, child, installedByScript: false };
   const until = Date.now() + 20_000;
   while (Date.now() < until) {
     if (exited !== undefined) {
@@ -162,16 +109,6 @@ export async function stopRedis(server: RedisServer): Promise<void> {
 export function killRedisNow(server: RedisServer): void {
   const child = server.child;
   server.child = null;
-  if (child !== null && alive(child)) {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-  try {
-    rmSync(server.dir, { recursive: true, force: true });
-  } catch {
-    // best effort
-  }
+  if (child !== null && alive(child)) child.kill("SIGKILL");
+  rmSync(server.dir, { recursive: true, force: true });
 }

@@ -48,3 +48,6 @@ export const errorText = (e: unknown): string => (e instanceof Error ? e.message
 
 /** `min..max` of a list of numbers (one number alone when it has one). */
 export const span = (xs: number[], digits = 1): string => (xs.length === 1 ? fmt(xs[0], digits) : `${fmt(Math.min(...xs), digits)}..${fmt(Math.max(...xs), digits)}`);
+
+/** "p50/p99" of latency statistics (or another pair of their fields), `digits` decimals. */
+export const pct = (s: { p50_ms: number; p99_ms: number; max_ms?: number } | undefined, digits = 2, hi: "p99_ms" | "max_ms" = "p99_ms"): string => `${fmt(s?.p50_ms, digits)}/${fmt(s?.[hi], digits)}`;

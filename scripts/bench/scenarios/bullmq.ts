@@ -11,7 +11,7 @@ import type { FlowProducer, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { idleBefore, machineCpu, machineInfo, round } from "../harness/meter.js";
 import { type AppendFsync, killRedisNow, newClient, type RedisServer, startRedis, stopRedis } from "../harness/redis-server.js";
-import { fmt, table } from "../harness/report.js";
+import { fmt, pct, span, table } from "../harness/report.js";
 import { tail } from "../../dev-server.js";
 import { type BigFlowResult, bigFlows, type SmallFlowsResult, smallFlows } from "./bullmq-flows.js";
 import { closeAll, type Ctx, type FloorResult, type IdleResult, idleRoundTrip, layout, mergeSteps, pingFloor, redisCpuMs, type StepScenarioResult, stepScenario } from "./bullmq-jobs.js";
@@ -48,14 +48,7 @@ export interface BullmqBenchOptions {
 }
 
 /** Both models at 1, 8 and 32 workers, AOF fsync every second, completed jobs kept. */
-export const DEFAULT_OPTIONS: BullmqBenchOptions = {
-  quick: false,
-  concurrencies: [1, 8, 32],
-  models: ["concurrency", "workers"],
-  appendfsync: "everysec",
-  removeOnComplete: false,
-  log: (line) => console.log(line),
-};
+export const DEFAULT_OPTIONS: BullmqBenchOptions = { quick: false, concurrencies: [1, 8, 32], models: ["concurrency", "workers"], appendfsync: "everysec", removeOnComplete: false, log: (line) => console.log(line) };
 
 function packageVersion(name: string): string {
   try {
@@ -99,7 +92,7 @@ export async function runBullmqBench(options: Partial<BullmqBenchOptions> = {}) 
   let admin: Redis | null = null;
   try {
     log(`starting redis-server on 127.0.0.1 (AOF on, appendfsync ${opts.appendfsync}) …`);
-    server = await startRedis(opts.appendfsync, log);
+    server = await startRedis(opts.appendfsync);
     log(`redis ${server.version} up at 127.0.0.1:${server.port} (dir ${server.dir}); bullmq ${packageVersion("bullmq")}, ioredis ${packageVersion("ioredis")}`);
     // If Redis dies under the run, every scenario below stops waiting and the run fails at once.
     const child = server.child!;
@@ -182,11 +175,8 @@ export async function runBullmqBench(options: Partial<BullmqBenchOptions> = {}) 
     return {
       generated_at: new Date().toISOString(),
       mode: opts.quick ? "quick" : "full",
-      machine: {
-        ...machineInfo(loadStart, os.loadavg()),
-        cpu_idle_before: idleShare,
-        foreign_cpu_share: foreignShare,
-      },
+      // foreign_cpu_share: of the machine's CPU time, what processes other than this one and its redis-server used.
+      machine: { ...machineInfo(loadStart, os.loadavg()), cpu_idle_before: idleShare, foreign_cpu_share: foreignShare },
       software: { bullmq: packageVersion("bullmq"), ioredis: packageVersion("ioredis"), redis: server.version, redis_binary: server.binary, redis_installed_by_script: server.installedByScript },
       redis: { host: server.host, port: server.port, config: server.config },
       settings: { models: opts.models, remove_on_complete: opts.removeOnComplete, appendfsync: opts.appendfsync, job_processor: "async () => 'done' (no work)" },
@@ -215,80 +205,30 @@ export async function runBullmqBench(options: Partial<BullmqBenchOptions> = {}) 
 
 /** The printed report of one run. */
 export function formatBullmqReport(r: BullmqResults): string {
-  const out: string[] = [];
-  out.push(
-    `BullMQ ${r.software.bullmq} on Redis ${r.software.redis} (${r.mode}) — ${r.machine.cpus} CPUs, node ${r.machine.node}, AOF appendfsync ${r.settings.appendfsync}, removeOnComplete ${String(r.settings.remove_on_complete)}, load ${r.machine.loadavg_start.join(" ")} → ${r.machine.loadavg_end.join(" ")}, CPU idle before ${(r.machine.cpu_idle_before * 100).toFixed(0)}%, other processes' CPU share during the run ${(r.machine.foreign_cpu_share * 100).toFixed(0)}%`,
-  );
-  out.push("take→ack = processor handed the job → completion acknowledged by Redis (the next job comes back in the same call)\n");
+  const m = r.machine;
+  const out = [
+    `BullMQ ${r.software.bullmq} on Redis ${r.software.redis} (${r.mode}) — ${m.cpus} CPUs, node ${m.node}, AOF appendfsync ${r.settings.appendfsync}, removeOnComplete ${String(r.settings.remove_on_complete)}, load ${m.loadavg_start.join(" ")} → ${m.loadavg_end.join(" ")}, CPU idle before ${(m.cpu_idle_before * 100).toFixed(0)}%, other processes' CPU share during the run ${(m.foreign_cpu_share * 100).toFixed(0)}%`,
+    "take→ack = processor handed the job → completion acknowledged by Redis (the next job comes back in the same call)\n",
+  ];
   const multi = r.plan.multiQueues;
   for (const model of r.settings.models) {
     out.push(`worker model: ${model === "concurrency" ? "one Worker per queue, concurrency = workers" : "N Worker instances, concurrency 1 each"}`);
-    out.push(
-      table(
-        ["workers", "PING req/s", "PING p50/p99 ms", "1 queue jobs/s", "take→ack p50/p99 ms", "add→done p50/p99 ms", `${multi} queues jobs/s`, "take→ack p50/p99 ms", "add→done p50/p99 ms"],
-        r.concurrencies.map((c) => {
-          const f = r.floor.find((x) => x.concurrency === c);
-          // A layout both models share was run once, under "concurrency".
-          const find = (q: number) => r.steps.find((s) => s.workers === c && s.queues === q && s.model === model) ?? r.steps.find((s) => s.workers === c && s.queues === q);
-          const one = find(1);
-          const many = find(multi);
-          return [
-            String(c),
-            fmt(f?.rps, 0),
-            `${fmt(f?.latency.p50_ms, 3)}/${fmt(f?.latency.p99_ms, 3)}`,
-            fmt(one?.jobs_per_s, 0),
-            `${fmt(one?.take_to_ack.p50_ms, 2)}/${fmt(one?.take_to_ack.p99_ms, 2)}`,
-            `${fmt(one?.add_to_completed.p50_ms, 0)}/${fmt(one?.add_to_completed.p99_ms, 0)}`,
-            fmt(many?.jobs_per_s, 0),
-            `${fmt(many?.take_to_ack.p50_ms, 2)}/${fmt(many?.take_to_ack.p99_ms, 2)}`,
-            `${fmt(many?.add_to_completed.p50_ms, 0)}/${fmt(many?.add_to_completed.p99_ms, 0)}`,
-          ];
-        }),
-      ),
-    );
-    out.push("");
+    const rows = r.concurrencies.map((c) => {
+      const f = r.floor.find((x) => x.concurrency === c);
+      // A layout both models share was run once, under "concurrency".
+      const find = (q: number) => r.steps.find((s) => s.workers === c && s.queues === q && s.model === model) ?? r.steps.find((s) => s.workers === c && s.queues === q);
+      const cells = (s: StepScenarioResult | undefined) => [fmt(s?.jobs_per_s, 0), pct(s?.take_to_ack), pct(s?.add_to_completed, 0)];
+      return [String(c), fmt(f?.rps, 0), pct(f?.latency, 3), ...cells(find(1)), ...cells(find(multi))];
+    });
+    out.push(table(["workers", "PING req/s", "PING p50/p99 ms", "1 queue jobs/s", "take→ack p50/p99 ms", "add→done p50/p99 ms", `${multi} queues jobs/s`, "take→ack p50/p99 ms", "add→done p50/p99 ms"], rows), "");
   }
-  out.push("step scenarios (details):");
-  out.push(
-    table(
-      ["model", "workers", "queues", "layout", "jobs", "runs", "seconds", "jobs/s (min..max run)", "CPU ms/job redis+node", "addBulk ms", "errors", "dups", "failed", "in redis"],
-      r.steps.map((s) => [
-        s.model,
-        String(s.workers),
-        String(s.queues),
-        s.layout,
-        `${s.jobs_completed}/${s.jobs_planned}`,
-        String((s.repeats ?? [s]).length),
-        fmt(s.seconds, 2),
-        `${fmt(s.jobs_per_s, 0)} (${fmt(Math.min(...(s.repeats ?? [s]).map((x) => x.jobs_per_s)), 0)}..${fmt(Math.max(...(s.repeats ?? [s]).map((x) => x.jobs_per_s)), 0)})`,
-        `${fmt(s.cpu_ms_per_job.redis, 3)}+${fmt(s.cpu_ms_per_job.node, 3)}`,
-        s.add_bulk_ms.length === 1 ? fmt(s.add_bulk_ms[0], 1) : `${fmt(Math.min(...s.add_bulk_ms), 1)}..${fmt(Math.max(...s.add_bulk_ms), 1)}`,
-        String(s.errors),
-        String(s.duplicate_completions),
-        String(s.failed_jobs),
-        s.verified_completed_in_redis === null ? "-" : String(s.verified_completed_in_redis),
-      ]),
-    ),
-  );
+  const runs = (s: StepScenarioResult) => (s.repeats ?? [s]).map((x) => x.jobs_per_s);
+  const details = r.steps.map((s) => [s.model, String(s.workers), String(s.queues), s.layout, `${s.jobs_completed}/${s.jobs_planned}`, String(runs(s).length), fmt(s.seconds, 2), `${fmt(s.jobs_per_s, 0)} (${span(runs(s), 0)})`, `${fmt(s.cpu_ms_per_job.redis, 3)}+${fmt(s.cpu_ms_per_job.node, 3)}`, span(s.add_bulk_ms), String(s.errors), String(s.duplicate_completions), String(s.failed_jobs), String(s.verified_completed_in_redis ?? "-")]);
+  out.push("step scenarios (details):", table(["model", "workers", "queues", "layout", "jobs", "runs", "seconds", "jobs/s (min..max run)", "CPU ms/job redis+node", "addBulk ms", "errors", "dups", "failed", "in redis"], details));
   out.push(`\nidle round trip (1 worker waiting, one job at a time, ${r.idle.samples} jobs): add→completed p50 ${fmt(r.idle.add_to_completed.p50_ms, 2)} ms, p99 ${fmt(r.idle.add_to_completed.p99_ms, 2)} ms; queue.add alone p50 ${fmt(r.idle.add_call.p50_ms, 2)} ms`);
   out.push("\nflows (FlowProducer; children and parent on one queue, the same workers):");
-  out.push(
-    table(
-      ["model", "workers", "1+100: total p50/max ms", "add p50 ms", "last child→parent ms", `${r.plan.smallFlows}×(1+${r.plan.smallFlowChildren}): flows/s`, "jobs/s", "seconds", "take→ack child/parent p50 ms", "errors"],
-      r.flows.map((f) => [
-        f.model,
-        String(f.big.workers),
-        `${fmt(f.big.total.p50_ms, 1)}/${fmt(f.big.total.max_ms, 1)}`,
-        fmt(f.big.add.p50_ms, 1),
-        fmt(f.big.fan_in.p50_ms, 2),
-        fmt(f.small.flows_per_s, 0),
-        fmt(f.small.jobs_per_s, 0),
-        fmt(f.small.seconds, 2),
-        `${fmt(f.small.take_to_ack_children.p50_ms, 2)}/${fmt(f.small.take_to_ack_parents.p50_ms, 2)}`,
-        String(f.big.errors + f.small.errors) + (f.big.timed_out || f.small.timed_out ? " TIMED OUT" : ""),
-      ]),
-    ),
-  );
+  const flows = r.flows.map(({ model, big, small }) => [model, String(big.workers), pct(big.total, 1, "max_ms"), fmt(big.add.p50_ms, 1), fmt(big.fan_in.p50_ms, 2), fmt(small.flows_per_s, 0), fmt(small.jobs_per_s, 0), fmt(small.seconds, 2), `${fmt(small.take_to_ack_children.p50_ms, 2)}/${fmt(small.take_to_ack_parents.p50_ms, 2)}`, String(big.errors + small.errors) + (big.timed_out || small.timed_out ? " TIMED OUT" : "")]);
+  out.push(table(["model", "workers", "1+100: total p50/max ms", "add p50 ms", "last child→parent ms", `${r.plan.smallFlows}×(1+${r.plan.smallFlowChildren}): flows/s`, "jobs/s", "seconds", "take→ack child/parent p50 ms", "errors"], flows));
   return out.join("\n");
 }
 

@@ -14,9 +14,6 @@ import { claimedStep, mergeSteps, type Plan, type StepCall, type StepCarrier, ty
 /** Counts what the group commit actually sends: requests, commands per request, HTTP round trips. */
 class FetchMeter {
   active = false;
-  requests = 0;
-  batchRequests = 0;
-  commands = 0;
   commandsPerRequest: number[] = [];
   rttMs: number[] = [];
   batchRttMs: number[] = [];
@@ -28,16 +25,13 @@ class FetchMeter {
     const buf = await res.arrayBuffer();
     const ms = performance.now() - t0;
     if (this.active) {
-      this.requests++;
       this.rttMs.push(ms);
       this.statuses[res.status] = (this.statuses[res.status] ?? 0) + 1;
       let n = 1;
       if (new URL(input).pathname.endsWith("/batch") && typeof init?.body === "string") {
         n = (JSON.parse(init.body) as { commands: unknown[] }).commands.length;
-        this.batchRequests++;
         this.batchRttMs.push(ms);
       }
-      this.commands += n;
       this.commandsPerRequest.push(n);
     }
     const empty = buf.byteLength === 0 && [204, 205, 304].includes(res.status);
@@ -86,37 +80,21 @@ function frameId(text: string): string | null {
   return /^\{"id":(\d+)/.exec(text)?.[1] ?? null;
 }
 
-/** What the group commit did during one batched scenario. */
-export interface BatchingStats {
-  requests: number;
-  batch_requests: number;
-  single_requests: number;
-  commands: number;
-  commands_per_request: { mean: number; p50: number; max: number };
-  /** Every request: fetch called → body read (network + server). */
-  http_rtt: LatencyStats;
-  /** Batch requests only. */
-  batch_rtt: LatencyStats;
-  statuses: Record<string, number>;
-  /** Step call p50 − request p50: time a call spends in the client (waiting for the tick, queued, answered). */
-  client_share_p50_ms: number;
-  samples?: { perRequest: number[]; rtt: number[]; batchRtt: number[] };
-}
+/** What the group commit did during one batched scenario (socket: frames for requests). */
+export type BatchingStats = Omit<ReturnType<typeof batchingStats>, "samples"> & { samples?: { perRequest: number[]; rtt: number[]; batchRtt: number[] } };
 
-function batchingStats(perRequest: number[], rtt: number[], batchRtt: number[], statuses: Record<string, number>, stepP50: number): BatchingStats {
+/**
+ * http_rtt: every request, fetch called → body read (network + server); batch_rtt: batch requests (or frames) only;
+ * client_share_p50_ms: step call p50 − request p50, the time a call spends in the client (the tick, queued, answered).
+ */
+function batchingStats(perRequest: number[], rtt: number[], batchRtt: number[], statuses: Record<string, number>, stepP50: number) {
   const sorted = [...perRequest].sort((a, b) => a - b);
   const commands = perRequest.reduce((a, b) => a + b, 0);
   const httpRtt = stats(rtt);
   return {
-    requests: perRequest.length,
-    batch_requests: batchRtt.length,
-    single_requests: perRequest.length - batchRtt.length,
-    commands,
+    requests: perRequest.length, batch_requests: batchRtt.length, single_requests: perRequest.length - batchRtt.length, commands,
     commands_per_request: { mean: round(commands / Math.max(1, perRequest.length), 2), p50: sorted[Math.floor(sorted.length / 2)] ?? 0, max: sorted.at(-1) ?? 0 },
-    http_rtt: httpRtt,
-    batch_rtt: stats(batchRtt),
-    statuses,
-    client_share_p50_ms: round(stepP50 - httpRtt.p50_ms),
+    http_rtt: httpRtt, batch_rtt: stats(batchRtt), statuses, client_share_p50_ms: round(stepP50 - httpRtt.p50_ms),
     samples: { perRequest, rtt, batchRtt },
   };
 }
@@ -127,11 +105,7 @@ export type Carrier = "unbatched" | "batched" | "socket";
 /** A step scenario with its CPU use (and, batched, what the group commit did: requests or frames). */
 export type Measured = StepResult & { cpu: CpuUse; cpu_per_step: ReturnType<typeof perStep>; batching?: BatchingStats; batched: boolean; carrier: Carrier };
 
-/**
- * The client SDK as a scenario's carrier: each run a WorkerClient of `family` (group commit on: batch
- * requests, or frames over the command socket); a refusal becomes an error naming its code. `window` is told
- * when the measured window opens and closes.
- */
+/** The client SDK as a carrier: each run a WorkerClient of `family`; a refusal becomes an error naming its code; `window` hears the measured window open and close. */
 export function sdkCarrier(family: RuntimeClient, label: string, window: { start?(): void; stop?(): void } = {}): StepCarrier {
   const timed = async <A>(call: () => Promise<A>, held: (answer: A) => unknown): Promise<StepCall> => {
     const t = performance.now();
@@ -156,50 +130,34 @@ export function sdkCarrier(family: RuntimeClient, label: string, window: { start
   };
 }
 
-/**
- * stepScenario with the workers as WorkerClients of one RuntimeClient (group commit on), metered:
- * requests or socket frames, commands per request, round trips, and CPU of this process and the dev server
- * over the measured window. `carrier` "socket" sends the group commits as frames over each task's command
- * socket (`socket: { WebSocket }`, ws's on Node 20).
- */
+/** stepScenario with the workers as WorkerClients of one RuntimeClient (group commit on), metered; "socket" sends the commits as frames over each task's command socket (ws). */
 export async function batchedScenario(client: Client, base: string, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null, carrier: "batched" | "socket" = "batched"): Promise<Measured> {
   const meter = new FetchMeter();
   const frames = new SocketMeter();
   const family = new RuntimeClient({ baseUrl: base, fetch: meter.fetch, batching: true, ...(carrier === "socket" ? { socket: { WebSocket: frames.WebSocket } } : {}) });
   let cpu0 = cpuSnap(pgid);
   let cpu = cpuUse(cpu0, cpu0);
-  const res = await stepScenario(
-    client,
-    adminToken,
-    workers,
-    tasks,
-    plan,
-    sdkCarrier(family, "b", {
-      start: () => {
-        cpu0 = cpuSnap(pgid);
-        meter.active = frames.active = true;
-      },
-      stop: () => {
-        meter.active = frames.active = false;
-        cpu = cpuUse(cpu0, cpuSnap(pgid));
-      },
-    }),
-  );
+  const window = {
+    start: () => {
+      cpu0 = cpuSnap(pgid);
+      meter.active = frames.active = true;
+    },
+    stop: () => {
+      meter.active = frames.active = false;
+      cpu = cpuUse(cpu0, cpuSnap(pgid));
+    },
+  };
+  const res = await stepScenario(client, adminToken, workers, tasks, plan, sdkCarrier(family, "b", window));
   family.close();
   const p50 = res.step_call.p50_ms;
-  return {
-    ...res,
-    cpu,
-    cpu_per_step: perStep(cpu, res.steps_completed),
-    batching:
-      carrier === "socket"
-        ? batchingStats([...frames.commandsPerFrame, ...meter.commandsPerRequest], [...frames.rttMs, ...meter.rttMs], frames.rttMs, meter.statuses, p50)
-        : batchingStats(meter.commandsPerRequest, meter.rttMs, meter.batchRttMs, meter.statuses, p50),
-    batched: true,
-    carrier,
-  };
+  const batching =
+    carrier === "socket"
+      ? batchingStats([...frames.commandsPerFrame, ...meter.commandsPerRequest], [...frames.rttMs, ...meter.rttMs], frames.rttMs, meter.statuses, p50)
+      : batchingStats(meter.commandsPerRequest, meter.rttMs, meter.batchRttMs, meter.statuses, p50);
+  return { ...res, cpu, cpu_per_step: perStep(cpu, res.steps_completed), batching, batched: true, carrier };
 }
 
+/** stepScenario as it is (one request per call), with the same CPU accounting. */
 export async function unbatchedScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null): Promise<Measured> {
   const a = cpuSnap(pgid);
   const res = await stepScenario(client, adminToken, workers, tasks, plan);
@@ -232,6 +190,7 @@ export function strip(m: Measured): Omit<Measured, "samples"> {
   return rest;
 }
 
+/** The progress line of one scenario. */
 export function stepLine(label: string, r: Measured): string {
   const b = r.batching;
   return (

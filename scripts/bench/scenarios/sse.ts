@@ -12,7 +12,7 @@
 import { performance } from "node:perf_hooks";
 import { projectWal, sequencePosition, WalEventSchema } from "../../../src/core/index.js";
 import { type Client, stepsOf } from "../harness/http-client.js";
-import { groupCpuMs, round, stats } from "../harness/meter.js";
+import { errorCount, groupCpuMs, type LatencyStats, round, stats } from "../harness/meter.js";
 
 /** The scenario's sizes; `serverGroup` is the server's process group when the benchmark started it (for the CPU split). */
 export interface SseConfig {
@@ -112,7 +112,7 @@ class Subscriber {
   }
 }
 
-/** One scenario: the step load, and with subscribers what they received. */
+/** One scenario: the step load (cpu_s: CPU seconds of this client and of the server over it and the delivery after it), and with subscribers what they received. */
 export interface ScenarioResult {
   subscribers: number;
   steps: number;
@@ -120,25 +120,23 @@ export interface ScenarioResult {
   steps_completed: number;
   seconds: number;
   steps_per_s: number;
-  step_call: ReturnType<typeof stats>;
+  step_call: LatencyStats;
   subscribe_and_catch_up_s?: number;
   history_frames_per_subscriber?: number;
   runtime_events_in_wal?: number;
   frames_delivered_live?: number;
   delivery_seconds?: number;
   events_per_s_delivered?: number;
-  lag_ms?: ReturnType<typeof stats>;
+  lag_ms?: LatencyStats;
   reconnects?: number;
   out_of_order?: number;
   subscribers_with_exact_sequence?: number;
   subscriber_errors?: string[];
-  /** CPU seconds used during the step load (and the delivery that follows it): this client, the server. */
   cpu_s?: { client: number; server: number | null };
   errors: number;
   first_error?: string;
 }
 
-/** CPU seconds of the server's process group so far, or null. */
 /** CPU seconds of the server's process group so far, or null. */
 function groupCpuSeconds(pgid: number | undefined): number | null {
   const ms = groupCpuMs(pgid)?.ms;
@@ -177,12 +175,8 @@ export async function scenario(client: Client, opts: SseConfig, subscribers: num
 
   // The step load.
   const stepMs: number[] = [];
-  let errors = 0;
-  let firstError: string | undefined;
-  const note = (m: string) => {
-    errors += 1;
-    firstError ??= m;
-  };
+  const errors = errorCount();
+  const note = errors.note;
   const cpuClient0 = process.cpuUsage();
   const cpuServer0 = groupCpuSeconds(opts.serverGroup);
   const t0 = performance.now();
@@ -208,17 +202,7 @@ export async function scenario(client: Client, opts: SseConfig, subscribers: num
     const server = groupCpuSeconds(opts.serverGroup);
     return { client: round((c.user + c.system) / 1e6, 2), server: server === null || cpuServer0 === null ? null : round(server - cpuServer0, 2) };
   };
-  const base: ScenarioResult = {
-    subscribers,
-    steps: opts.steps,
-    workers: opts.workers,
-    steps_completed: stepMs.length,
-    seconds: round(seconds),
-    steps_per_s: round(stepMs.length / seconds, 1),
-    step_call: stats(stepMs),
-    errors,
-    ...(firstError === undefined ? {} : { first_error: firstError }),
-  };
+  const base: ScenarioResult = { subscribers, steps: opts.steps, workers: opts.workers, steps_completed: stepMs.length, seconds: round(seconds), steps_per_s: round(stepMs.length / seconds, 1), step_call: stats(stepMs), ...errors.fields() };
   if (subscribers === 0) return { ...base, cpu_s: cpuSplit() };
 
   const endWait = performance.now() + 120_000;
@@ -231,28 +215,18 @@ export async function scenario(client: Client, opts: SseConfig, subscribers: num
   const live = subs.reduce((a, s) => a + s.liveFrames, 0);
   const deliverySeconds = (lastEnd - t0) / 1000;
   const subscriberErrors = [...new Set(subs.map((s) => s.error).filter((e): e is string => e !== null))];
+  const sum = (f: (s: Subscriber) => number) => subs.reduce((a, s) => a + f(s), 0);
   return {
-    ...base,
-    cpu_s: cpu,
-    subscribe_and_catch_up_s: round(caughtUpS, 2),
-    history_frames_per_subscriber: historyFrames,
-    runtime_events_in_wal: total,
-    frames_delivered_live: live,
-    delivery_seconds: round(deliverySeconds),
-    events_per_s_delivered: round(live / deliverySeconds, 0),
-    lag_ms: stats(lags),
-    reconnects: subs.reduce((a, s) => a + s.reconnects, 0),
-    out_of_order: subs.reduce((a, s) => a + s.outOfOrder, 0),
+    ...base, cpu_s: cpu, subscribe_and_catch_up_s: round(caughtUpS, 2), history_frames_per_subscriber: historyFrames, runtime_events_in_wal: total, frames_delivered_live: live,
+    delivery_seconds: round(deliverySeconds), events_per_s_delivered: round(live / deliverySeconds, 0), lag_ms: stats(lags), reconnects: sum((s) => s.reconnects), out_of_order: sum((s) => s.outOfOrder),
     subscribers_with_exact_sequence: subs.filter((s) => s.ended && s.frames === total && s.outOfOrder === 0).length,
     ...(subscriberErrors.length === 0 ? {} : { subscriber_errors: subscriberErrors.slice(0, 5) }),
   };
 }
 
+/** The task's WAL, every event parsed. */
 async function walOf(client: Client, taskPath: string, token: string) {
   const res = await client.call("GET", `${taskPath}/wal?limit=10000`, token, undefined, false);
   if (res.status !== 200) throw new Error(`GET wal answered ${res.status}`);
-  return String(res.body)
-    .split("\n")
-    .filter((l) => l !== "")
-    .map((l) => WalEventSchema.parse(JSON.parse(l)));
+  return String(res.body).split("\n").filter((l) => l !== "").map((l) => WalEventSchema.parse(JSON.parse(l)));
 }

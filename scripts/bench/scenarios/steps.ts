@@ -5,20 +5,10 @@
  */
 import { performance } from "node:perf_hooks";
 import { type Client, stepsOf } from "../harness/http-client.js";
-import { type LatencyStats, round, stats } from "../harness/meter.js";
+import { errorCount, firstErrorOf, type LatencyStats, round, stats } from "../harness/meter.js";
 
-/** Sizes of one run of the HTTP step scenarios (bench:http's plan; bench's `http` plan). */
-export interface Plan {
-  floorMs: number;
-  warmupMs: number;
-  maxRequestsPerLevel: number;
-  stepsPerWorker: number;
-  minSteps: number;
-  scenarioTimeoutMs: number;
-  multiTasks: number;
-  /** Each step scenario runs this many times (fresh session each); the results are pooled. */
-  repeats: number;
-}
+/** Sizes of one run of the HTTP step scenarios (bench:http's plan; bench's `http` plan); `repeats`: runs of each scenario (fresh session each), pooled. */
+export type Plan = Record<"floorMs" | "warmupMs" | "maxRequestsPerLevel" | "stepsPerWorker" | "minSteps" | "scenarioTimeoutMs" | "multiTasks" | "repeats", number>;
 
 /** The full plan (stays well under ~5 minutes on a 2-core machine) and the quick one. */
 export const FULL: Plan = { floorMs: 5_000, warmupMs: 1_000, maxRequestsPerLevel: 500_000, stepsPerWorker: 40, minSteps: 320, scenarioTimeoutMs: 120_000, multiTasks: 8, repeats: 3 };
@@ -34,9 +24,8 @@ export interface StepResult {
   steps_completed: number;
   seconds: number;
   steps_per_s: number;
-  /** Latency of the per-step call: status completed + claim_next. */
+  /** Latency of the per-step call (status completed + claim_next); of the first claim-next of each run; of set-up and finish calls. */
   step_call: LatencyStats;
-  /** The first claim-next of each run. */
   claim_next: LatencyStats;
   dispatch: LatencyStats;
   finish: LatencyStats;
@@ -140,13 +129,9 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
   const completed = new Set<string>();
   const reasons: Record<string, number> = {};
   let duplicates = 0;
-  let errors = 0;
-  let firstError: string | undefined;
   let timedOut = false;
-  const noteError = (msg: string) => {
-    errors++;
-    firstError ??= msg;
-  };
+  const errors = errorCount();
+  const noteError = errors.note;
   const noteReason = (reason: unknown) => {
     const k = String(reason ?? "no_step_claimed");
     reasons[k] = (reasons[k] ?? 0) + 1;
@@ -202,24 +187,9 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
   let verified = 0;
   for (const taskPath of taskPaths) verified += await client.completedOnServer(taskPath, session.orch);
   return {
-    tasks,
-    workers,
-    runs: runs.length,
-    steps_planned: planned,
-    steps_completed: stepLatencies.length,
-    seconds: round(seconds),
-    steps_per_s: round(stepLatencies.length / seconds, 1),
-    step_call: stats(stepLatencies),
-    claim_next: stats(claimLatencies),
-    dispatch: stats(dispatchMs),
-    finish: stats(finishMs),
-    create_task_ms: createMs,
-    errors,
-    ...(firstError === undefined ? {} : { first_error: firstError }),
-    duplicate_completions: duplicates,
-    no_step_reasons: reasons,
-    verified_completed_on_server: verified,
-    timed_out: timedOut,
+    tasks, workers, runs: runs.length, steps_planned: planned, steps_completed: stepLatencies.length, seconds: round(seconds), steps_per_s: round(stepLatencies.length / seconds, 1),
+    step_call: stats(stepLatencies), claim_next: stats(claimLatencies), dispatch: stats(dispatchMs), finish: stats(finishMs), create_task_ms: createMs,
+    ...errors.fields(), duplicate_completions: duplicates, no_step_reasons: reasons, verified_completed_on_server: verified, timed_out: timedOut,
     samples: { step: stepLatencies, claim: claimLatencies, dispatch: dispatchMs, finish: finishMs },
   };
 }
@@ -232,29 +202,13 @@ export function mergeSteps<T extends StepResult>(parts: T[]): T {
   const pool = (k: "step" | "claim" | "dispatch" | "finish") => parts.flatMap((p) => p.samples?.[k] ?? []);
   const reasons: Record<string, number> = {};
   for (const p of parts) for (const [k, v] of Object.entries(p.no_step_reasons)) reasons[k] = (reasons[k] ?? 0) + v;
-  const firstError = parts.find((p) => p.first_error !== undefined)?.first_error;
   const completed = sum((p) => p.steps_completed);
   const seconds = sum((p) => p.seconds);
   const merged: StepResult = {
-    tasks: first.tasks,
-    workers: first.workers,
-    runs: sum((p) => p.runs),
-    steps_planned: sum((p) => p.steps_planned),
-    steps_completed: completed,
-    seconds: round(seconds),
-    steps_per_s: round(completed / seconds, 1),
-    step_call: stats(pool("step")),
-    claim_next: stats(pool("claim")),
-    dispatch: stats(pool("dispatch")),
-    finish: stats(pool("finish")),
-    create_task_ms: parts.flatMap((p) => p.create_task_ms),
-    errors: sum((p) => p.errors),
-    ...(firstError === undefined ? {} : { first_error: firstError }),
-    duplicate_completions: sum((p) => p.duplicate_completions),
-    no_step_reasons: reasons,
-    verified_completed_on_server: sum((p) => p.verified_completed_on_server),
-    timed_out: parts.some((p) => p.timed_out),
-    server_reloaded: parts.some((p) => p.server_reloaded === true),
+    tasks: first.tasks, workers: first.workers, runs: sum((p) => p.runs), steps_planned: sum((p) => p.steps_planned), steps_completed: completed, seconds: round(seconds), steps_per_s: round(completed / seconds, 1),
+    step_call: stats(pool("step")), claim_next: stats(pool("claim")), dispatch: stats(pool("dispatch")), finish: stats(pool("finish")), create_task_ms: parts.flatMap((p) => p.create_task_ms),
+    errors: sum((p) => p.errors), ...firstErrorOf(parts), duplicate_completions: sum((p) => p.duplicate_completions), no_step_reasons: reasons,
+    verified_completed_on_server: sum((p) => p.verified_completed_on_server), timed_out: parts.some((p) => p.timed_out), server_reloaded: parts.some((p) => p.server_reloaded === true),
     repeats: parts.map((p) => ({ steps_per_s: p.steps_per_s, seconds: p.seconds, p50_ms: p.step_call.p50_ms, p99_ms: p.step_call.p99_ms, server_reloaded: p.server_reloaded === true })),
   };
   return merged as T;
