@@ -136,39 +136,26 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   throw new Error(`the dev server did not answer /health within ${timeoutMs / 1000} s; see ${logFile}:\n${tail(logFile)}`);
 }
 
-function groupAlive(pgid: number): boolean {
+/** Sends `signal` to the process group `pgid` (0: only asks whether it is alive); false when it is gone. */
+function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   try {
-    process.kill(-pgid, 0);
+    process.kill(-pgid, signal);
     return true;
   } catch {
     return false;
   }
 }
 
-/** How to stop it. */
-export interface StopDevServerOptions {
-  /** Keep the storage dir (to start another server on it with `persistDir`); removed by default. */
-  keepPersistDir?: boolean;
-}
-
-/** Stops the whole process group of the server: SIGTERM, then SIGKILL after 5 s; removes its storage unless kept. */
-export async function stopDevServer(server: DevServer, opts: StopDevServerOptions = {}): Promise<void> {
+/** Stops the whole process group of the server: SIGTERM, then SIGKILL after 5 s; removes its storage unless kept (`keepPersistDir`, to start another server on it). */
+export async function stopDevServer(server: DevServer, opts: { keepPersistDir?: boolean } = {}): Promise<void> {
   const pid = server.child?.pid;
   if (pid === undefined) return;
   server.child = null;
-  try {
-    process.kill(-pid, "SIGTERM");
-  } catch {
-    // already gone
-  }
-  for (let i = 0; i < 50 && groupAlive(pid); i++) await sleep(100);
-  if (groupAlive(pid)) {
-    try {
-      process.kill(-pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    for (let i = 0; i < 20 && groupAlive(pid); i++) await sleep(100);
+  signalGroup(pid, "SIGTERM");
+  for (let i = 0; i < 50 && signalGroup(pid, 0); i++) await sleep(100);
+  if (signalGroup(pid, 0)) {
+    signalGroup(pid, "SIGKILL");
+    for (let i = 0; i < 20 && signalGroup(pid, 0); i++) await sleep(100);
   }
   if (server.persistDir !== null && opts.keepPersistDir !== true) rmSync(server.persistDir, { recursive: true, force: true });
 }

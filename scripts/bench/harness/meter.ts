@@ -85,13 +85,13 @@ function ticksPerSecond(): number {
   return clockTicks;
 }
 
-/** The live processes of one process group, from /proc: pid, command name, and fields after it; [] off Linux. */
-export function groupProcesses(pgid: number): { pid: number; comm: string; fields: string[] }[] {
+/** The live processes of one process group, from /proc: pid, command name, and the fields after it; null off Linux. */
+export function groupProcesses(pgid: number): { pid: number; comm: string; fields: string[] }[] | null {
   let names: string[];
   try {
     names = readdirSync("/proc").filter((n) => /^\d+$/.test(n));
   } catch {
-    return [];
+    return null;
   }
   const out: { pid: number; comm: string; fields: string[] }[] = [];
   for (const name of names) {
@@ -109,18 +109,8 @@ export function groupProcesses(pgid: number): { pid: number; comm: string; field
 
 /** CPU time (user + sys, ms) of the live processes of one process group, from /proc; null off Linux. */
 export function groupCpuMs(pgid: number | null | undefined): { ms: number; processes: number } | null {
-  if (pgid == null || !existsProc()) return null;
-  const ps = groupProcesses(pgid);
-  return { ms: (ps.reduce((a, p) => a + Number(p.fields[11]) + Number(p.fields[12]), 0) * 1000) / ticksPerSecond(), processes: ps.length };
-}
-
-function existsProc(): boolean {
-  try {
-    readdirSync("/proc");
-    return true;
-  } catch {
-    return false;
-  }
+  const ps = pgid == null ? null : groupProcesses(pgid);
+  return ps === null ? null : { ms: (ps.reduce((a, p) => a + Number(p.fields[11]) + Number(p.fields[12]), 0) * 1000) / ticksPerSecond(), processes: ps.length };
 }
 
 /** All-CPU counters of /proc/stat (ticks): total and steal (time the hypervisor gave to other guests); null off Linux. */
@@ -144,20 +134,12 @@ export interface CpuSnap {
   server: number | null;
 }
 
-/** CPU used over a window: by this process (the client), the dev server's process group, and everything else. */
-export interface CpuUse {
-  seconds: number;
-  /** This Node process: the benchmark's clients. */
-  client_ms: number;
-  /** The dev server's process group (npx, wrangler, workerd); null when it cannot be read. */
-  server_ms: number | null;
-  /** Busy time of the machine not accounted for by the two above. */
-  other_ms: number | null;
-  machine_busy_ms: number;
-  machine_total_ms: number;
-  /** Share of the machine's CPU time that other processes used. */
-  other_share: number | null;
-}
+/**
+ * CPU used over a window, ms: client = this Node process (the benchmark's clients); server = the dev server's
+ * process group (npx, wrangler, workerd; null when it cannot be read); other = the machine's busy time not
+ * accounted for by the two, and other_share its share of the machine's CPU time.
+ */
+export type CpuUse = ReturnType<typeof usage>;
 
 /** The CPU counters now, the server's being the process group `pgid` (null: not measured). */
 export function cpuSnap(pgid: number | null | undefined): CpuSnap {
@@ -175,7 +157,7 @@ export function cpuUse(a: CpuSnap, b: CpuSnap): CpuUse {
   return usage((b.at - a.at) / 1000, clientMs, serverMs, other, busy, total);
 }
 
-function usage(seconds: number, client: number, server: number | null, other: number | null, busy: number, total: number): CpuUse {
+function usage(seconds: number, client: number, server: number | null, other: number | null, busy: number, total: number) {
   const r1 = (n: number | null) => (n === null ? null : round(n, 1));
   return { seconds: round(seconds), client_ms: round(client, 1), server_ms: r1(server), other_ms: r1(other), machine_busy_ms: round(busy, 1), machine_total_ms: round(total, 1), other_share: other === null || total <= 0 ? null : round(other / total, 3) };
 }

@@ -1,30 +1,13 @@
 /** @module bench's growth section: one worker, unbatched, the first steps of DAGs of growing size, and a GET of the view. */
 import { performance } from "node:perf_hooks";
 import { type Client, stepsOf } from "../harness/http-client.js";
-import { type LatencyStats, round, stats } from "../harness/meter.js";
+import { errorCount, round, stats } from "../harness/meter.js";
 
-/** One DAG size. */
-export interface GrowthResult {
-  dag_steps: number;
-  tasks: number;
-  steps_measured: number;
-  seconds: number;
-  steps_per_s: number;
-  /** One worker: the per-step cost is the step call's latency. */
-  step_call: LatencyStats;
-  claim_next: LatencyStats;
-  create_task_ms: LatencyStats;
-  create_body_bytes: number;
-  /** GET of the task view (orchestrator), warm, after the measured steps. */
-  view_get: LatencyStats;
-  view_bytes: number;
-  errors: number;
-  first_error?: string;
-  verified_completed_on_server: number;
-}
+/** One DAG size: one worker, so the per-step cost is the step call's latency; view_get = warm GETs of the task view after the steps. */
+export type GrowthResult = Awaited<ReturnType<typeof growthScenario>>;
 
 /** `measured` steps of one worker on DAGs of `size` steps (tasks of fewer steps are repeated until that many). */
-export async function growthScenario(client: Client, adminToken: string, size: number, measured: number, timeoutMs: number, viewGets: number): Promise<GrowthResult> {
+export async function growthScenario(client: Client, adminToken: string, size: number, measured: number, timeoutMs: number, viewGets: number) {
   const { sid, orch } = await client.session(adminToken);
   const perTask = Math.min(size, measured);
   const taskCount = Math.ceil(measured / perTask);
@@ -33,12 +16,8 @@ export async function growthScenario(client: Client, adminToken: string, size: n
   const createLat: number[] = [];
   let bodyBytes = 0;
   let seconds = 0;
-  let errors = 0;
-  let firstError: string | undefined;
-  const noteError = (msg: string) => {
-    errors++;
-    firstError ??= msg;
-  };
+  const errors = errorCount();
+  const noteError = errors.note;
   const deadline = performance.now() + timeoutMs;
   const taskPaths: string[] = [];
   for (let t = 0; t < taskCount && performance.now() < deadline; t++) {
@@ -88,20 +67,8 @@ export async function growthScenario(client: Client, adminToken: string, size: n
     }
   }
   return {
-    dag_steps: size,
-    tasks: taskPaths.length,
-    steps_measured: stepLat.length,
-    seconds: round(seconds),
-    steps_per_s: round(stepLat.length / seconds, 1),
-    step_call: stats(stepLat),
-    claim_next: stats(claimLat),
-    create_task_ms: stats(createLat),
-    create_body_bytes: bodyBytes,
-    view_get: stats(viewLat),
-    view_bytes: viewBytes,
-    errors,
-    ...(firstError === undefined ? {} : { first_error: firstError }),
-    verified_completed_on_server: verified,
+    dag_steps: size, tasks: taskPaths.length, steps_measured: stepLat.length, seconds: round(seconds), steps_per_s: round(stepLat.length / seconds, 1), step_call: stats(stepLat), claim_next: stats(claimLat),
+    create_task_ms: stats(createLat), create_body_bytes: bodyBytes, view_get: stats(viewLat), view_bytes: viewBytes, ...errors.fields(), verified_completed_on_server: verified,
   };
 }
 

@@ -17,7 +17,7 @@ export type ReadLoad = "get" | "whole";
 
 /** The pids of the workerd processes in one process group (the dev server's). */
 function workerdPids(pgid: number): number[] {
-  return groupProcesses(pgid).filter((p) => p.comm.startsWith("workerd")).map((p) => p.pid);
+  return (groupProcesses(pgid) ?? []).filter((p) => p.comm.startsWith("workerd")).map((p) => p.pid);
 }
 
 /** VmRSS of these processes together, in MiB (a process that is gone counts 0). */

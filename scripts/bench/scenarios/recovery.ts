@@ -6,24 +6,14 @@
 import { performance } from "node:perf_hooks";
 import { type DevServer, reloadCount, sleep, startDevServer, stopDevServer } from "../../dev-server.js";
 import { Client, stepsOf } from "../harness/http-client.js";
-import { type LatencyStats, round, stats } from "../harness/meter.js";
+import { round, stats } from "../harness/meter.js";
 import { fmt } from "../harness/report.js";
 
 /** A task whose WAL was built for the section. */
-interface BuiltWal {
-  label: string;
-  events: number;
-  task_path: string;
-  orch: string;
-  wal_seq: number;
-  build_seconds: number;
-  batches: number;
-  events_per_s: number;
-  batch_ms: LatencyStats;
-}
+type BuiltWal = Awaited<ReturnType<typeof buildWal>>;
 
 /** A task whose WAL holds `events` events: one claimed step, then progress commands through the batch route. */
-async function buildWal(client: Client, adminToken: string, label: string, events: number, perBatch: number, timeoutMs: number): Promise<BuiltWal> {
+async function buildWal(client: Client, adminToken: string, label: string, events: number, perBatch: number, timeoutMs: number) {
   const session = await client.session(adminToken);
   const orch = session.orch;
   // A day-long lease: no lease-expiry alarm may wake the object (and replay it) before the measured GET.
@@ -54,34 +44,14 @@ async function buildWal(client: Client, adminToken: string, label: string, event
   return { label, events, task_path: taskPath, orch, wal_seq: seq, build_seconds: round(seconds, 2), batches: batchMs.length, events_per_s: round((seq - claim.body.wal_seq) / seconds, 0), batch_ms: stats(batchMs) };
 }
 
-/** One WAL size. */
-export interface RecoveryResult {
-  label: string;
-  wal_events: number;
-  build: Omit<BuiltWal, "task_path" | "orch" | "label">;
-  /** First GET after each restart: object start + WAL replay + the view (p50 over the restarts, and each). */
-  cold_get_ms: number;
-  cold_get_samples_ms: number[];
-  /** The GET right after the first one (the object in memory), p50 over the restarts. */
-  second_get_ms: number;
-  /** Further warm GETs, pooled over the restarts. */
-  warm_gets: LatencyStats;
-  /** cold p50 − warm p50 − (control cold p50 − control warm p50): the replay of this WAL alone, approximately. */
-  replay_ms_est: number;
-  replay_events_per_s_est: number;
-  /** The task's last wal_seq as the restarted server reports it (x-last-wal-seq). */
-  verified_wal_seq: number | null;
-}
-
-/** The recovery section of bench/results.json. */
-export interface RecoverySection {
-  restarts: { stop_ms: number; start_ms: number }[];
-  persist_dir: string | null;
-  /** After each restart the Worker is warmed first (these GETs start the isolate and the health object). */
-  health_object_after_restart_ms: number[][];
-  control: { wal_events: number; cold_get_ms: number; cold_get_samples_ms: number[]; warm_get_ms: number };
-  wals: RecoveryResult[];
-}
+/**
+ * The recovery section of bench/results.json. Per WAL: cold_get_ms = the first GET after each restart (object
+ * start + WAL replay + the view; p50 over the restarts, and each); second_get_ms = the GET right after it (the
+ * object in memory); warm_gets = further GETs, pooled; replay_ms_est = cold p50 − warm p50 − (the control's
+ * cold − warm): this WAL's replay alone, approximately; verified_wal_seq = the task's last wal_seq as the
+ * restarted server reports it (x-last-wal-seq). health_object_after_restart_ms: the GETs that warm the isolate first.
+ */
+export type RecoverySection = Awaited<ReturnType<typeof runRecovery>>;
 
 /** The dev server a section runs against, which the recovery section replaces on each restart; reloads counted across them. */
 export interface ServerSlot {
@@ -90,15 +60,10 @@ export interface ServerSlot {
 }
 
 /** What runRecovery needs of bench's plan. */
-export interface RecoveryPlan {
-  recoveryEvents: number[];
-  recoveryBatch: number;
-  recoveryWarmGets: number;
-  recoveryRestarts: number;
-}
+export type RecoveryPlan = { recoveryEvents: number[] } & Record<"recoveryBatch" | "recoveryWarmGets" | "recoveryRestarts", number>;
 
 /** Builds the WALs on `slot`'s server, restarts it `plan.recoveryRestarts` times on the same storage and measures each restart's GETs. */
-export async function runRecovery(slot: ServerSlot, adminToken: string, logLevel: string, plan: RecoveryPlan): Promise<RecoverySection> {
+export async function runRecovery(slot: ServerSlot, adminToken: string, logLevel: string, plan: RecoveryPlan) {
   let server = slot.server!;
   const client = new Client(server.base);
   // The control: a task with a handful of events (object start without much to replay).
@@ -111,7 +76,7 @@ export async function runRecovery(slot: ServerSlot, adminToken: string, logLevel
   }
   const persistDir = server.persistDir;
   const median = (xs: number[]) => stats(xs).p50_ms;
-  const restarts: RecoverySection["restarts"] = [];
+  const restarts: { stop_ms: number; start_ms: number }[] = [];
   const health: number[][] = [];
   const controlCold: number[] = [];
   const controlWarm: number[] = [];
@@ -149,21 +114,14 @@ export async function runRecovery(slot: ServerSlot, adminToken: string, logLevel
     }
   }
   const controlExtra = Math.max(0, median(controlCold) - median(controlWarm));
-  const wals: RecoveryResult[] = built.map((w, i) => {
+  const wals = built.map((w, i) => {
     const sm = samples[i]!;
     const warm = stats(sm.warm);
     const replay = Math.max(0, median(sm.cold) - warm.p50_ms - controlExtra);
+    const { label, events, wal_seq, build_seconds, batches, events_per_s, batch_ms } = w;
     return {
-      label: w.label,
-      wal_events: w.wal_seq,
-      build: { events: w.events, wal_seq: w.wal_seq, build_seconds: w.build_seconds, batches: w.batches, events_per_s: w.events_per_s, batch_ms: w.batch_ms },
-      cold_get_ms: round(median(sm.cold), 1),
-      cold_get_samples_ms: sm.cold.map((x) => round(x, 1)),
-      second_get_ms: round(median(sm.second), 2),
-      warm_gets: warm,
-      replay_ms_est: round(replay, 1),
-      replay_events_per_s_est: replay > 0 ? round((w.wal_seq / replay) * 1000, 0) : NaN,
-      verified_wal_seq: sm.walSeq,
+      label, wal_events: wal_seq, build: { events, wal_seq, build_seconds, batches, events_per_s, batch_ms }, cold_get_ms: round(median(sm.cold), 1), cold_get_samples_ms: sm.cold.map((x) => round(x, 1)),
+      second_get_ms: round(median(sm.second), 2), warm_gets: warm, replay_ms_est: round(replay, 1), replay_events_per_s_est: replay > 0 ? round((wal_seq / replay) * 1000, 0) : NaN, verified_wal_seq: sm.walSeq,
     };
   });
   return {
