@@ -6,17 +6,7 @@
  */
 import v8 from "node:v8";
 import vm from "node:vm";
-import {
-  type Actor,
-  apply,
-  type DagState,
-  DEFAULT_LIMITS,
-  decide,
-  emptyState,
-  replay,
-  type WalEvent,
-  WalEventSchema,
-} from "../../src/core/index.js";
+import { type Actor, apply, type DagState, DEFAULT_LIMITS, decide, emptyState, replay, type WalEvent, WalEventSchema } from "../../src/core/index.js";
 
 /**
  * A full GC before each timed batch, so the garbage of the untimed setup (a fresh 10,000-step DAG per round)
