@@ -34,39 +34,10 @@ function rssMiB(pids: readonly number[]): number {
   return kb / 1024;
 }
 
-/** Samples RSS every 10 ms until stopped. */
-class RssSampler {
-  readonly samples: { at: number; mib: number }[] = [];
-  private timer: ReturnType<typeof setInterval> | null = null;
-  constructor(private readonly pids: readonly number[]) {}
-  start(): void {
-    this.timer = setInterval(() => this.samples.push({ at: performance.now(), mib: rssMiB(this.pids) }), 10);
-  }
-  stop(): void {
-    if (this.timer !== null) clearInterval(this.timer);
-  }
-  /** Samples taken in [from, to). */
-  between(from: number, to: number): number[] {
-    return this.samples.filter((s) => s.at >= from && s.at < to).map((s) => s.mib);
-  }
-}
-
-// ---- the load --------------------------------------------------------------------------------------
-
-/** What one reader did. */
-interface ReaderResult {
-  ms: number;
-  bytes: number;
-  requests: number;
-  limited: number;
-  steps: number;
-  runs: number;
-}
-
 /** One observer: GET the task (retrying 429s after Retry-After); with `whole`, follow page.next_cursor to the end. */
-async function readTask(url: string, token: string, whole: boolean): Promise<ReaderResult> {
+async function readTask(url: string, token: string, whole: boolean) {
   const t0 = performance.now();
-  const result: ReaderResult = { ms: 0, bytes: 0, requests: 0, limited: 0, steps: 0, runs: 0 };
+  const result = { ms: 0, bytes: 0, requests: 0, limited: 0, steps: 0, runs: 0 };
   let cursor: string | null = null;
   for (;;) {
     result.requests += 1;
@@ -91,7 +62,6 @@ async function readTask(url: string, token: string, whole: boolean): Promise<Rea
   return result;
 }
 
-
 /** The server of the run in progress, stopped on Ctrl-C. */
 export const current: { server: DevServer | null } = { server: null };
 
@@ -109,30 +79,23 @@ export async function readsRun(tree: string, scenario: ReadLoad, opts: { steps: 
     await readTask(url, session.observer, false);
     await sleep(1_500);
 
-    const sampler = new RssSampler(pids);
-    sampler.start();
+    // RSS every 10 ms, from a second before the load to 2 s after it.
+    const samples: { at: number; mib: number }[] = [];
+    const timer = setInterval(() => samples.push({ at: performance.now(), mib: rssMiB(pids) }), 10);
     await sleep(1_000);
     const loadStart = performance.now();
     const readers = await Promise.all(Array.from({ length: opts.readers }, () => readTask(url, session.observer, scenario === "whole")));
     const loadEnd = performance.now();
     await sleep(2_000);
-    sampler.stop();
-    const before = sampler.between(loadStart - 1_000, loadStart);
-    const during = sampler.between(loadStart, loadEnd + 20);
-    const after = sampler.samples.at(-1)?.mib ?? NaN;
+    clearInterval(timer);
+    const between = (from: number, to: number) => samples.filter((s) => s.at >= from && s.at < to).map((s) => s.mib);
+    const before = between(loadStart - 1_000, loadStart);
+    const during = between(loadStart, loadEnd + 20);
     const median = [...before].sort((a, b) => a - b)[Math.floor(before.length / 2)] ?? NaN;
+    const sum = (f: (r: (typeof readers)[number]) => number) => readers.reduce((a, r) => a + f(r), 0);
     return {
-      tree,
-      scenario,
-      rss_before_mib: round(median, 1),
-      rss_peak_mib: round(Math.max(...during, ...before), 1),
-      rss_after_mib: round(after, 1),
-      load_s: round((loadEnd - loadStart) / 1000, 2),
-      answer_bytes_per_reader: round(readers.reduce((a, r) => a + r.bytes, 0) / readers.length, 0),
-      requests: readers.reduce((a, r) => a + r.requests, 0),
-      rate_limited: readers.reduce((a, r) => a + r.limited, 0),
-      steps_per_reader: [...new Set(readers.map((r) => r.steps))],
-      reader_ms: stats(readers.map((r) => r.ms)),
+      tree, scenario, rss_before_mib: round(median, 1), rss_peak_mib: round(Math.max(...during, ...before), 1), rss_after_mib: round(samples.at(-1)?.mib ?? NaN, 1), load_s: round((loadEnd - loadStart) / 1000, 2),
+      answer_bytes_per_reader: round(sum((r) => r.bytes) / readers.length, 0), requests: sum((r) => r.requests), rate_limited: sum((r) => r.limited), steps_per_reader: [...new Set(readers.map((r) => r.steps))], reader_ms: stats(readers.map((r) => r.ms)),
     };
   } finally {
     current.server = null;
