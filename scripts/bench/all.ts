@@ -13,7 +13,7 @@
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, reloadCount, startDevServer, stopDevServer } from "../dev-server.js";
-import { parseCli, run } from "./harness/cli.js";
+import { oneOf, parseCli, run } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { type CpuUse, cpuSnap, cpuUse, groupCpuMs, idleBefore, machineInfo, procStat, round, sourceState, sumCpu } from "./harness/meter.js";
 import { errorText, fmt, printTables, writeResults } from "./harness/report.js";
@@ -39,15 +39,8 @@ const USAGE = `usage: npm run bench -- [--quick] [--out bench/results.json] [--o
 const FULL = {
   // The HTTP plan with 5 repeats instead of 3: this machine's figures drift from one run to the next.
   http: { ...HTTP_FULL, repeats: 5 },
-  groupCommitStepsPerWorker: 150,
-  concurrencies: [1, 8, 32],
-  growthSizes: [10, 1_000, 10_000],
-  growthMeasuredSteps: 200,
-  growthViewGets: 3,
-  recoveryEvents: [10_000, 50_000],
-  recoveryBatch: 256,
-  recoveryWarmGets: 5,
-  recoveryRestarts: 3,
+  groupCommitStepsPerWorker: 150, concurrencies: [1, 8, 32], growthSizes: [10, 1_000, 10_000], growthMeasuredSteps: 200, growthViewGets: 3,
+  recoveryEvents: [10_000, 50_000], recoveryBatch: 256, recoveryWarmGets: 5, recoveryRestarts: 3,
 };
 const QUICK: typeof FULL = { ...FULL, http: HTTP_QUICK, groupCommitStepsPerWorker: 40, growthMeasuredSteps: 100, growthViewGets: 1, recoveryWarmGets: 3, recoveryRestarts: 1 };
 
@@ -56,11 +49,7 @@ run(async () => {
   parseCli(USAGE, {
     "--quick": () => (opts.quick = true),
     "--out": (v: string) => (opts.out = v),
-    "--only": (v: string) => {
-      const names = v.split(",").map((s) => s.trim());
-      for (const n of names) if (!(SECTIONS as readonly string[]).includes(n)) throw new Error(`--only takes ${SECTIONS.join(", ")}, not ${n}\n${USAGE}`);
-      opts.only = new Set(names as Section[]);
-    },
+    "--only": (v: string) => (opts.only = new Set(v.split(",").map((s) => oneOf(s.trim(), "--only", SECTIONS)))),
     "--admin-token": (v: string) => (opts.adminToken = v),
     "--server-log-level": (v: string) => (opts.serverLogLevel = v),
     "--markdown": () => (opts.markdown = true),

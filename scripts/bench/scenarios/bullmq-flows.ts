@@ -129,8 +129,8 @@ export async function smallFlows(ctx: Ctx, model: WorkerModel) {
   await ctx.admin.flushall();
   const jobs = fw.takeLat.length;
   return {
-    ...{ workers: plan.flowWorkers, flows: plan.smallFlows, children_per_flow: plan.smallFlowChildren, add_bulk_ms: round(addMs, 1), flows_completed: fw.parentDone.size, jobs_completed: jobs, seconds: round(seconds) },
-    ...{ flows_per_s: round(fw.parentDone.size / seconds, 1), jobs_per_s: round(jobs / seconds, 1), take_to_ack_children: stats(fw.childTake), take_to_ack_parents: stats(fw.parentTake), timed_out: timedOut, ...fw.errors() },
+    workers: plan.flowWorkers, flows: plan.smallFlows, children_per_flow: plan.smallFlowChildren, add_bulk_ms: round(addMs, 1), flows_completed: fw.parentDone.size, jobs_completed: jobs, seconds: round(seconds),
+    flows_per_s: round(fw.parentDone.size / seconds, 1), jobs_per_s: round(jobs / seconds, 1), take_to_ack_children: stats(fw.childTake), take_to_ack_parents: stats(fw.parentTake), timed_out: timedOut, ...fw.errors(),
   };
 }
 

@@ -194,8 +194,8 @@ export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number
   // completed (with the backlog pre-added, mostly queue wait); verified_completed_in_redis = Redis's own count
   // (null with removeOnComplete); cpu_ms_per_job = redis-server (INFO cpu) and this process over the window.
   return {
-    ...{ model, workers, queues, layout: describeLayout(perQueue, lanes), jobs_planned: planned, jobs_completed: completed, seconds: round(seconds, 6), jobs_per_s: round(completed / seconds, 1) },
-    ...{ take_to_ack: stats(takeLat), add_to_completed: stats(e2eLat), add_bulk_ms: addMs, ...errors.fields(), failed_jobs: failed, duplicate_completions: duplicates, verified_completed_in_redis: verified },
+    model, workers, queues, layout: describeLayout(perQueue, lanes), jobs_planned: planned, jobs_completed: completed, seconds: round(seconds, 6), jobs_per_s: round(completed / seconds, 1),
+    take_to_ack: stats(takeLat), add_to_completed: stats(e2eLat), add_bulk_ms: addMs, ...errors.fields(), failed_jobs: failed, duplicate_completions: duplicates, verified_completed_in_redis: verified,
     cpu_ms_per_job: { redis: round(redisCpu / Math.max(1, completed), 4), node: round((nodeCpu.user + nodeCpu.system) / 1000 / Math.max(1, completed), 4) },
     timed_out: timedOut,
     samples: { take: takeLat, e2e: e2eLat } as { take: number[]; e2e: number[] } | undefined,
@@ -211,9 +211,9 @@ export function mergeSteps(parts: StepScenarioResult[]): StepScenarioResult {
   const verified = parts.every((p) => p.verified_completed_in_redis !== null) ? sum((p) => p.verified_completed_in_redis ?? 0) : null;
   const cpu = (k: "redis" | "node") => round(sum((p) => p.cpu_ms_per_job[k] * p.jobs_completed) / Math.max(1, completed), 4);
   return {
-    ...{ model: first.model, workers: first.workers, queues: first.queues, layout: first.layout, jobs_planned: sum((p) => p.jobs_planned), jobs_completed: completed, seconds: round(seconds, 6), jobs_per_s: round(completed / seconds, 1) },
-    ...{ take_to_ack: stats(parts.flatMap((p) => p.samples?.take ?? [])), add_to_completed: stats(parts.flatMap((p) => p.samples?.e2e ?? [])), add_bulk_ms: parts.flatMap((p) => p.add_bulk_ms) },
-    ...{ errors: sum((p) => p.errors), ...firstErrorOf(parts), failed_jobs: sum((p) => p.failed_jobs), duplicate_completions: sum((p) => p.duplicate_completions), verified_completed_in_redis: verified },
+    model: first.model, workers: first.workers, queues: first.queues, layout: first.layout, jobs_planned: sum((p) => p.jobs_planned), jobs_completed: completed, seconds: round(seconds, 6), jobs_per_s: round(completed / seconds, 1),
+    take_to_ack: stats(parts.flatMap((p) => p.samples?.take ?? [])), add_to_completed: stats(parts.flatMap((p) => p.samples?.e2e ?? [])), add_bulk_ms: parts.flatMap((p) => p.add_bulk_ms),
+    errors: sum((p) => p.errors), ...firstErrorOf(parts), failed_jobs: sum((p) => p.failed_jobs), duplicate_completions: sum((p) => p.duplicate_completions), verified_completed_in_redis: verified,
     cpu_ms_per_job: { redis: cpu("redis"), node: cpu("node") },
     timed_out: parts.some((p) => p.timed_out),
     repeats: parts.map((p) => ({ jobs_per_s: p.jobs_per_s, seconds: p.seconds, p50_ms: p.take_to_ack.p50_ms, p99_ms: p.take_to_ack.p99_ms })),
