@@ -5,7 +5,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { type Client, stepsOf } from "../harness/http-client.js";
-import { errorCount, firstErrorOf, type LatencyStats, round, stats } from "../harness/meter.js";
+import { errorCount, firstErrorOf, round, stats } from "../harness/meter.js";
 
 /** Sizes of one run of the HTTP step scenarios (bench:http's plan; bench's `http` plan); `repeats`: runs of each scenario (fresh session each), pooled. */
 export type Plan = Record<"floorMs" | "warmupMs" | "maxRequestsPerLevel" | "stepsPerWorker" | "minSteps" | "scenarioTimeoutMs" | "multiTasks" | "repeats", number>;
@@ -15,33 +15,16 @@ export const FULL: Plan = { floorMs: 5_000, warmupMs: 1_000, maxRequestsPerLevel
 /** The quick plan: a smoke check of the benchmark itself. */
 export const QUICK: Plan = { floorMs: 1_500, warmupMs: 300, maxRequestsPerLevel: 100_000, stepsPerWorker: 10, minSteps: 80, scenarioTimeoutMs: 60_000, multiTasks: 8, repeats: 1 };
 
-/** One step scenario (or its repeats pooled). */
-export interface StepResult {
-  tasks: number;
-  workers: number;
-  runs: number;
-  steps_planned: number;
-  steps_completed: number;
-  seconds: number;
-  steps_per_s: number;
-  /** Latency of the per-step call (status completed + claim_next); of the first claim-next of each run; of set-up and finish calls. */
-  step_call: LatencyStats;
-  claim_next: LatencyStats;
-  dispatch: LatencyStats;
-  finish: LatencyStats;
-  create_task_ms: number[];
-  errors: number;
-  first_error?: string;
-  duplicate_completions: number;
-  no_step_reasons: Record<string, number>;
-  verified_completed_on_server: number;
-  timed_out: boolean;
+/**
+ * One step scenario (or its repeats pooled): step_call = the per-step call (status completed + claim_next);
+ * claim_next = the first claim of each run; dispatch, finish and create_task_ms = set-up calls outside the
+ * measured window; verified_completed_on_server = the server's own count; samples stay in memory (not in the JSON).
+ */
+export type StepResult = Omit<Awaited<ReturnType<typeof stepScenario>>, "samples"> & {
   server_reloaded?: boolean;
-  /** Per repeat, when several are pooled into this result. */
   repeats?: { steps_per_s: number; seconds: number; p50_ms: number; p99_ms: number; server_reloaded: boolean }[];
-  /** Raw latencies, kept only in memory (dropped from the JSON). */
   samples?: { step: number[]; claim: number[]; dispatch: number[]; finish: number[] };
-}
+};
 
 /** A dispatched worker run of a scenario. */
 export interface ScenarioRun {
@@ -103,7 +86,7 @@ export function requestCarrier(client: Client): StepCarrier {
  * each loop works through its runs one after the other, so the concurrency stays `workers`. Set-up, the
  * runs' finish and the server-side verification go through the raw client, outside the measured window.
  */
-export async function stepScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, carrier: StepCarrier = requestCarrier(client)): Promise<StepResult> {
+export async function stepScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, carrier: StepCarrier = requestCarrier(client)) {
   const perTask = Math.ceil(Math.max(plan.stepsPerWorker * workers, plan.minSteps) / tasks);
   const planned = perTask * tasks;
   const session = await client.session(adminToken);
