@@ -1,8 +1,5 @@
-/**
- * @module Starts and stops `wrangler dev` (through `node scripts/dev.mjs`) on a free loopback port with its
- * own local storage and inspector port, for the benchmarks, the demo and the e2e tests. The server runs in its
- * own process group, so stopping it reaches npx, wrangler and workerd.
- */
+/** @module Starts and stops `wrangler dev` (through `node scripts/dev.mjs`) on a free loopback port with its own local storage and inspector port, for the benchmarks, the demo and the e2e tests. */
+// The server runs in its own process group, so stopping it reaches npx, wrangler and workerd.
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";

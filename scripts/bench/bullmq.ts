@@ -1,8 +1,4 @@
-/**
- * @module `npm run bench:bullmq`: the peer alone, BullMQ on a local redis-server started here (AOF on,
- * appendfsync everysec by default): the PING floor, N = max(40 × W, 320) jobs drained by W workers on 1 and 8
- * queues (pooled over at least 3 runs and 2 s), the idle round trip, and flows; writes bench/bullmq-results.json.
- */
+/** @module `npm run bench:bullmq`: the peer alone, BullMQ on a local redis-server started here (AOF on, appendfsync everysec by default): the PING floor, N = max(40 × W, 320) jobs drained by W workers on 1 and 8 queues (pooled over at least 3 runs and 2 s), the idle round trip, and flows; writes bench/bullmq-results.json. */
 import { int, ints, oneOf, parseCli, run } from "./harness/cli.js";
 import { writeResults } from "./harness/report.js";
 import { type BullmqBenchOptions, DEFAULT_OPTIONS, formatBullmqReport, problems, runBullmqBench } from "./scenarios/bullmq.js";

@@ -1,9 +1,5 @@
-/**
- * @module `npm run bench:http`: the floor (an empty Worker → Durable Object round trip, `GET /health/object`)
- * and two reference routes against the unbatched step scenario, at the same client concurrency, on one task and
- * on 8; interleaved per concurrency (half the floor time before the step runs, half after); writes
- * bench/http-results.json. Per-step cost = elapsed / steps completed; ratio = step cost / floor cost.
- */
+/** @module `npm run bench:http`: the floor (an empty Worker → Durable Object round trip, `GET /health/object`) and two reference routes against the unbatched step scenario, at the same client concurrency, on one task and on 8; interleaved per concurrency (half the floor time before the step runs, half after); writes bench/http- results.json. */
+// Per-step cost = elapsed / steps completed; ratio = step cost / floor cost.
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { benchServer, reloadCount, stopDevServer } from "../dev-server.js";

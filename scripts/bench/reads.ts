@@ -1,8 +1,4 @@
-/**
- * @module `npm run bench:reads`: the dev server's memory while many observers read one large task at once, for
- * this checkout and, interleaved round by round, for another (`--baseline <checkout>`, the code before a change);
- * writes bench/reads-results.json.
- */
+/** @module `npm run bench:reads`: the dev server's memory while many observers read one large task at once, for this checkout and, interleaved round by round, for another (`--baseline <checkout>`, the code before a change); writes bench/reads-results.json. */
 import os from "node:os";
 import path from "node:path";
 import { stopDevServer, stopOnSignal } from "../dev-server.js";

@@ -1,7 +1,4 @@
-/**
- * @module What bench (all sections in one run) derives and prints from its sections: the ratios against the
- * floor and BullMQ, the goals, the tables (also as Markdown for README.md) and the warnings.
- */
+/** @module What bench (all sections in one run) derives and prints from its sections: the ratios against the floor and BullMQ, the goals, the tables (also as Markdown for README.md) and the warnings. */
 import { fmt, pct, type Table } from "./harness/report.js";
 import type { Measured } from "./scenarios/group-commit.js";
 import type { GrowthResult } from "./scenarios/growth.js";

@@ -1,9 +1,6 @@
-/**
- * @module `npm run bench:socket`: the command socket alone, long enough to see its steady state, with the SDK's
- * frames per tick compared in interleaved rounds (the same minutes of the same machine for each). A round: per
- * frames-per-tick value, the socket step scenario on one fresh task of `--steps` steps and `--workers` runs;
- * steps/s and CPU ms per step of this process and of the dev server's process group. Prints; writes nothing.
- */
+/** @module `npm run bench:socket`: the command socket alone, long enough to see its steady state, with the SDK's frames per tick compared in interleaved rounds (the same minutes of the same machine for each). */
+// A round: per frames-per-tick value, the socket step scenario on one fresh task of `--steps` steps and `--workers` runs; steps/s and CPU ms per step of
+// this process and of the dev server's process group. Prints; writes nothing.
 import WebSocket from "ws";
 import { RuntimeClient, type WebSocketConstructor } from "../../src/client/index.js";
 import { benchServer, stopDevServer } from "../dev-server.js";

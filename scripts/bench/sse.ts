@@ -1,8 +1,4 @@
-/**
- * @module `npm run bench:sse`: S subscribers on one task's event stream while W workers drive its steps,
- * against the same step load with no subscriber, in one run on one server: 0, S, then 0 subscribers again (the
- * zero runs bracket the loaded one, so drift of the machine shows); writes bench/sse-results.json.
- */
+/** @module `npm run bench:sse`: S subscribers on one task's event stream while W workers drive its steps, against the same step load with no subscriber, in one run on one server: 0, S, then 0 subscribers again (the zero runs bracket the loaded one, so drift of the machine shows); writes bench/sse-results.json. */
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { benchServer, stopDevServer } from "../dev-server.js";

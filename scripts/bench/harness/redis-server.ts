@@ -1,7 +1,4 @@
-/**
- * @module Starts and stops `redis-server` (Debian's package) on 127.0.0.1 and a free port, in its own temp
- * dir, AOF on, RDB snapshots off. Nothing but loopback is ever contacted.
- */
+/** @module Starts and stops `redis-server` (Debian's package) on 127.0.0.1 and a free port, in its own temp dir, AOF on, RDB snapshots off. Nothing but loopback is ever contacted. */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";

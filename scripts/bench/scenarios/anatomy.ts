@@ -1,7 +1,4 @@
-/**
- * @module The batch anatomy: batch requests of fixed shapes, one request in flight, interleaved round by round,
- * to split the server's time per batch into a fixed cost per request and a cost per command.
- */
+/** @module The batch anatomy: batch requests of fixed shapes, one request in flight, interleaved round by round, to split the server's time per batch into a fixed cost per request and a cost per command. */
 import { type Client, stepsOf } from "../harness/http-client.js";
 import { type LatencyStats, round, stats } from "../harness/meter.js";
 

@@ -1,8 +1,6 @@
-/**
- * @module BullMQ's job scenarios, in the shapes of the service's step scenarios: the PING floor, N jobs
- * pre-added then drained by W workers (a job is a step: BullMQ's `moveToCompleted` completes a job and
- * fetches the next in one round trip, as `status {completed, claim_next: true}` does), and the idle round trip.
- */
+/** @module BullMQ's job scenarios, in the shapes of the service's step scenarios. */
+// the PING floor, N jobs pre-added then drained by W workers (a job is a step: BullMQ's `moveToCompleted` completes a job and fetches the next in one
+// round trip, as `status {completed, claim_next: true}` does), and the idle round trip.
 import { performance } from "node:perf_hooks";
 import { type FlowProducer, type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";

@@ -1,9 +1,7 @@
-/**
- * @module The peer users would pick instead of this service: BullMQ on a local Redis, every scenario in one
- * run (Redis started and stopped here), its results and its report. Worker models: `concurrency` = one Worker
- * per queue of concurrency W (what the BullMQ docs recommend for I/O-bound processors); `workers` = W Worker
- * instances of concurrency 1 (each with its own connections: the closest analogue of W worker agents).
- */
+/** @module The peer users would pick instead of this service. */
+// BullMQ on a local Redis, every scenario in one run (Redis started and stopped here), its results and its report. Worker models: `concurrency` = one
+// Worker per queue of concurrency W (what the BullMQ docs recommend for I/O-bound processors); `workers` = W Worker instances of concurrency 1 (each
+// with its own connections: the closest analogue of W worker agents).
 import { createRequire } from "node:module";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
@@ -34,7 +32,6 @@ export const QUICK: BullmqPlan = { stepsPerWorker: 10, minSteps: 80, repeats: 1,
 export type WorkerModel = "concurrency" | "workers";
 /** BullMQ's removeOnComplete for every job (false: keep every completed job, like our WAL keeps every attempt). */
 export type RemoveOnComplete = boolean | number;
-export type { AppendFsync };
 
 /** What to run. */
 export interface BullmqBenchOptions {

@@ -1,10 +1,6 @@
-/**
- * @module The reads scenario: one fresh `wrangler dev` in a given checkout (a fresh workerd, so every run's
- * RSS starts from the same place), one task of N independent steps, and one load of R concurrent observers:
- * `get` (one plain GET each, retried after Retry-After on a 429) or `whole` (each follows `page.next_cursor`
- * to the end). workerd's RSS (VmRSS of every workerd of the server's process group) is sampled every 10 ms:
- * before (median of the second before the load), peak during it, and 2 s after it. Linux only.
- */
+/** @module The reads scenario: one fresh `wrangler dev` in a given checkout (a fresh workerd, so every run's RSS starts from the same place), one task of N independent steps, and one load of R concurrent observers: `get` (one plain GET each, retried after Retry-After on a 429) or `whole` (each follows `page.next_cursor` to the end). */
+// workerd's RSS (VmRSS of every workerd of the server's process group) is sampled every 10 ms: before (median of the second before the load), peak
+// during it, and 2 s after it. Linux only.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";

@@ -1,8 +1,4 @@
-/**
- * @module bench's recovery section: WALs of many events built through the batch route, the dev server
- * stopped and started again on the same storage, then each task's first GET (object start + replay + view)
- * against a second and further warm GETs, with a task of 10 events as the control.
- */
+/** @module bench's recovery section: WALs of many events built through the batch route, the dev server stopped and started again on the same storage, then each task's first GET (object start + replay + view) against a second and further warm GETs, with a task of 10 events as the control. */
 import { performance } from "node:perf_hooks";
 import { type DevServer, reloadCount, sleep, startDevServer, stopDevServer } from "../../dev-server.js";
 import { Client, stepsOf } from "../harness/http-client.js";

@@ -1,14 +1,8 @@
-/**
- * @module The SSE scenario: S subscribers on one task's event stream, connected and caught up on its history
- * before the first step, while W workers drive its N steps (claim-next once, then complete with claim_next);
- * the runs finish and the task completes, which ends every stream with `end`.
- *
- * Subscribers are plain fetch streams parsed here (an EventSource per subscriber costs the client more CPU
- * than the server). A stream that ends without `end` resumes with Last-Event-ID and counts as a reconnect.
- * Delivery lag = receipt time (client Date.now()) − the event's `timestamp` (the commit's `now`); both are
- * this machine's wall clock (ms); workerd's Date.now() does not advance while a request computes, so the lag
- * includes the command's own decide+commit time; client and server share the CPUs (an upper bound).
- */
+/** @module The SSE scenario: S subscribers on one task's event stream, connected and caught up on its history before the first step, while W workers drive its N steps (claim-next once, then complete with claim_next); the runs finish and the task completes, which ends every stream with `end`. */
+// Subscribers are plain fetch streams parsed here (an EventSource per subscriber costs the client more CPU than the server). A stream that ends without
+// `end` resumes with Last-Event-ID and counts as a reconnect. Delivery lag = receipt time (client Date.now()) − the event's `timestamp` (the commit's
+// `now`); both are this machine's wall clock (ms); workerd's Date.now() does not advance while a request computes, so the lag includes the command's own
+// decide+commit time; client and server share the CPUs (an upper bound).
 import { performance } from "node:perf_hooks";
 import { projectWal, sequencePosition, WalEventSchema } from "../../../src/core/index.js";
 import { type Client, stepsOf } from "../harness/http-client.js";

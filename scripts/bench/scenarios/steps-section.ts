@@ -1,8 +1,4 @@
-/**
- * @module bench's steps section: at each concurrency the floor (GET /health/object, half before and half
- * after) and the unbatched, batch-request and socket step scenarios in turn, repeated with their order
- * rotated, so each comparison sees the same machine load; then the batch anatomy.
- */
+/** @module bench's steps section: at each concurrency the floor (GET /health/object, half before and half after) and the unbatched, batch-request and socket step scenarios in turn, repeated with their order rotated, so each comparison sees the same machine load; then the batch anatomy. */
 import type { Answer, Client } from "../harness/http-client.js";
 import { type CpuUse, cpuSnap, cpuUse } from "../harness/meter.js";
 import { errorText, fmt } from "../harness/report.js";
