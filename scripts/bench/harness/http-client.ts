@@ -7,7 +7,6 @@ const REQUEST_TIMEOUT_MS = 30_000;
 export interface Answer {
   status: number;
   // Answers are read loosely here, field by field: the service's own schemas are not the benchmark's concern.
-  // biome-ignore lint/suspicious/noExplicitAny: see above
   body: any;
   ms: number;
 }
