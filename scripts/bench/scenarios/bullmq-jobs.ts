@@ -1,6 +1,5 @@
-/** @module BullMQ's job scenarios, in the shapes of the service's step scenarios. */
-// the PING floor, N jobs pre-added then drained by W workers (a job is a step: BullMQ's `moveToCompleted` completes a job and fetches the next in one
-// round trip, as `status {completed, claim_next: true}` does), and the idle round trip.
+/** @module BullMQ's job scenarios, in the shapes of the service's step scenarios: the PING floor, N jobs pre-added then drained by W workers, the idle round trip. */
+// A job is a step: BullMQ's `moveToCompleted` completes a job and fetches the next in one round trip, as `status {completed, claim_next: true}` does.
 import { performance } from "node:perf_hooks";
 import { type FlowProducer, type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
@@ -53,10 +52,7 @@ export interface Ctx {
 
 /** Closes every tracked BullMQ object (workers forced), bounded in time; closing twice is harmless. */
 export async function closeAll(objects: Set<Queue | Worker | FlowProducer>, timeoutMs: number): Promise<void> {
-  const all = Promise.allSettled([...objects].map((o) => (o instanceof Worker ? o.close(true) : o.close())));
-  const d = deadlineAfter(timeoutMs);
-  await Promise.race([all, d.promise]);
-  d.cancel();
+  await within(Promise.allSettled([...objects].map((o) => (o instanceof Worker ? o.close(true) : o.close()))), timeoutMs);
   objects.clear();
 }
 

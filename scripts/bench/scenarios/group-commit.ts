@@ -1,6 +1,5 @@
-/** @module The step scenario with the SDK's group commit as its carrier (batch requests or command-socket frames), metered. */
-// requests or frames, commands per request, round trips, and CPU of this process and the dev server over the measured window; and the unbatched scenario
-// with the same CPU accounting.
+/** @module The step scenario with the SDK's group commit as its carrier (batch requests or command-socket frames), and the unbatched one, both metered. */
+// Metered: requests or frames, commands per request, round trips, and CPU of this process and the dev server over the measured window.
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
 import { type FetchLike, RuntimeApiError, RuntimeClient, type WebSocketConstructor } from "../../../src/client/index.js";
