@@ -14,7 +14,6 @@ import { tail } from "../../dev-server.js";
 import { type BigFlowResult, bigFlows, type SmallFlowsResult, smallFlows } from "./bullmq-flows.js";
 import { closeAll, type Ctx, type FloorResult, type IdleResult, idleRoundTrip, layout, mergeSteps, pingFloor, redisCpuMs, type StepScenarioResult, stepScenario } from "./bullmq-jobs.js";
 
-
 /**
  * Sizes of one run. Jobs per run = max(stepsPerWorker × workers, minSteps), like the service's steps per task.
  * Each step scenario runs at least `repeats` times (fresh queues each), and more (up to `maxRepeats`) until the
