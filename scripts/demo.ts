@@ -11,11 +11,7 @@ import type { RuntimeEvent, TaskView } from "../src/client/index.js";
 import { parseCli } from "./bench/harness/cli.js";
 import { defaultAdminToken, type DevServer, sleep, startDevServer, stopDevServer } from "./dev-server.js";
 
-interface DemoOptions {
-  url: string | undefined;
-  quick: boolean;
-  adminToken: string | undefined;
-}
+interface DemoOptions { url: string | undefined; quick: boolean; adminToken: string | undefined }
 
 function parseArgs(): DemoOptions {
   const opts: DemoOptions = { url: undefined, quick: false, adminToken: undefined };

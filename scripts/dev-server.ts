@@ -52,13 +52,7 @@ export function reloadCount(server: DevServer | null): number {
 }
 
 /** A running dev server. */
-export interface DevServer {
-  base: string;
-  child: ChildProcess | null;
-  logFile: string | null;
-  persistDir: string | null;
-  startupMs: number;
-}
+export interface DevServer { base: string; child: ChildProcess | null; logFile: string | null; persistDir: string | null; startupMs: number }
 
 /** How to start it. */
 export interface DevServerOptions {

@@ -57,12 +57,7 @@ function mainTable(steps: StepsSection, ratios: Ratios[]): Omit<Table, "title"> 
 }
 
 /** Everything bench measured, as its results file holds it. */
-export interface Sections {
-  steps: StepsSection | null;
-  growth: GrowthResult[] | null;
-  recovery: RecoverySection | null;
-  bullmq: BullmqResults | null;
-}
+export interface Sections { steps: StepsSection | null; growth: GrowthResult[] | null; recovery: RecoverySection | null; bullmq: BullmqResults | null }
 
 /** The goals of the per-step cost (stated, not asserted). */
 export function goalsOf(ratios: Ratios[], concurrencies: number[], multiTasks: number) {

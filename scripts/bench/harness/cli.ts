@@ -47,11 +47,7 @@ export function loopback(url: string): string {
 }
 
 /** Options of a benchmark against the service: an already running server or one started here. */
-export interface ServerOptions {
-  url: string | null;
-  adminToken: string;
-  serverLogLevel: string;
-}
+export interface ServerOptions { url: string | null; adminToken: string; serverLogLevel: string }
 
 /** The server options' defaults and their handlers (`--url`, `--admin-token`, `--server-log-level`). */
 export function serverOptions<T extends ServerOptions>(o: T): Record<string, OptionHandler> {

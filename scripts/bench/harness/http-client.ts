@@ -12,11 +12,7 @@ export interface Answer {
 }
 
 /** A session as the scenarios use it: its id and its orchestrator's and observer's tokens. */
-export interface Session {
-  sid: string;
-  orch: string;
-  observer: string;
-}
+export interface Session { sid: string; orch: string; observer: string }
 
 /** `count` independent steps s00000, s00001, …; `compact` (titles S0…, no summary) keeps 10,000 steps well under the 1 MiB body limit. */
 export function stepsOf(count: number, summary: string | "compact" = "Independent bench step"): { step_id: string; title: string; summary: string; depends_on_step_ids: string[] }[] {

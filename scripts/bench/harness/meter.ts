@@ -12,14 +12,7 @@ export function round(n: number, digits = 3): number {
 }
 
 /** Latency percentiles, mean and maximum of a set of samples, in ms. */
-export interface LatencyStats {
-  count: number;
-  p50_ms: number;
-  p90_ms: number;
-  p99_ms: number;
-  mean_ms: number;
-  max_ms: number;
-}
+export interface LatencyStats { count: number; p50_ms: number; p90_ms: number; p99_ms: number; mean_ms: number; max_ms: number }
 
 /** Nearest-rank percentiles, mean and maximum of `samples` (ms), rounded to µs; NaN when there are none. */
 export function stats(samples: number[]): LatencyStats {

@@ -21,11 +21,7 @@ export function markdownTable(headers: string[], rows: string[][]): string {
 }
 
 /** A table with its title, printed by `printTables`. */
-export interface Table {
-  title: string;
-  headers: string[];
-  rows: string[][];
-}
+export interface Table { title: string; headers: string[]; rows: string[][] }
 
 /** Prints each table under its title; with `markdown`, all of them again as Markdown after `preface`. */
 export function printTables(tables: Table[], markdown = false, preface = ""): void {

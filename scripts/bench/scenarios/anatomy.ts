@@ -3,13 +3,7 @@ import { type Client, stepsOf } from "../harness/http-client.js";
 import { type LatencyStats, round, stats } from "../harness/meter.js";
 
 /** One shape of batch request, sent `rounds` times back to back (one request in flight). */
-export interface AnatomyShape {
-  commands: number;
-  kind: "complete_claim_next" | "progress";
-  idempotency_keys: boolean;
-  tokens: number;
-  request: LatencyStats;
-}
+export interface AnatomyShape { commands: number; kind: "complete_claim_next" | "progress"; idempotency_keys: boolean; tokens: number; request: LatencyStats }
 
 /** The anatomy's shapes and what they imply. */
 export interface BatchAnatomy {

@@ -50,10 +50,7 @@ async function buildWal(client: Client, adminToken: string, label: string, event
 export type RecoverySection = Awaited<ReturnType<typeof runRecovery>>;
 
 /** The dev server a section runs against, which the recovery section replaces on each restart; reloads counted across them. */
-export interface ServerSlot {
-  server: DevServer | null;
-  reloads: number;
-}
+export interface ServerSlot { server: DevServer | null; reloads: number }
 
 /** What runRecovery needs of bench's plan. */
 export type RecoveryPlan = { recoveryEvents: number[] } & Record<"recoveryBatch" | "recoveryWarmGets" | "recoveryRestarts", number>;

@@ -9,12 +9,7 @@ import { type Client, stepsOf } from "../harness/http-client.js";
 import { errorCount, groupCpuMs, type LatencyStats, round, stats } from "../harness/meter.js";
 
 /** The scenario's sizes; `serverGroup` is the server's process group when the benchmark started it (for the CPU split). */
-export interface SseConfig {
-  steps: number;
-  workers: number;
-  adminToken: string;
-  serverGroup: number | undefined;
-}
+export interface SseConfig { steps: number; workers: number; adminToken: string; serverGroup: number | undefined }
 
 /** A fetch-based SSE reader that resumes with Last-Event-ID until it sees `end`. */
 class Subscriber {

@@ -19,11 +19,7 @@ export interface StepsSection {
 }
 
 /** What runSteps needs of bench's plan. */
-export interface StepsPlan {
-  http: Plan;
-  groupCommitStepsPerWorker: number;
-  concurrencies: number[];
-}
+export interface StepsPlan { http: Plan; groupCommitStepsPerWorker: number; concurrencies: number[] }
 
 /** Runs the section against `client`'s server (whose process group is `pgid`, for its CPU; null: not measured). */
 export async function runSteps(client: Client, adminToken: string, plan: StepsPlan, pgid: number | null): Promise<StepsSection> {

@@ -25,19 +25,10 @@ export type StepResult = Omit<Awaited<ReturnType<typeof stepScenario>>, "samples
 };
 
 /** A dispatched worker run of a scenario. */
-export interface ScenarioRun {
-  readonly taskPath: string;
-  readonly token: string;
-  readonly runId: string;
-  readonly agentId: string;
-}
+export interface ScenarioRun { readonly taskPath: string; readonly token: string; readonly runId: string; readonly agentId: string }
 
 /** Where a call left a run: the step it holds now, or none and why; and how long the call took. */
-export interface StepCall {
-  readonly ms: number;
-  readonly stepId: string | null;
-  readonly reason?: unknown;
-}
+export interface StepCall { readonly ms: number; readonly stepId: string | null; readonly reason?: unknown }
 
 /** One run's calls. Each throws on an answer it does not expect (the run stops, the error is counted). */
 export interface RunDriver {
