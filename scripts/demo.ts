@@ -8,29 +8,15 @@
  */
 import { isRuntimeApiError, RuntimeClient } from "../src/client/index.js";
 import type { RuntimeEvent, TaskView } from "../src/client/index.js";
+import { parseCli } from "./bench/harness/cli.js";
 import { defaultAdminToken, type DevServer, sleep, startDevServer, stopDevServer } from "./dev-server.js";
 
-interface DemoOptions {
-  url: string | undefined;
-  quick: boolean;
-  adminToken: string | undefined;
-}
+interface DemoOptions { url: string | undefined; quick: boolean; adminToken: string | undefined }
 
-function parseArgs(argv: readonly string[]): DemoOptions {
+function parseArgs(): DemoOptions {
   const opts: DemoOptions = { url: undefined, quick: false, adminToken: undefined };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === "--quick") opts.quick = true;
-    else if (arg === "--url") opts.url = argv[++i];
-    else if (arg === "--admin-token") opts.adminToken = argv[++i];
-    else if (arg === "--help" || arg === "-h") {
-      console.log("usage: npm run demo -- [--url http://127.0.0.1:8787] [--quick] [--admin-token TOKEN]");
-      process.exit(0);
-    } else {
-      console.error(`unknown option ${arg}`);
-      process.exit(2);
-    }
-  }
+  const usage = "usage: npm run demo -- [--url http://127.0.0.1:8787] [--quick] [--admin-token TOKEN]";
+  parseCli(usage, { "--quick": () => (opts.quick = true), "--url": (v: string) => (opts.url = v), "--admin-token": (v: string) => (opts.adminToken = v) });
   return opts;
 }
 
@@ -103,7 +89,7 @@ function describe(e: RuntimeEvent): string {
 }
 
 async function main(): Promise<void> {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseArgs();
   let server: DevServer | undefined;
   let base = opts.url;
   if (base === undefined) {

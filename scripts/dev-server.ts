@@ -1,25 +1,58 @@
-/**
- * @module Starts and stops `wrangler dev` (through `node scripts/dev.mjs`) on a free loopback port with its
- * own local storage and inspector port, for the benchmarks and the live-client test. The server runs in its
- * own process group, so stopping it reaches npx, wrangler and workerd.
- */
+/** @module Starts and stops `wrangler dev` (through `node scripts/dev.mjs`) on a free loopback port with its own local storage and inspector port, for the benchmarks, the demo and the e2e tests. */
+// The server runs in its own process group, so stopping it reaches npx, wrangler and workerd.
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
+import { createServer } from "node:net";
 import { performance } from "node:perf_hooks";
-import { assertLoopback, freePort, sleep, stopOnSignal, tail } from "./bench-common.js";
 
-// Kept importable from here (the live-client test and the demo use them).
-export { freePort, sleep, tail };
+/** Waits `ms` milliseconds. */
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The last lines of a file, or "" when it cannot be read. */
+export function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
+  } catch {
+    return "";
+  }
+}
+
+/** On the first SIGINT or SIGTERM: says so on stderr, runs `stop` (e.g. stops the dev server), exits with 130. */
+export function stopOnSignal(stop: () => Promise<void>): void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`\n${signal}: stopping`);
+    void stop().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+}
+
+/** "Reloading local server" lines in a dev server's log: wrangler rebuilds when a source file changes under it. */
+export function reloadCount(server: DevServer | null): number {
+  try {
+    return server?.logFile == null ? 0 : (readFileSync(server.logFile, "utf8").match(/Reloading local server/g) ?? []).length;
+  } catch {
+    return 0;
+  }
+}
 
 /** A running dev server. */
-export interface DevServer {
-  base: string;
-  child: ChildProcess | null;
-  logFile: string | null;
-  persistDir: string | null;
-  startupMs: number;
-}
+export interface DevServer { base: string; child: ChildProcess | null; logFile: string | null; persistDir: string | null; startupMs: number }
 
 /** How to start it. */
 export interface DevServerOptions {
@@ -94,50 +127,36 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   throw new Error(`the dev server did not answer /health within ${timeoutMs / 1000} s; see ${logFile}:\n${tail(logFile)}`);
 }
 
-function groupAlive(pgid: number): boolean {
+/** Sends `signal` to the process group `pgid` (0: only asks whether it is alive); false when it is gone. */
+function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   try {
-    process.kill(-pgid, 0);
+    process.kill(-pgid, signal);
     return true;
   } catch {
     return false;
   }
 }
 
-/** How to stop it. */
-export interface StopDevServerOptions {
-  /** Keep the storage dir (to start another server on it with `persistDir`); removed by default. */
-  keepPersistDir?: boolean;
-}
-
-/** Stops the whole process group of the server: SIGTERM, then SIGKILL after 5 s; removes its storage unless kept. */
-export async function stopDevServer(server: DevServer, opts: StopDevServerOptions = {}): Promise<void> {
+/** Stops the whole process group of the server: SIGTERM, then SIGKILL after 5 s; removes its storage unless kept (`keepPersistDir`, to start another server on it). */
+export async function stopDevServer(server: DevServer, opts: { keepPersistDir?: boolean } = {}): Promise<void> {
   const pid = server.child?.pid;
   if (pid === undefined) return;
   server.child = null;
-  try {
-    process.kill(-pid, "SIGTERM");
-  } catch {
-    // already gone
-  }
-  for (let i = 0; i < 50 && groupAlive(pid); i++) await sleep(100);
-  if (groupAlive(pid)) {
-    try {
-      process.kill(-pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    for (let i = 0; i < 20 && groupAlive(pid); i++) await sleep(100);
+  signalGroup(pid, "SIGTERM");
+  for (let i = 0; i < 50 && signalGroup(pid, 0); i++) await sleep(100);
+  if (signalGroup(pid, 0)) {
+    signalGroup(pid, "SIGKILL");
+    for (let i = 0; i < 20 && signalGroup(pid, 0); i++) await sleep(100);
   }
   if (server.persistDir !== null && opts.keepPersistDir !== true) rmSync(server.persistDir, { recursive: true, force: true });
 }
 
 /**
- * The service a benchmark measures: `url` (loopback only; it must answer /health), or, without one, a dev
- * server started here on a free port with these extra vars and stopped on Ctrl-C (the caller stops it when done).
+ * The service a benchmark measures: `url` (loopback only, checked by the caller; it must answer /health), or, without one,
+ * a dev server started here on a free port with these extra vars and stopped on Ctrl-C (the caller stops it when done).
  */
 export async function benchServer(url: string | null, logLevel: string, vars?: Record<string, string>): Promise<{ base: string; server: DevServer | null }> {
   if (url !== null) {
-    assertLoopback(url);
     const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5_000) });
     await res.text();
     if (res.status !== 200) throw new Error(`${url}/health answered ${res.status}`);

@@ -1,22 +1,9 @@
-/**
- * @module `npm run bench:core`: the core's hot-path cost, measured, not asserted. Prints decide+apply µs/op
- * of claim and complete on a 10-step and a 10,000-step wide DAG (many ready roots plus a fan-in) and their
- * ratio (goal < 1.5: the ready index keeps whole-DAG scans off the hot path), and replay throughput of a
- * 50,000-event WAL (goal > 500,000 events/s).
- */
+/** @module `npm run bench:core`: the core's hot-path cost, measured, not asserted. */
+// Prints decide+apply µs/op of claim and complete on a 10-step and a 10,000-step wide DAG (many ready roots plus a fan-in) and their ratio (goal < 1.5:
+// the ready index keeps whole-DAG scans off the hot path), and replay throughput of a 50,000-event WAL (goal > 500,000 events/s).
 import v8 from "node:v8";
 import vm from "node:vm";
-import {
-  type Actor,
-  apply,
-  type DagState,
-  DEFAULT_LIMITS,
-  decide,
-  emptyState,
-  replay,
-  type WalEvent,
-  WalEventSchema,
-} from "../src/core/index.js";
+import { type Actor, apply, type DagState, DEFAULT_LIMITS, decide, emptyState, replay, type WalEvent, WalEventSchema } from "../../src/core/index.js";
 
 /**
  * A full GC before each timed batch, so the garbage of the untimed setup (a fresh 10,000-step DAG per round)
