@@ -1,0 +1,178 @@
+/** @module Seed 003 "Task Tools": claim, claim-next, query, progress and a worker run's end, as the tools answer them. */
+import { describe, expect, it } from "vitest";
+import { DIAMOND, type MakeDriver, POOLS, step, type StepFilter } from "./driver.js";
+import { accepted, created, holder, rejected, typesAfter, worker } from "./expect.js";
+
+export function runTaskTools(makeDriver: MakeDriver): void {
+  describe("Task Tools", () => {
+    describe("agent.task_claim_step and claim-next", () => {
+      it("a claim holds the ready step for the run with a lease and an active attempt", async () => {
+        const d = await created(await makeDriver(), DIAMOND());
+        const w = await worker(d, { agent_id: "w1" });
+        const n = (await d.walTypes()).length;
+        const c = accepted(await d.claim(w, "a"));
+        expect(c).toEqual({ step_id: "a", attempt_id: expect.any(String) });
+        expect(await typesAfter(d, n)).toEqual(["task_step_claimed"]);
+        const v = await d.view();
+        expect(v.steps.a).toMatchObject({ status: "claimed", claimed_by_run_id: w.run_id, lease_expires_at: expect.any(String) });
+        expect(v.attempts).toEqual([expect.objectContaining({ step_id: "a", run_id: w.run_id, status: "active" })]);
+      });
+
+      it("claim-next claims the first ready step in creation order within the run's scope", async () => {
+        const d = await created(await makeDriver(), DIAMOND());
+        const w = await worker(d);
+        expect(accepted(await d.claimNext(w)).step_id).toBe("a");
+        expect((await d.view()).steps.a).toMatchObject({ status: "claimed", claimed_by_run_id: w.run_id });
+        const second = await worker(d, { allowed_step_ids: ["a", "d"] });
+        expect(accepted(await d.claimNext(second)).step_id).toBe("d");
+      });
+
+      it.each([
+        ["no ready step is in scope", { allowed_step_ids: ["b", "c"] }, false, "no_ready_step"],
+        ["no ready step is in the run's pool", { worker_pool_id: "gpu" }, false, "no_ready_step"],
+        ["the run has used its claims", {}, true, "run_budget_spent"],
+      ])("claim-next answers no step claimed and writes nothing when %s", async (_name, opts, useBudget, reason) => {
+        const d = await created(await makeDriver(), DIAMOND());
+        const w = await worker(d, opts);
+        if (useBudget) {
+          accepted(await d.claimNext(w));
+          accepted(await d.updateStep(w, "a", { status: "completed" }));
+        }
+        const wal = await d.walTypes();
+        expect(accepted(await d.claimNext(w))).toEqual({ step_id: null, reason });
+        expect(await d.walTypes()).toEqual(wal);
+      });
+
+      it.each([
+        ["the run already holds a step", "hold", "step_already_claimed_by_run"],
+        ["the task is blocked", "block", "task_not_dispatchable"],
+      ])("claim-next is refused when %s", async (_name, setup, code) => {
+        const d = await created(await makeDriver(), DIAMOND());
+        const w = await worker(d);
+        if (setup === "hold") accepted(await d.claimNext(w));
+        else accepted(await d.task("block"));
+        await rejected(d, () => d.claimNext(w), code);
+      });
+
+      it.each([
+        ["another run holds the step", "other-holds", "a", "step_already_claimed"],
+        ["this run already holds a step", "self-holds", "d", "step_already_claimed_by_run"],
+        ["this run has used its claims", "self-done", "d", "step_already_claimed_by_run"],
+        ["the step is pending", "", "b", "invalid_transition"],
+        ["the step is completed", "orch-completes-a", "a", "invalid_transition"],
+        ["the step does not exist", "", "zz", "not_found"],
+        ["the task is blocked", "block", "a", "task_not_dispatchable"],
+        ["the task is cancelled", "cancel", "a", "task_terminal"],
+      ])("a claim is refused when %s", async (_name, setup, stepId, code) => {
+        const d = await created(await makeDriver(), DIAMOND());
+        const w = await worker(d);
+        if (setup === "other-holds") await holder(d, "a");
+        else if (setup === "self-holds") accepted(await d.claim(w, "a"));
+        else if (setup === "self-done") {
+          accepted(await d.claim(w, "a"));
+          accepted(await d.updateStep(w, "a", { status: "completed" }));
+        } else if (setup === "orch-completes-a") accepted(await d.updateStep("orchestrator", "a", { status: "completed" }));
+        else if (setup === "block" || setup === "cancel") accepted(await d.task(setup));
+        await rejected(d, () => d.claim(w, stepId), code);
+      });
+    });
+
+    describe("agent.task_query_steps", () => {
+      it("a worker with no filter sees the ready steps of its pool, five at a time", async () => {
+        const d = await created(await makeDriver(), POOLS());
+        const w = await worker(d);
+        expect(accepted(await d.querySteps(w))).toEqual({ step_ids: ["r0", "r1", "r2", "r3", "r4"], total: 7, next_offset: 5 });
+        expect(accepted(await d.querySteps(w, { offset: 5 }))).toEqual({ step_ids: ["r5", "r6"], total: 7, next_offset: null });
+      });
+
+      it("a worker sees only its allowed_step_ids within its pool", async () => {
+        const d = await created(await makeDriver(), POOLS());
+        const w = await worker(d, { allowed_step_ids: ["r3", "p", "g", "r1"] });
+        expect(accepted(await d.querySteps(w)).step_ids).toEqual(["r1", "r3"]);
+        const gpu = await worker(d, { worker_pool_id: "gpu" });
+        expect(accepted(await d.querySteps(gpu)).step_ids).toEqual(["g"]);
+      });
+
+      it.each([
+        ["no filter", {}, ["r0", "r2", "r3", "r4", "r5", "r6", "g", "p"]],
+        ["status=pending", { statuses: ["pending"] }, ["p"]],
+        ["a status list", { statuses: ["pending", "claimed"] }, ["r0", "p"]],
+        ["worker_pool_id=gpu", { worker_pool_id: "gpu" }, ["g"]],
+        ["claimed_by_agent_id", { claimed_by_agent_id: "w1" }, ["r0"]],
+        ["include_terminal_steps=true", { include_terminal_steps: true, statuses: ["completed"] }, ["r1"]],
+        ["limit and offset", { limit: 2, offset: 1 }, ["r2", "r3"]],
+      ] as [string, StepFilter, string[]][])("the orchestrator's query honours %s", async (_name, filter, ids) => {
+        const d = await created(await makeDriver(), POOLS());
+        const w = await worker(d, { agent_id: "w1" });
+        accepted(await d.claim(w, "r0"));
+        accepted(await d.updateStep("orchestrator", "r1", { status: "completed" }));
+        expect(accepted(await d.querySteps("orchestrator", filter)).step_ids).toEqual(ids);
+      });
+    });
+
+    describe("append_task_progress", () => {
+      it.each([
+        ["the step does not exist", "zz", false, "not_found"],
+        ["the task is cancelled", "a", true, "task_terminal"],
+      ])("progress is refused when %s", async (_name, stepId, cancel, code) => {
+        const d = await created(await makeDriver(), DIAMOND());
+        await holder(d, "a");
+        if (cancel) accepted(await d.task("cancel"));
+        await rejected(d, () => d.progress("orchestrator", stepId, { summary: "x" }), code);
+      });
+    });
+
+    describe("a worker run's end", () => {
+      it.each([
+        ["finished", "finished", "worker_finished_without_terminal_step_status", "failed"],
+        ["cancelled", "cancelled", "worker_cancelled", "cancelled"],
+        ["timeout", "timed_out", "worker_timeout", "timed_out"],
+      ])("a run ending with outcome %s fails the step it still holds with the fallback reason", async (outcome, runStatus, reason, attemptStatus) => {
+        const d = await created(await makeDriver(), DIAMOND());
+        const w = await holder(d, "a");
+        const n = (await d.walTypes()).length;
+        accepted(await d.finishRun(w, w.run_id, outcome));
+        expect(await typesAfter(d, n)).toEqual(["task_step_failed", "worker_run_ended"]);
+        const v = await d.view();
+        expect(v.steps.a).toMatchObject({ status: "failed", status_reason: reason, result_summary: reason, claimed_by_run_id: null });
+        expect(v.attempts).toEqual([expect.objectContaining({ step_id: "a", status: attemptStatus, last_error: reason })]);
+        expect(v.runs[w.run_id]).toBe(runStatus);
+      });
+
+      it("a run that holds nothing ends without touching a step", async () => {
+        const d = await created(await makeDriver(), DIAMOND());
+        const w = await worker(d);
+        const before = await d.view();
+        const n = (await d.walTypes()).length;
+        accepted(await d.finishRun("orchestrator", w.run_id, "finished"));
+        expect(await typesAfter(d, n)).toEqual(["worker_run_ended"]);
+        const after = await d.view();
+        expect(after.steps).toEqual(before.steps);
+        expect(after.runs[w.run_id]).toBe("finished");
+      });
+
+      it("a run that has ended cannot be finished or cancelled again", async () => {
+        const d = await created(await makeDriver(), DIAMOND());
+        const w = await worker(d);
+        accepted(await d.finishRun(w, w.run_id, "finished"));
+        await rejected(d, () => d.finishRun("orchestrator", w.run_id, "finished"), "invalid_transition");
+        await rejected(d, () => d.cancelRun(w.run_id), "invalid_transition");
+      });
+
+      it("the orchestrator cancelling a run fails its held step with worker_cancelled", async () => {
+        const d = await created(await makeDriver(), DIAMOND());
+        const w = await holder(d, "a");
+        accepted(await d.cancelRun(w.run_id, "too slow"));
+        const v = await d.view();
+        expect(v.steps.a).toMatchObject({ status: "failed", status_reason: "worker_cancelled" });
+        expect(v.runs[w.run_id]).toBe("cancelled");
+        expect(v.attempts[0]!.status).toBe("cancelled");
+      });
+
+      it.each(["finish", "cancel"])("%s of an unknown run is refused with not_found", async (what) => {
+        const d = await created(await makeDriver(), DIAMOND());
+        await rejected(d, () => (what === "finish" ? d.finishRun("orchestrator", "run_nope", "finished") : d.cancelRun("run_nope")), "not_found");
+      });
+    });
+  });
+}
