@@ -22,6 +22,7 @@ function claimView(v: any): ClaimView {
 /** A driver over one harness task. */
 export class CoreDriver implements TaskRuntimeDriver {
   readonly name = "core";
+  readonly orchestratorAgentId = orchestrator.agent_id;
   readonly h = new Harness();
 
   private run<T>(command: Record<string, unknown>, by: Caller, value?: (v: any) => T): Answer<T> {
@@ -52,8 +53,8 @@ export class CoreDriver implements TaskRuntimeDriver {
   async task(action: keyof typeof ACTIONS, body: Record<string, unknown> = {}, by: Caller = "orchestrator") {
     return this.run({ type: ACTIONS[action], ...body }, by);
   }
-  async finishRun(by: Caller, runId: string, outcome: string) {
-    return this.run({ type: "finish_run", run_id: runId, outcome }, by);
+  async finishRun(by: Caller, runId: string, outcome: string, result?: unknown) {
+    return this.run({ type: "finish_run", run_id: runId, outcome, ...(result === undefined ? {} : { result }) }, by);
   }
   async cancelRun(runId: string, reason?: string, by: Caller = "orchestrator") {
     return this.run({ type: "cancel_run", run_id: runId, ...(reason === undefined ? {} : { reason }) }, by);
@@ -61,7 +62,7 @@ export class CoreDriver implements TaskRuntimeDriver {
   async querySteps(by: Caller, filter: Record<string, unknown> = {}): Promise<Answer<StepPageView>> {
     const r = querySteps(this.h.state, actor(by), filter);
     if (!r.ok) return { ok: false, code: r.error.code, details: r.error.details ?? {} };
-    return { ok: true, value: { step_ids: r.value.steps.map((s) => s.step_id), total: r.value.total, next_offset: r.value.next_offset } };
+    return { ok: true, value: { step_ids: r.value.steps.map((s) => s.step_id), total: r.value.total, limit: r.value.limit, offset: r.value.offset, next_offset: r.value.next_offset } };
   }
   async view() {
     const s = this.h.state;

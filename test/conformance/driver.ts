@@ -33,6 +33,8 @@ export interface StepFilter {
 export interface StepPageView {
   step_ids: string[];
   total: number;
+  limit: number;
+  offset: number;
   next_offset: number | null;
 }
 
@@ -53,15 +55,25 @@ export interface StepView {
   artifact_ids: string[];
 }
 
+/** A worker run as the rules see it. */
+export interface RunView {
+  status: string;
+  status_reason: string | null;
+  current_step_id: string | null;
+  result: unknown;
+  cancel_request: { reason: string | null; requested_by_agent_id: string } | null;
+  ended_at: string | null;
+}
+
 /** The task, its steps, its runs and its attempts as the rules see them. */
 export interface TaskStateView {
-  task: { status: string; status_reason: string | null; title: string; summary: string };
+  task: { status: string; status_reason: string | null; title: string; summary: string; ended_at: string | null };
   /** Steps by id, in DAG order. */
   steps: Record<string, StepView>;
-  /** Run statuses by run id. */
-  runs: Record<string, string>;
+  /** Runs by run id. */
+  runs: Record<string, RunView>;
   /** Attempts in creation order. */
-  attempts: { step_id: string; run_id: string; status: string; last_error: string | null; result_summary: string | null }[];
+  attempts: { step_id: string; run_id: string; status: string; last_error: string | null; result_summary: string | null; ended_at: string | null }[];
 }
 
 /** The task closing and pausing tools (agent.task_complete, _fail, _cancel, block, reopen). */
@@ -71,6 +83,8 @@ export type TaskAction = "complete" | "fail" | "cancel" | "block" | "reopen";
 export interface TaskRuntimeDriver {
   /** The driver's name, for test titles. */
   readonly name: string;
+  /** The agent id the task's orchestrator acts under. */
+  readonly orchestratorAgentId: string;
   /** agent.task_create of this driver's task with these steps (and extra task fields). */
   createTask(steps: StepInput[], extra?: Record<string, unknown>): Promise<Answer>;
   /** agent.task_update: structured patch ops, applied atomically. */
@@ -88,7 +102,7 @@ export interface TaskRuntimeDriver {
   /** complete / fail / cancel / block / reopen the task. */
   task(action: TaskAction, body?: Record<string, unknown>, by?: Caller): Promise<Answer>;
   /** A worker run ends with this outcome. */
-  finishRun(by: Caller, runId: string, outcome: string): Promise<Answer>;
+  finishRun(by: Caller, runId: string, outcome: string, result?: unknown): Promise<Answer>;
   /** The orchestrator cancels a worker run. */
   cancelRun(runId: string, reason?: string, by?: Caller): Promise<Answer>;
   /** agent.task_query_steps. */
@@ -132,9 +146,21 @@ export function stepView(s: any): StepView {
 /** The rules' view of a task with its steps, runs and attempts, from the records both drivers read. */
 export function stateView(task: any, steps: Iterable<any>, runs: Iterable<any>, attempts: Iterable<any>): TaskStateView {
   return {
-    task: { status: task.status, status_reason: task.status_reason ?? null, title: task.title, summary: task.summary },
+    task: { status: task.status, status_reason: task.status_reason ?? null, title: task.title, summary: task.summary, ended_at: task.ended_at ?? null },
     steps: Object.fromEntries([...steps].map((s) => [s.step_id, stepView(s)])),
-    runs: Object.fromEntries([...runs].map((r) => [r.run_id, r.status])),
-    attempts: [...attempts].map((a) => ({ step_id: a.step_id, run_id: a.run_id, status: a.status, last_error: a.last_error ?? null, result_summary: a.result_summary ?? null })),
+    runs: Object.fromEntries(
+      [...runs].map((r) => [
+        r.run_id,
+        {
+          status: r.status,
+          status_reason: r.status_reason ?? null,
+          current_step_id: r.current_step_id ?? null,
+          result: r.result ?? null,
+          cancel_request: r.cancel_request == null ? null : { reason: r.cancel_request.reason ?? null, requested_by_agent_id: r.cancel_request.requested_by_agent_id },
+          ended_at: r.ended_at ?? null,
+        },
+      ]),
+    ),
+    attempts: [...attempts].map((a) => ({ step_id: a.step_id, run_id: a.run_id, status: a.status, last_error: a.last_error ?? null, result_summary: a.result_summary ?? null, ended_at: a.ended_at ?? null })),
   };
 }

@@ -59,7 +59,10 @@ let shared: Promise<TestSession> | undefined;
 export class HttpDriver implements TaskRuntimeDriver {
   readonly name = "http";
   readonly taskId = uniqueId("c");
-  constructor(readonly s: TestSession) {}
+  constructor(
+    readonly s: TestSession,
+    readonly orchestratorAgentId: string,
+  ) {}
 
   get path(): string {
     return `/v1/sessions/${this.s.sid}/tasks/${this.taskId}`;
@@ -100,8 +103,8 @@ export class HttpDriver implements TaskRuntimeDriver {
   async task(action: string, body: Record<string, unknown> = {}, by: Caller = "orchestrator") {
     return this.post(by, `/${action}`, body);
   }
-  async finishRun(by: Caller, runId: string, outcome: string) {
-    return this.post(by, `/runs/${runId}/finish`, { outcome });
+  async finishRun(by: Caller, runId: string, outcome: string, result?: unknown) {
+    return this.post(by, `/runs/${runId}/finish`, result === undefined ? { outcome } : { outcome, result });
   }
   async cancelRun(runId: string, reason?: string, by: Caller = "orchestrator") {
     return this.post(by, `/runs/${runId}/cancel`, reason === undefined ? {} : { reason });
@@ -114,7 +117,7 @@ export class HttpDriver implements TaskRuntimeDriver {
     }
     const query = q.size === 0 ? "" : `?${q}`;
     const res = await call("GET", `${this.path}/steps${query}`, this.token(by));
-    return answer(res, this.taskId, 200, (b) => ({ step_ids: b.steps.map((x: any) => x.step_id), total: b.total, next_offset: b.next_offset }), false);
+    return answer(res, this.taskId, 200, (b) => ({ step_ids: b.steps.map((x: any) => x.step_id), total: b.total, limit: b.limit, offset: b.offset, next_offset: b.next_offset }), false);
   }
   async view() {
     const res = await call("GET", this.path, this.s.orch);
@@ -133,5 +136,6 @@ export class HttpDriver implements TaskRuntimeDriver {
 /** A driver over a fresh task; the tasks of one test file share a session (creating one costs ~100 ms). */
 export const makeHttpDriver: MakeDriver = async () => {
   shared ??= newSession();
-  return new HttpDriver(await shared);
+  // A session's orchestrator token acts as agent "orchestrator" unless the session names another.
+  return new HttpDriver(await shared, "orchestrator");
 };

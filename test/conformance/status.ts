@@ -12,7 +12,7 @@ export function runStatus(makeDriver: MakeDriver): void {
       accepted(await d.task("complete", { reason: "done" }));
       expect(await typesAfter(d, n)).toEqual(["task_step_cancelled", "task_completed"]);
       const v = await d.view();
-      expect(v.task).toMatchObject({ status: "completed", status_reason: "done" });
+      expect(v.task).toMatchObject({ status: "completed", status_reason: "done", ended_at: expect.any(String) });
       expect(v.steps.opt).toMatchObject({ status: "cancelled", status_reason: "optional_step_cancelled_on_task_complete" });
     });
 
@@ -30,7 +30,7 @@ export function runStatus(makeDriver: MakeDriver): void {
       expect(v.steps.b).toMatchObject({ status, status_reason: reason });
       expect(v.steps.c!.status).toBe("completed");
       // 003: the run is asked to cancel and waited for while the task is already terminal.
-      expect(v.runs[w.run_id]).toBe("cancelling");
+      expect(v.runs[w.run_id]).toMatchObject({ status: "cancelling", ended_at: null, cancel_request: { reason, requested_by_agent_id: d.orchestratorAgentId } });
       expect(v.attempts[0]).toMatchObject({ step_id: "a", status: "cancelled" });
     });
 
@@ -139,7 +139,7 @@ export function runStatus(makeDriver: MakeDriver): void {
         expect(v.steps.a).toMatchObject({ result_summary: "found it", artifact_ids: ["r2://out/a.md"], claimed_by_run_id: null, lease_expires_at: null });
         expect(v.steps.b!.status).toBe("ready");
         expect(v.steps.c!.status).toBe("ready");
-        expect(v.attempts[0]).toMatchObject({ status: "completed", result_summary: "found it" });
+        expect(v.attempts[0]).toMatchObject({ status: "completed", result_summary: "found it", ended_at: expect.any(String) });
       }
       if (status === "running") expect(v.steps.a!.claimed_by_run_id).toBe(w.run_id);
     });

@@ -5,6 +5,13 @@ import { accepted, created, holder, rejected, typesAfter, worker } from "./expec
 
 export function runTaskTools(makeDriver: MakeDriver): void {
   describe("Task Tools", () => {
+    describe("agent.dispatch_worker", () => {
+      it("a dispatch is refused when allowed_step_ids names a step the DAG does not have", async () => {
+        const d = await created(await makeDriver(), DIAMOND());
+        await rejected(d, () => d.dispatch({ allowed_step_ids: ["a", "zz"] }), "validation_error");
+      });
+    });
+
     describe("agent.task_claim_step and claim-next", () => {
       it("a claim holds the ready step for the run with a lease and an active attempt", async () => {
         const d = await created(await makeDriver(), DIAMOND());
@@ -81,8 +88,8 @@ export function runTaskTools(makeDriver: MakeDriver): void {
       it("a worker with no filter sees the ready steps of its pool, five at a time", async () => {
         const d = await created(await makeDriver(), POOLS());
         const w = await worker(d);
-        expect(accepted(await d.querySteps(w))).toEqual({ step_ids: ["r0", "r1", "r2", "r3", "r4"], total: 7, next_offset: 5 });
-        expect(accepted(await d.querySteps(w, { offset: 5 }))).toEqual({ step_ids: ["r5", "r6"], total: 7, next_offset: null });
+        expect(accepted(await d.querySteps(w))).toEqual({ step_ids: ["r0", "r1", "r2", "r3", "r4"], total: 7, limit: 5, offset: 0, next_offset: 5 });
+        expect(accepted(await d.querySteps(w, { offset: 5 }))).toEqual({ step_ids: ["r5", "r6"], total: 7, limit: 5, offset: 5, next_offset: null });
       });
 
       it("a worker sees only its allowed_step_ids within its pool", async () => {
@@ -131,12 +138,12 @@ export function runTaskTools(makeDriver: MakeDriver): void {
         const d = await created(await makeDriver(), DIAMOND());
         const w = await holder(d, "a");
         const n = (await d.walTypes()).length;
-        accepted(await d.finishRun(w, w.run_id, outcome));
+        accepted(await d.finishRun(w, w.run_id, outcome, { note: "bye" }));
         expect(await typesAfter(d, n)).toEqual(["task_step_failed", "worker_run_ended"]);
         const v = await d.view();
         expect(v.steps.a).toMatchObject({ status: "failed", status_reason: reason, result_summary: reason, claimed_by_run_id: null });
         expect(v.attempts).toEqual([expect.objectContaining({ step_id: "a", status: attemptStatus, last_error: reason })]);
-        expect(v.runs[w.run_id]).toBe(runStatus);
+        expect(v.runs[w.run_id]).toMatchObject({ status: runStatus, status_reason: reason, result: { note: "bye" }, current_step_id: null });
       });
 
       it("a run that holds nothing ends without touching a step", async () => {
@@ -148,7 +155,7 @@ export function runTaskTools(makeDriver: MakeDriver): void {
         expect(await typesAfter(d, n)).toEqual(["worker_run_ended"]);
         const after = await d.view();
         expect(after.steps).toEqual(before.steps);
-        expect(after.runs[w.run_id]).toBe("finished");
+        expect(after.runs[w.run_id]!.status).toBe("finished");
       });
 
       it("a run that has ended cannot be finished or cancelled again", async () => {
@@ -165,7 +172,7 @@ export function runTaskTools(makeDriver: MakeDriver): void {
         accepted(await d.cancelRun(w.run_id, "too slow"));
         const v = await d.view();
         expect(v.steps.a).toMatchObject({ status: "failed", status_reason: "worker_cancelled" });
-        expect(v.runs[w.run_id]).toBe("cancelled");
+        expect(v.runs[w.run_id]).toMatchObject({ status: "cancelled", status_reason: "too slow" });
         expect(v.attempts[0]!.status).toBe("cancelled");
       });
 
