@@ -1,5 +1,6 @@
 /** @module The conformance suite's core driver: decide/apply over the test harness, with its fixed clock. */
-import { type Actor, type Decision, querySteps } from "../../src/core/index.js";
+import { expect } from "vitest";
+import { type Actor, type Decision, querySteps, rebuildIndex, replay } from "../../src/core/index.js";
 import { Harness, observer, orchestrator, SESSION, TASK } from "../core/harness.js";
 import { type Answer, type Caller, type ClaimView, type MakeDriver, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
 
@@ -29,8 +30,8 @@ export class CoreDriver implements TaskRuntimeDriver {
     return answer(this.h.run(command, actor(by)), value);
   }
 
-  async createTask(steps: Record<string, unknown>[], extra: Record<string, unknown> = {}) {
-    return this.run({ type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", summary: "A plan", steps, ...extra }, "orchestrator");
+  async createTask(steps: Record<string, unknown>[], extra: Record<string, unknown> = {}, by: Caller = "orchestrator") {
+    return this.run({ type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", summary: "A plan", steps, ...extra }, by);
   }
   async patchTask(ops: Record<string, unknown>[], by: Caller = "orchestrator") {
     return this.run({ type: "update_task", ops }, by);
@@ -64,8 +65,11 @@ export class CoreDriver implements TaskRuntimeDriver {
     if (!r.ok) return { ok: false, code: r.error.code, details: r.error.details ?? {} };
     return { ok: true, value: { step_ids: r.value.steps.map((s) => s.step_id), total: r.value.total, limit: r.value.limit, offset: r.value.offset, next_offset: r.value.next_offset } };
   }
+  /** The state; every read also checks that the WAL replays to the live DAG and the indexes match a rebuild. */
   async view() {
     const s = this.h.state;
+    expect(replay(this.h.wal)).toEqual(s);
+    expect(rebuildIndex(s)).toEqual(s.index);
     return stateView(s.task, s.steps.values(), s.runs.values(), s.attempts.values());
   }
   async walTypes() {

@@ -46,9 +46,11 @@ export interface StepView {
   status: string;
   status_reason: string | null;
   title: string;
+  summary: string;
   depends_on_step_ids: string[];
   required: boolean;
   worker_pool_id: string;
+  claimed_by_agent_id: string | null;
   claimed_by_run_id: string | null;
   lease_expires_at: string | null;
   result_summary: string | null;
@@ -85,8 +87,8 @@ export interface TaskRuntimeDriver {
   readonly name: string;
   /** The agent id the task's orchestrator acts under. */
   readonly orchestratorAgentId: string;
-  /** agent.task_create of this driver's task with these steps (and extra task fields). */
-  createTask(steps: StepInput[], extra?: Record<string, unknown>): Promise<Answer>;
+  /** agent.task_create of this driver's task with these steps (extra task fields may name another task). */
+  createTask(steps: StepInput[], extra?: Record<string, unknown>, by?: Caller): Promise<Answer>;
   /** agent.task_update: structured patch ops, applied atomically. */
   patchTask(ops: Record<string, unknown>[], by?: Caller): Promise<Answer>;
   /** agent.dispatch_worker. */
@@ -133,9 +135,11 @@ export function stepView(s: any): StepView {
     status: s.status,
     status_reason: s.status_reason ?? null,
     title: s.title,
+    summary: s.summary,
     depends_on_step_ids: [...s.depends_on_step_ids],
     required: s.required,
     worker_pool_id: s.worker_pool_id,
+    claimed_by_agent_id: s.claimed_by_agent_id ?? null,
     claimed_by_run_id: s.claimed_by_run_id ?? null,
     lease_expires_at: s.lease_expires_at ?? null,
     result_summary: s.result_summary ?? null,

@@ -78,9 +78,9 @@ export class HttpDriver implements TaskRuntimeDriver {
     return answer(await call("POST", `${this.path}${rest}`, this.token(by), body), this.taskId, okStatus, value);
   }
 
-  async createTask(steps: Record<string, unknown>[], extra: Record<string, unknown> = {}) {
-    const res = await call("POST", `/v1/sessions/${this.s.sid}/tasks`, this.s.orch, { task_id: this.taskId, wal_name: this.taskId, title: "Plan", summary: "A plan", steps, ...extra });
-    return answer(res, this.taskId, 201);
+  async createTask(steps: Record<string, unknown>[], extra: Record<string, unknown> = {}, by: Caller = "orchestrator") {
+    const res = await call("POST", `/v1/sessions/${this.s.sid}/tasks`, this.token(by), { task_id: this.taskId, wal_name: this.taskId, title: "Plan", summary: "A plan", steps, ...extra });
+    return answer(res, String(extra.task_id ?? this.taskId), 201);
   }
   async patchTask(ops: Record<string, unknown>[], by: Caller = "orchestrator") {
     return answer(await call("PATCH", this.path, this.token(by), { ops }), this.taskId, 200);
