@@ -75,6 +75,9 @@ export class CoreDriver implements TaskRuntimeDriver {
   async walTypes() {
     return this.h.wal.map((e) => e.event_type);
   }
+  async walEvents() {
+    return this.h.wal.map((e) => ({ event_type: e.event_type, step_id: e.step_id }));
+  }
 }
 
 /** A fresh core driver per case. */

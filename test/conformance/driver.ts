@@ -113,6 +113,8 @@ export interface TaskRuntimeDriver {
   view(): Promise<TaskStateView>;
   /** The event types of the task's WAL, in order. */
   walTypes(): Promise<string[]>;
+  /** The task's WAL events (type and step), in order. */
+  walEvents(): Promise<{ event_type: string; step_id: string | null }[]>;
 }
 
 /** Makes a driver over a fresh task (its session may be shared). */

@@ -42,3 +42,36 @@ export async function holder(d: TaskRuntimeDriver, stepId: string, opts: Record<
 export async function typesAfter(d: TaskRuntimeDriver, n: number): Promise<string[]> {
   return (await d.walTypes()).slice(n);
 }
+
+/** Claims and completes a ready step with a fresh worker, then ends the run so no run lingers. */
+export async function done(d: TaskRuntimeDriver, id: string): Promise<void> {
+  const w = await holder(d, id);
+  accepted(await d.updateStep(w, id, { status: "completed", result_summary: `${id} done` }));
+  accepted(await d.finishRun(w, w.run_id, "finished"));
+}
+
+/**
+ * Moves the ready step `id` to `status` the way 003 allows. Returns the worker that holds or held the step,
+ * if any.
+ */
+export async function put(d: TaskRuntimeDriver, id: string, status: string): Promise<WorkerRun | null> {
+  let w: WorkerRun | null = null;
+  switch (status) {
+    case "claimed":
+      w = await holder(d, id);
+      break;
+    case "running":
+      w = await holder(d, id);
+      accepted(await d.updateStep(w, id, { status: "running" }));
+      break;
+    case "blocked":
+    case "failed":
+      w = await holder(d, id);
+      accepted(await d.updateStep(w, id, { status, reason: `${status} by worker`, result_summary: `${id} ${status}` }));
+      break;
+    default:
+      throw new Error(`cannot put a step in ${status}`);
+  }
+  expect((await d.view()).steps[id]!.status).toBe(status);
+  return w;
+}

@@ -125,11 +125,14 @@ export class HttpDriver implements TaskRuntimeDriver {
     return stateView(res.body.task, res.body.steps, res.body.runs, res.body.attempts);
   }
   async walTypes() {
+    return (await this.walEvents()).map((e) => e.event_type);
+  }
+  async walEvents() {
     // Read as bytes: the export is NDJSON, not a text/* body.
     const res = await SELF.fetch(`${BASE}${this.path}/wal`, { headers: { authorization: `Bearer ${this.s.orch}` } });
     const text = new TextDecoder().decode(await res.arrayBuffer());
     expect(res.status, text).toBe(200);
-    return parseWal(text).map((e) => e.event_type);
+    return parseWal(text).map((e) => ({ event_type: e.event_type, step_id: e.step_id }));
   }
 }
 

@@ -24,94 +24,6 @@ describe("Status", () => {
     expect(h.state.index.requiredNotCompleted).toBe(2);
   });
 
-  it("a task can be completed only once every required step is completed", () => {
-    const h = new Harness();
-    h.create([step("a"), step("b"), step("c")]);
-    done(h, "a");
-    const e = rejects(h, { type: "complete_task" }, "task_not_completeable");
-    expect(e.details).toMatchObject({ required_not_completed: ["b", "c"] });
-    done(h, "b");
-    h.ok(upd({ op: "cancel_step", step_id: "c" }));
-    rejects(h, { type: "complete_task" }, "task_not_completeable");
-    // A cancelled required step is not completed; removing it from the DAG makes the task completeable.
-    h.ok(upd({ op: "delete_step", step_id: "c" }));
-    expect(types(h.ok({ type: "complete_task" }))).toEqual(["task_completed"]);
-    expect(h.state.task!.status).toBe("completed");
-  });
-
-  it("an unfinished required=false step does not block agent.task_complete", () => {
-    const h = new Harness();
-    h.create([step("a"), optional("o"), optional("p", ["o"])]);
-    done(h, "a");
-    const d = h.ok({ type: "complete_task" });
-    expect(h.state.task!.status).toBe("completed");
-    expect(types(d).at(-1)).toBe("task_completed");
-  });
-
-  it("required=false does not change dependency semantics: only completed satisfies a dependency", () => {
-    const h = new Harness();
-    h.create([optional("o"), step("d", ["o"]), optional("od", ["o"])]);
-    expect(h.status("d")).toBe("pending");
-    expect(h.status("od")).toBe("pending");
-    const w = h.claimWith("o");
-    expect(h.status("d")).toBe("pending");
-    h.ok(setStep("o", "failed"), w);
-    expect(h.status("d")).toBe("pending");
-    expect(h.status("od")).toBe("pending");
-    h.ok(upd({ op: "reopen_step", step_id: "o" }));
-    const d = h.ok(setStep("o", "completed"), h.claimWith("o"));
-    expect(types(d)).toEqual(["task_step_completed", "task_step_ready", "task_step_ready"]);
-    expect(stepIds(d)).toEqual(["o", "d", "od"]);
-  });
-
-  it.each(["claimed", "running"])("an optional step that is %s still blocks agent.task_complete", (status) => {
-    const h = new Harness();
-    h.create([step("a"), optional("o")]);
-    done(h, "a");
-    const w = put(h, "o", status)!;
-    const e = rejects(h, { type: "complete_task" }, "task_not_completeable");
-    expect(e.details).toMatchObject({ required_not_completed: [], held_step_ids: ["o"] });
-    h.ok(setStep("o", "completed"), w);
-    h.ok({ type: "complete_task" });
-    expect(h.state.task!.status).toBe("completed");
-  });
-
-  it("optional steps still pending or ready are cancelled automatically when agent.task_complete succeeds", () => {
-    const h = new Harness();
-    h.create([step("a"), optional("o1"), optional("o2", ["o1"]), optional("ob"), optional("of"), optional("oc")]);
-    done(h, "a");
-    const wb = put(h, "ob", "blocked")!;
-    h.ok({ type: "finish_run", run_id: wb.run_id, outcome: "finished" }, wb);
-    const wf = put(h, "of", "failed")!;
-    h.ok({ type: "finish_run", run_id: wf.run_id, outcome: "finished" }, wf);
-    done(h, "oc");
-    h.ok({ type: "complete_task" });
-    expect(h.status("o1")).toBe("cancelled");
-    expect(h.status("o2")).toBe("cancelled");
-    expect(h.status("ob")).toBe("blocked");
-    expect(h.status("of")).toBe("failed");
-    expect(h.status("oc")).toBe("completed");
-    expect(h.status("a")).toBe("completed");
-    consistent(h);
-  });
-
-  it("a required step that depends on an optional step waits until the optional step is completed", () => {
-    const h = new Harness();
-    h.create([optional("o"), step("r", ["o"])]);
-    expect(h.status("r")).toBe("pending");
-    rejects(h, { type: "complete_task" }, "task_not_completeable");
-    rejects(h, { type: "claim_step", step_id: "r" }, "invalid_transition", h.dispatch());
-    const d = h.ok(setStep("o", "completed"), h.claimWith("o"));
-    expect(types(d)).toEqual(["task_step_completed", "task_step_ready"]);
-    expect(h.status("r")).toBe("ready");
-    // Cancelling the optional step instead leaves the required step pending for good.
-    const g = new Harness();
-    g.create([optional("o"), step("r", ["o"])]);
-    g.ok(upd({ op: "cancel_step", step_id: "o" }));
-    expect(g.status("r")).toBe("pending");
-    rejects(g, { type: "complete_task" }, "task_not_completeable");
-  });
-
   it("a task starts in status pending", () => {
     const empty = new Harness();
     const d = empty.create([]);
@@ -150,30 +62,6 @@ describe("Status", () => {
     expect(replay(h.wal.slice(0, at + 1)).task!.status).toBe("running");
   });
 
-  it("task status blocked is set only explicitly by the orchestrator", () => {
-    const h = new Harness();
-    h.create([step("a")]);
-    const w = h.dispatch();
-    rejects(h, { type: "block_task" }, "tool_not_available", w);
-    rejects(h, { type: "block_task" }, "tool_not_available", observer);
-    const d = h.ok({ type: "block_task", reason: "waiting for user" });
-    expect(types(d)).toEqual(["task_blocked"]);
-    expect(h.state.task).toMatchObject({ status: "blocked", status_reason: "waiting for user" });
-    rejects(h, { type: "block_task" }, "invalid_transition");
-  });
-
-  it("the core never sets the task blocked by itself", () => {
-    const h = new Harness();
-    h.create([step("a"), step("b"), step("c", ["a"])]);
-    for (const id of ["a", "b"]) {
-      const w = h.claimWith(id);
-      h.ok(setStep(id, "blocked", { reason: "stuck" }), w);
-      h.ok({ type: "finish_run", run_id: w.run_id, outcome: "finished" }, w);
-    }
-    expect(h.state.task!.status).toBe("running");
-    expect(h.wal.some((e) => e.event_type === "task_blocked")).toBe(false);
-  });
-
   it("blocking the task changes only the task status, never a step status", () => {
     const h = new Harness();
     h.create([step("gate"), step("r"), step("c"), step("x", ["gate"])]);
@@ -199,18 +87,6 @@ describe("Status", () => {
     expect(h.state.steps.get("b")).toMatchObject({ status: "running", claimed_by_run_id: wb.run_id });
   });
 
-  it("a worker run already running may still finish and write back its step result while the task is blocked", () => {
-    const h = new Harness();
-    h.create([step("a"), step("b", ["a"])]);
-    const w = put(h, "a", "running")!;
-    h.ok({ type: "block_task" });
-    const d = h.ok(setStep("a", "completed", { result_summary: "done while blocked", artifact_ids: ["r1"] }), w);
-    expect(types(d)).toEqual(["task_step_completed", "task_step_ready"]);
-    expect(types(h.ok({ type: "finish_run", run_id: w.run_id, outcome: "finished", result: { ok: true } }, w))).toEqual(["worker_run_ended"]);
-    expect(h.state.steps.get("a")).toMatchObject({ status: "completed", result_summary: "done while blocked", artifact_ids: ["r1"] });
-    expect(h.state.runs.get(w.run_id!)).toMatchObject({ status: "finished", result: { ok: true } });
-  });
-
   it("existing claimed/running workers of a blocked task may still write their step status and results", () => {
     const h = new Harness();
     h.create([step("a"), step("b")]);
@@ -223,44 +99,6 @@ describe("Status", () => {
     expect(h.state.steps.get("a")).toMatchObject({ status: "running", result_summary: "half way" });
     expect(h.state.steps.get("b")).toMatchObject({ status: "running", artifact_ids: ["draft"] });
     expect(h.state.task!.status).toBe("blocked");
-  });
-
-  it.each([
-    ["completed", "task_step_completed"],
-    ["failed", "task_step_failed"],
-    ["blocked", "task_step_blocked"],
-    ["cancelled", "task_step_cancelled"],
-  ])("a worker writing its step %s in a blocked task does not unblock the task", (status, event) => {
-    const h = new Harness();
-    h.create([step("a"), step("b")]);
-    const w = put(h, "a", "claimed")!;
-    h.ok({ type: "block_task" });
-    const d = h.ok(setStep("a", status), w);
-    expect(types(d)).toEqual([event]);
-    expect(h.status("a")).toBe(status);
-    expect(h.state.task!.status).toBe("blocked");
-  });
-
-  it("the orchestrator cannot dispatch workers for a blocked task", () => {
-    const h = new Harness();
-    h.create([step("a")]);
-    const idle = h.dispatch();
-    h.ok({ type: "block_task" });
-    rejects(h, { type: "dispatch_worker" }, "task_not_dispatchable");
-    // Nor may an already dispatched idle run pick up new work.
-    rejects(h, { type: "claim_step", step_id: "a" }, "task_not_dispatchable", idle);
-    rejects(h, { type: "claim_next" }, "task_not_dispatchable", idle);
-  });
-
-  it("the task must go back to pending through task_reopened before workers can be dispatched again", () => {
-    const h = new Harness();
-    h.create([step("a")]);
-    h.ok({ type: "block_task" });
-    rejects(h, { type: "dispatch_worker" }, "task_not_dispatchable");
-    const d = h.ok({ type: "reopen_task" });
-    expect(types(d)[0]).toBe("task_reopened");
-    const w = h.dispatch();
-    expect(h.ok({ type: "claim_step", step_id: "a" }, w).events.map((e) => e.event_type)).toEqual(["task_step_claimed"]);
   });
 
   it("the stalled diagnostic: nothing ready, claimed or running while failed, blocked or pending steps remain", () => {
@@ -293,84 +131,6 @@ describe("Status", () => {
     expect(h.state).toEqual(before);
     expect(h.state.task!.status).toBe("running");
     expect(JSON.stringify(h.wal)).not.toMatch(/stalled/);
-  });
-
-  it("a blocked task can be restored by the orchestrator only", () => {
-    const h = new Harness();
-    h.create([step("a")]);
-    const w = h.dispatch();
-    h.ok({ type: "block_task" });
-    rejects(h, { type: "reopen_task" }, "tool_not_available", w);
-    rejects(h, { type: "reopen_task" }, "tool_not_available", observer);
-    h.ok({ type: "reopen_task" });
-    expect(h.state.task!.status).toBe("running");
-    rejects(h, { type: "reopen_task" }, "invalid_transition");
-  });
-
-  it("restoring a blocked task sets it back to pending and writes task_reopened", () => {
-    const h = new Harness();
-    h.create([step("a")]);
-    const w = h.claimWith("a");
-    h.ok(setStep("a", "blocked"), w);
-    h.ok({ type: "block_task" });
-    const d = h.ok({ type: "reopen_task", reason: "user answered" });
-    expect(types(d)).toEqual(["task_reopened"]);
-    expect(h.state.task).toMatchObject({ status: "pending", status_reason: "user answered" });
-  });
-
-  it("after a task is reopened the core re-runs step readiness and the task running transition", () => {
-    const h = new Harness();
-    h.create([step("a"), step("b", ["a"])]);
-    h.ok({ type: "block_task" });
-    let d = h.ok({ type: "reopen_task" });
-    expect(types(d)).toEqual(["task_reopened", "task_running"]);
-    expect(h.state.task!.status).toBe("running");
-    // A claimed step alone is enough to move the reopened task to running.
-    h.claimWith("a");
-    h.ok({ type: "block_task" });
-    d = h.ok({ type: "reopen_task" });
-    expect(types(d)).toEqual(["task_reopened", "task_running"]);
-    // A step reopened later becomes ready and moves a pending task to running.
-    const g = new Harness();
-    g.create([step("a")]);
-    const w = g.claimWith("a");
-    g.ok(setStep("a", "failed"), w);
-    g.ok({ type: "block_task" });
-    expect(types(g.ok({ type: "reopen_task" }))).toEqual(["task_reopened"]);
-    expect(types(g.ok(upd({ op: "reopen_step", step_id: "a" })))).toEqual(["task_updated", "task_step_reopened", "task_step_ready", "task_running"]);
-  });
-
-  it("task_reopened only restores the task's eligibility for scheduling; it never dispatches a worker", () => {
-    const h = new Harness();
-    h.create([step("a"), step("b")]);
-    h.ok({ type: "block_task" });
-    const d = h.ok({ type: "reopen_task" });
-    expect(types(d)).not.toContain("worker_dispatched");
-    expect(types(d)).not.toContain("task_step_claimed");
-    expect(h.state.runs.size).toBe(0);
-    expect(h.status("a")).toBe("ready");
-    expect(h.status("b")).toBe("ready");
-  });
-
-  it("task status completed is set only explicitly by the orchestrator through agent.task_complete", () => {
-    const h = new Harness();
-    h.create([step("a")]);
-    done(h, "a");
-    const w = h.dispatch();
-    rejects(h, { type: "complete_task" }, "tool_not_available", w);
-    rejects(h, { type: "complete_task" }, "tool_not_available", observer);
-    const d = h.ok({ type: "complete_task", reason: "all good" });
-    expect(types(d)).toEqual(["worker_run_ended", "task_completed"]);
-    expect(h.state.task).toMatchObject({ status: "completed", status_reason: "all good" });
-  });
-
-  it("the core never sets the task completed by itself", () => {
-    const h = new Harness();
-    h.create([step("a"), step("b", ["a"])]);
-    done(h, "a");
-    done(h, "b");
-    expect(h.state.task!.status).toBe("running");
-    expect(h.wal.some((e) => e.event_type === "task_completed")).toBe(false);
   });
 
   it("the completeable diagnostic is true once every required step is completed", () => {
