@@ -62,6 +62,7 @@ export interface RunView {
   status: string;
   status_reason: string | null;
   current_step_id: string | null;
+  claims_used: number;
   result: unknown;
   cancel_request: { reason: string | null; requested_by_agent_id: string } | null;
   ended_at: string | null;
@@ -161,6 +162,7 @@ export function stateView(task: any, steps: Iterable<any>, runs: Iterable<any>, 
           status: r.status,
           status_reason: r.status_reason ?? null,
           current_step_id: r.current_step_id ?? null,
+          claims_used: r.claims_used,
           result: r.result ?? null,
           cancel_request: r.cancel_request == null ? null : { reason: r.cancel_request.reason ?? null, requested_by_agent_id: r.cancel_request.requested_by_agent_id },
           ended_at: r.ended_at ?? null,

@@ -1,6 +1,9 @@
 /** @module Seed 003 "Task Tools": claim, claim-next, query, progress and a worker run's end, as the tools answer them. */
 import { describe, expect, it } from "vitest";
-import { DIAMOND, type MakeDriver, POOLS, step, type StepFilter } from "./driver.js";
+import { DIAMOND, type MakeDriver, POOLS, step, type StepFilter, type StepInput } from "./driver.js";
+
+/** Roots a, c and d; b after a. */
+const BASE = (): StepInput[] => [step("a"), step("b", ["a"]), step("c"), step("d")];
 import { accepted, created, holder, rejected, typesAfter, worker } from "./expect.js";
 
 export function runTaskTools(makeDriver: MakeDriver): void {
@@ -81,6 +84,169 @@ export function runTaskTools(makeDriver: MakeDriver): void {
         } else if (setup === "orch-completes-a") accepted(await d.updateStep("orchestrator", "a", { status: "completed" }));
         else if (setup === "block" || setup === "cancel") accepted(await d.task(setup));
         await rejected(d, () => d.claim(w, stepId), code);
+      });
+
+      it("one claim per run: a run holding a step gets step_already_claimed_by_run on a second claim", async () => {
+        const d = await created(await makeDriver(), BASE());
+        const w = await holder(d, "a");
+        const details = await rejected(d, () => d.claim(w, "c"), "step_already_claimed_by_run");
+        expect(details).toMatchObject({ step_id: "a" });
+        await rejected(d, () => d.claimNext(w), "step_already_claimed_by_run");
+        accepted(await d.updateStep(w, "a", { status: "running" }));
+        await rejected(d, () => d.claim(w, "d"), "step_already_claimed_by_run");
+      });
+
+      it("a single-step run that has finished its claim gets step_already_claimed_by_run again", async () => {
+        const d = await created(await makeDriver(), BASE());
+        const w = await holder(d, "a");
+        accepted(await d.updateStep(w, "a", { status: "completed" }));
+        await rejected(d, () => d.claim(w, "c"), "step_already_claimed_by_run");
+      });
+
+      it("claims only ready, visible, dependency-complete, lease-free steps", async () => {
+        const d = await created(await makeDriver(), [step("a"), step("b", ["a"]), step("g", [], { worker_pool_id: "gpu" }), step("c"), step("k")]);
+        await holder(d, "c");
+        const wk = await holder(d, "k");
+        accepted(await d.updateStep(wk, "k", { status: "completed", result_summary: "k done" }));
+        const w = await worker(d);
+        await rejected(d, () => d.claim(w, "b"), "invalid_transition"); // dependency not completed
+        await rejected(d, () => d.claim(w, "g"), "permission_denied"); // other pool
+        await rejected(d, () => d.claim(w, "c"), "step_already_claimed"); // live lease
+        await rejected(d, () => d.claim(w, "k"), "invalid_transition"); // completed
+        await rejected(d, () => d.claim(w, "nope"), "not_found");
+        const n = (await d.walTypes()).length;
+        accepted(await d.claim(w, "a"));
+        expect(await typesAfter(d, n)).toEqual(["task_step_claimed"]);
+      });
+
+      it("with allowed_step_ids a run claims only steps inside them", async () => {
+        const d = await created(await makeDriver(), BASE());
+        const w = await worker(d, { allowed_step_ids: ["c"] });
+        await rejected(d, () => d.claim(w, "a"), "permission_denied");
+        await rejected(d, () => d.claim(w, "d"), "permission_denied");
+        const n = (await d.walTypes()).length;
+        accepted(await d.claim(w, "c"));
+        expect(await typesAfter(d, n)).toEqual(["task_step_claimed"]);
+      });
+
+      it("an allowed step that is not ready yet cannot be claimed, which is no dispatch validation error", async () => {
+        const d = await created(await makeDriver(), BASE());
+        const w = await worker(d, { allowed_step_ids: ["b"] });
+        await rejected(d, () => d.claim(w, "b"), "invalid_transition");
+        expect((await d.view()).runs[w.run_id]!.status).toBe("active");
+        const wa = await holder(d, "a");
+        accepted(await d.updateStep(wa, "a", { status: "completed", result_summary: "a done" }));
+        const n = (await d.walTypes()).length;
+        accepted(await d.claim(w, "b"));
+        expect(await typesAfter(d, n)).toEqual(["task_step_claimed"]);
+      });
+
+      it("losing a claim race is normal: the loser's run is not failed and it claims another step", async () => {
+        const d = await created(await makeDriver(), BASE());
+        await holder(d, "a");
+        const w = await worker(d);
+        await rejected(d, () => d.claim(w, "a"), "step_already_claimed");
+        expect((await d.view()).runs[w.run_id]).toMatchObject({ status: "active", claims_used: 0 });
+        expect(accepted(await d.querySteps(w)).step_ids).toEqual(["c", "d"]);
+        const n = (await d.walTypes()).length;
+        accepted(await d.claim(w, "c"));
+        expect(await typesAfter(d, n)).toEqual(["task_step_claimed"]);
+      });
+
+      it("no claimable step: no_step_claimed is a normal success without events", async () => {
+        const d = await created(await makeDriver(), [step("a"), step("b", ["a"])]);
+        await holder(d, "a");
+        const w = await worker(d);
+        const wal = await d.walTypes();
+        expect(accepted(await d.claimNext(w))).toEqual({ step_id: null, reason: "no_ready_step" });
+        expect(await d.walTypes()).toEqual(wal);
+        expect((await d.view()).runs[w.run_id]!.status).toBe("active");
+      });
+
+      it("step_already_claimed and no_step_claimed write nothing to the WAL", async () => {
+        const d = await created(await makeDriver(), BASE());
+        await holder(d, "a");
+        const w = await worker(d, { allowed_step_ids: ["a", "b"] });
+        await rejected(d, () => d.claim(w, "a"), "step_already_claimed");
+        const wal = await d.walTypes();
+        expect(accepted(await d.claimNext(w)).step_id).toBeNull();
+        expect(await d.walTypes()).toEqual(wal);
+      });
+
+      it("a claim does not start the step: only update_step(status=running) does", async () => {
+        const d = await created(await makeDriver(), BASE());
+        const w = await holder(d, "a");
+        expect((await d.view()).steps.a!.status).toBe("claimed");
+        expect(await d.walTypes()).not.toContain("task_step_started");
+        const n = (await d.walTypes()).length;
+        accepted(await d.updateStep(w, "a", { status: "running" }));
+        expect(await typesAfter(d, n)).toEqual(["task_step_started"]);
+        expect((await d.view()).steps.a!.status).toBe("running");
+      });
+
+      it.each([
+        ["blocked", ["task_step_blocked"]],
+        ["completed", ["task_step_completed", "task_step_ready"]],
+        ["failed", ["task_step_failed"]],
+        ["cancelled", ["task_step_cancelled"]],
+      ])("a worker may skip running: claimed goes straight to %s", async (to, types) => {
+        const d = await created(await makeDriver(), BASE());
+        const w = await holder(d, "a");
+        const n = (await d.walTypes()).length;
+        accepted(await d.updateStep(w, "a", { status: to }));
+        expect(await typesAfter(d, n)).toEqual(types);
+        expect((await d.view()).steps.a!.status).toBe(to);
+        expect(await d.walTypes()).not.toContain("task_step_started");
+      });
+
+      it("a blocked task takes no claim: task_not_dispatchable", async () => {
+        const d = await created(await makeDriver(), BASE());
+        const w = await worker(d);
+        accepted(await d.task("block"));
+        await rejected(d, () => d.claim(w, "a"), "task_not_dispatchable");
+        await rejected(d, () => d.claimNext(w), "task_not_dispatchable");
+        await rejected(d, () => d.dispatch(), "task_not_dispatchable");
+      });
+
+      describe("pooled runs (dispatch_worker max_steps > 1)", () => {
+        it("claim again once the current step is terminal, one at a time", async () => {
+          const d = await created(await makeDriver(), BASE());
+          const w = await worker(d, { max_steps: 3 });
+          accepted(await d.claim(w, "a"));
+          accepted(await d.updateStep(w, "a", { status: "completed" }));
+          expect(accepted(await d.claimNext(w)).step_id).toBe("b");
+          accepted(await d.updateStep(w, "b", { status: "failed" }));
+          const n = (await d.walTypes()).length;
+          accepted(await d.claim(w, "d"));
+          expect(await typesAfter(d, n)).toEqual(["task_step_claimed"]);
+          const v = await d.view();
+          expect(v.runs[w.run_id]).toMatchObject({ claims_used: 3, current_step_id: "d" });
+          expect(v.attempts.find((x) => x.step_id === "b")!.run_id).toBe(w.run_id);
+        });
+
+        it("a second claim while holding a step is step_already_claimed_by_run", async () => {
+          const d = await created(await makeDriver(), BASE());
+          const w = await worker(d, { max_steps: 5 });
+          accepted(await d.claim(w, "a"));
+          await rejected(d, () => d.claim(w, "c"), "step_already_claimed_by_run");
+          await rejected(d, () => d.claimNext(w), "step_already_claimed_by_run");
+          accepted(await d.updateStep(w, "a", { status: "running" }));
+          await rejected(d, () => d.claim(w, "c"), "step_already_claimed_by_run");
+        });
+
+        it("a spent budget: claim_step is step_already_claimed_by_run, claim_next is no_step_claimed", async () => {
+          const d = await created(await makeDriver(), BASE());
+          const w = await worker(d, { max_steps: 2 });
+          accepted(await d.claim(w, "a"));
+          accepted(await d.updateStep(w, "a", { status: "completed" }));
+          accepted(await d.claim(w, "c"));
+          accepted(await d.updateStep(w, "c", { status: "blocked" }));
+          const details = await rejected(d, () => d.claim(w, "d"), "step_already_claimed_by_run");
+          expect(details).toMatchObject({ max_steps: 2 });
+          const wal = await d.walTypes();
+          expect(accepted(await d.claimNext(w))).toEqual({ step_id: null, reason: "run_budget_spent" });
+          expect(await d.walTypes()).toEqual(wal);
+        });
       });
     });
 
