@@ -63,7 +63,7 @@ export class CoreDriver implements TaskRuntimeDriver {
   async querySteps(by: Caller, filter: Record<string, unknown> = {}): Promise<Answer<StepPageView>> {
     const r = querySteps(this.h.state, actor(by), filter);
     if (!r.ok) return { ok: false, code: r.error.code, details: r.error.details ?? {} };
-    return { ok: true, value: { step_ids: r.value.steps.map((s) => s.step_id), total: r.value.total, limit: r.value.limit, offset: r.value.offset, next_offset: r.value.next_offset } };
+    return { ok: true, value: { step_ids: r.value.steps.map((s) => s.step_id), statuses: r.value.steps.map((s) => s.status), total: r.value.total, limit: r.value.limit, offset: r.value.offset, next_offset: r.value.next_offset } };
   }
   /** The state; every read also checks that the WAL replays to the live DAG and the indexes match a rebuild. */
   async view() {

@@ -32,6 +32,8 @@ export interface StepFilter {
 /** One page of agent.task_query_steps. */
 export interface StepPageView {
   step_ids: string[];
+  /** The statuses of the page's steps, in the same order. */
+  statuses: string[];
   total: number;
   limit: number;
   offset: number;

@@ -117,7 +117,7 @@ export class HttpDriver implements TaskRuntimeDriver {
     }
     const query = q.size === 0 ? "" : `?${q}`;
     const res = await call("GET", `${this.path}/steps${query}`, this.token(by));
-    return answer(res, this.taskId, 200, (b) => ({ step_ids: b.steps.map((x: any) => x.step_id), total: b.total, limit: b.limit, offset: b.offset, next_offset: b.next_offset }), false);
+    return answer(res, this.taskId, 200, (b) => ({ step_ids: b.steps.map((x: any) => x.step_id), statuses: b.steps.map((x: any) => x.status), total: b.total, limit: b.limit, offset: b.offset, next_offset: b.next_offset }), false);
   }
   async view() {
     const res = await call("GET", this.path, this.s.orch);
