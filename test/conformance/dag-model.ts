@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { DIAMOND, type MakeDriver, type StepInput, step, type TaskStateView } from "./driver.js";
 import { accepted, created, rejected } from "./expect.js";
 
+/** Registers the "DAG Model" rules against the drivers `makeDriver` makes. */
 export function runDagModel(makeDriver: MakeDriver): void {
   describe("DAG Model", () => {
     it.each([

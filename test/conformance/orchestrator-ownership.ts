@@ -6,6 +6,7 @@ import { accepted, created, holder, rejected, typesAfter, worker } from "./expec
 /** Roots a, c and d; b after a. */
 const BASE = (): StepInput[] => [step("a"), step("b", ["a"]), step("c"), step("d")];
 
+/** Registers the "Orchestrator Ownership" rules against the drivers `makeDriver` makes. */
 export function runOrchestratorOwnership(makeDriver: MakeDriver): void {
   describe("Orchestrator Ownership", () => {
     it("the orchestrator maintains blocked state and worker_pool_id; ready is maintained by the core", async () => {

@@ -20,6 +20,7 @@ const ORCHESTRATOR_TOOLS: [string, (d: TaskRuntimeDriver, by: Caller) => Promise
   ["cancel_run", (d, by) => d.cancelRun("run_x", undefined, by)],
 ];
 
+/** Registers the "Permission" rules against the drivers `makeDriver` makes. */
 export function runPermission(makeDriver: MakeDriver): void {
   describe("Permission", () => {
     it.each(ORCHESTRATOR_TOOLS)("a worker calling %s, outside its tool set, gets tool_not_available", async (_n, call) => {

@@ -5,6 +5,7 @@ import { DIAMOND, type MakeDriver, step, type StepInput, type TaskAction } from 
 const optional = (id: string, deps: string[] = []): StepInput => step(id, deps, { required: false });
 import { accepted, created, done, holder, put, rejected, typesAfter, worker } from "./expect.js";
 
+/** Registers the "Status" rules against the drivers `makeDriver` makes. */
 export function runStatus(makeDriver: MakeDriver): void {
   describe("Status", () => {
     it("agent.task_complete completes the task and cancels the ready optional steps once every required step is completed", async () => {

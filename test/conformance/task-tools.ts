@@ -6,6 +6,7 @@ import { type Caller, DIAMOND, type MakeDriver, POOLS, step, type StepFilter, ty
 const BASE = (): StepInput[] => [step("a"), step("b", ["a"]), step("c"), step("d")];
 import { accepted, created, holder, rejected, typesAfter, worker } from "./expect.js";
 
+/** Registers the "Task Tools" rules against the drivers `makeDriver` makes. */
 export function runTaskTools(makeDriver: MakeDriver): void {
   describe("Task Tools", () => {
     describe("agent.dispatch_worker", () => {

@@ -6,14 +6,22 @@ import { expect } from "vitest";
 import { type Actor, type Decision, querySteps, rebuildIndex, replay, type RuntimeError, type StepPage, type StepQuery, type WalEvent } from "../../../src/core/index.js";
 import { Harness, orchestrator, SESSION, step, TASK } from "../harness.js";
 
+/** An accepted decision. */
 export type Ok = Extract<Decision, { ok: true }>;
+/** A command or patch op as plain data. */
 export type Cmd = Record<string, unknown>;
 
+/** The event types a decision wrote. */
 export const types = (d: Ok): string[] => d.events.map((e) => e.event_type);
+/** The step ids of the events a decision wrote. */
 export const stepIds = (d: Ok): (string | null)[] => d.events.map((e) => e.step_id);
+/** An event's payload as a plain record. */
 export const payload = (e: WalEvent | undefined): Record<string, unknown> => (e?.payload ?? {}) as Record<string, unknown>;
+/** An agent.task_update command with these ops. */
 export const upd = (...ops: Cmd[]): Cmd => ({ type: "update_task", ops });
+/** An agent.task_update_step command. */
 export const setStep = (stepId: string, status: string, extra: Cmd = {}): Cmd => ({ type: "update_step", step_id: stepId, status, ...extra });
+/** A step input with required=false. */
 export const optional = (id: string, deps: string[] = []) => step(id, deps, { required: false });
 
 /** The DAG rebuilt from the WAL equals the live one, and the live indexes equal freshly rebuilt ones. */
@@ -76,9 +84,12 @@ export function put(h: Harness, id: string, status: string): Actor | null {
   return worker;
 }
 
+/** Ids a task or step may not have: empty, upper case, path-like, spaced, too long, non-ASCII. */
 export const INVALID_IDS = ["", "A", "a/b", "..", ".hidden", "a.b", "/abs", "a b", "x".repeat(65), "ünï"];
 
+/** The default step lease (step_lease_timeout_ms). */
 export const LEASE_MS = 60_000;
+/** A harness time as the ISO string the core stores. */
 export const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A worker-role caller that holds no run of the task. */
@@ -86,7 +97,7 @@ export const ghost: Actor = { role: "worker", session_id: SESSION, task_id: TASK
 /** A system caller (not a task tool user). */
 export const systemCaller: Actor = { role: "system", session_id: SESSION, agent_id: "system", run_id: null };
 
-/** Runs a command that must be rejected with `code`, and checks it wrote nothing. */
+/** Like `rejects`, with the actor before the code: the command as `actor` is rejected with `code` and writes nothing. */
 export function rejectsAs(h: Harness, command: Record<string, unknown>, actor: Actor, code: string): RuntimeError {
   const before = h.wal.length;
   const seq = h.state.last_wal_seq;
@@ -106,31 +117,37 @@ export function typesOf(h: Harness, command: Record<string, unknown>, actor: Act
   return d.events.map((e) => e.event_type);
 }
 
+/** agent.task_query_steps as `actor`; the query must succeed. */
 export function q(h: Harness, actor: Actor, query: StepQuery = {}): StepPage {
   const r = querySteps(h.state, actor, query);
   if (!r.ok) throw new Error(`query failed: ${r.error.code}: ${r.error.message}`);
   return r.value;
 }
+/** The step ids of a query page. */
 export const ids = (p: StepPage) => p.steps.map((s) => s.step_id);
 
+/** agent.task_query_steps as `actor`; the query must fail, and its error code is returned. */
 export function qErr(h: Harness, actor: Actor, query: StepQuery = {}): string {
   const r = querySteps(h.state, actor, query);
   if (r.ok) throw new Error(`query should fail, got ${ids(r.value).join(",")}`);
   return r.error.code;
 }
 
+/** The step record `id`, which must exist. */
 export function st(h: Harness, id: string) {
   const s = h.state.steps.get(id);
   if (s === undefined) throw new Error(`no step ${id}`);
   return s;
 }
 
+/** The run record of a worker actor, which must exist. */
 export function runOf(h: Harness, actor: Actor) {
   const r = h.state.runs.get(actor.run_id!);
   if (r === undefined) throw new Error("no run");
   return r;
 }
 
+/** The attempts of step `id`, in order. */
 export function attemptsOf(h: Harness, id: string) {
   return st(h, id).attempt_ids.map((a) => h.state.attempts.get(a)!);
 }
@@ -142,4 +159,5 @@ export function base(): Harness {
   return h;
 }
 
+/** The events of one type. */
 export const byType = (events: WalEvent[], type: string) => events.filter((e) => e.event_type === type);
