@@ -128,6 +128,9 @@ export function step(id: string, deps: string[] = [], extra: Record<string, unkn
   return { step_id: id, title: `Step ${id}`, summary: `Do ${id}`, depends_on_step_ids: deps, ...extra };
 }
 
+/** A task with roots a, c and d; b after a. */
+export const BASE = (): StepInput[] => [step("a"), step("b", ["a"]), step("c"), step("d")];
+
 /** A task with roots a and d, b and c after a, e after b and c. */
 export const DIAMOND = (): StepInput[] => [step("a"), step("b", ["a"]), step("c", ["a"]), step("d"), step("e", ["b", "c"])];
 

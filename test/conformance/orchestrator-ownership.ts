@@ -1,10 +1,7 @@
 /** @module Seed 003 "Orchestrator Ownership": the orchestrator owns the DAG; a worker runs the steps it claims. */
 import { describe, expect, it } from "vitest";
-import { type MakeDriver, step, type StepInput } from "./driver.js";
+import { BASE, type MakeDriver, step } from "./driver.js";
 import { accepted, created, holder, rejected, typesAfter, worker } from "./expect.js";
-
-/** Roots a, c and d; b after a. */
-const BASE = (): StepInput[] => [step("a"), step("b", ["a"]), step("c"), step("d")];
 
 /** Registers the "Orchestrator Ownership" rules against the drivers `makeDriver` makes. */
 export function runOrchestratorOwnership(makeDriver: MakeDriver): void {

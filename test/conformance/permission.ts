@@ -1,11 +1,7 @@
 /** @module Seed 003 "Permission": which caller may use which task tool, and on which steps. */
 import { describe, expect, it } from "vitest";
-import type { Caller, MakeDriver, StepInput, TaskRuntimeDriver } from "./driver.js";
-import { step } from "./driver.js";
+import { BASE, type Caller, type MakeDriver, type TaskRuntimeDriver } from "./driver.js";
 import { accepted, created, holder, rejected } from "./expect.js";
-
-/** Roots a, c and d; b after a. */
-const BASE = (): StepInput[] => [step("a"), step("b", ["a"]), step("c"), step("d")];
 
 /** The orchestrator-only tools, as calls by `by`. */
 const ORCHESTRATOR_TOOLS: [string, (d: TaskRuntimeDriver, by: Caller) => Promise<unknown>][] = [
