@@ -16,9 +16,9 @@ import {
   taskSummary,
   taskView,
   type WalEvent,
-} from "../../src/core/index.js";
-import { Harness, orchestrator, SESSION, step, T0 } from "./harness.js";
-import { expectConformingProjection } from "./runtime-event-contract.js";
+} from "../../../src/core/index.js";
+import { Harness, orchestrator, SESSION, step, T0 } from "../harness.js";
+import { expectConformingProjection } from "../runtime-event-contract.js";
 
 type Cmd = Record<string, unknown>;
 

@@ -1,0 +1,84 @@
+/** @module The conformance suite's core driver: decide/apply over the test harness, with its fixed clock. */
+import { expect } from "vitest";
+import { type Actor, type Decision, querySteps, rebuildIndex, replay } from "../../src/core/index.js";
+import { Harness, observer, orchestrator, SESSION, TASK } from "../core/harness.js";
+import { type Answer, type Caller, type ClaimView, type MakeDriver, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
+
+const ACTIONS = { complete: "complete_task", fail: "fail_task", cancel: "cancel_task", block: "block_task", reopen: "reopen_task" } as const;
+
+function actor(by: Caller): Actor {
+  if (by === "orchestrator") return orchestrator;
+  if (by === "observer") return observer;
+  return { role: "worker", session_id: SESSION, task_id: TASK, agent_id: by.agent_id, run_id: by.run_id };
+}
+
+function answer<T>(d: Decision, value: (v: any) => T = (v) => v as T): Answer<T> {
+  return d.ok ? { ok: true, value: value(d.value) } : { ok: false, code: d.error.code, details: d.error.details ?? {} };
+}
+
+function claimView(v: any): ClaimView {
+  return v.kind === "claimed" ? { step_id: v.step_id, attempt_id: v.attempt_id } : { step_id: null, reason: v.reason };
+}
+
+/** A driver over one harness task. */
+export class CoreDriver implements TaskRuntimeDriver {
+  readonly name = "core";
+  readonly orchestratorAgentId = orchestrator.agent_id;
+  readonly h = new Harness();
+
+  private run<T>(command: Record<string, unknown>, by: Caller, value?: (v: any) => T): Answer<T> {
+    return answer(this.h.run(command, actor(by)), value);
+  }
+
+  async createTask(steps: Record<string, unknown>[], extra: Record<string, unknown> = {}, by: Caller = "orchestrator") {
+    return this.run({ type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", summary: "A plan", steps, ...extra }, by);
+  }
+  async patchTask(ops: Record<string, unknown>[], by: Caller = "orchestrator") {
+    return this.run({ type: "update_task", ops }, by);
+  }
+  async dispatch(opts: Record<string, unknown> = {}, by: Caller = "orchestrator"): Promise<Answer<WorkerRun>> {
+    return this.run({ type: "dispatch_worker", ...opts }, by, (v) => ({ run_id: v.run_id, agent_id: v.agent_id }));
+  }
+  async claim(by: Caller, stepId: string) {
+    return this.run({ type: "claim_step", step_id: stepId }, by, claimView);
+  }
+  async claimNext(by: Caller) {
+    return this.run({ type: "claim_next" }, by, claimView);
+  }
+  async updateStep(by: Caller, stepId: string, body: Record<string, unknown>) {
+    return this.run({ type: "update_step", step_id: stepId, ...body }, by);
+  }
+  async progress(by: Caller, stepId: string, body: Record<string, unknown>) {
+    return this.run({ type: "append_progress", step_id: stepId, ...body }, by);
+  }
+  async task(action: keyof typeof ACTIONS, body: Record<string, unknown> = {}, by: Caller = "orchestrator") {
+    return this.run({ type: ACTIONS[action], ...body }, by);
+  }
+  async finishRun(by: Caller, runId: string, outcome: string, result?: unknown) {
+    return this.run({ type: "finish_run", run_id: runId, outcome, ...(result === undefined ? {} : { result }) }, by);
+  }
+  async cancelRun(runId: string, reason?: string, by: Caller = "orchestrator") {
+    return this.run({ type: "cancel_run", run_id: runId, ...(reason === undefined ? {} : { reason }) }, by);
+  }
+  async querySteps(by: Caller, filter: Record<string, unknown> = {}): Promise<Answer<StepPageView>> {
+    const r = querySteps(this.h.state, actor(by), filter);
+    if (!r.ok) return { ok: false, code: r.error.code, details: r.error.details ?? {} };
+    return { ok: true, value: { step_ids: r.value.steps.map((s) => s.step_id), statuses: r.value.steps.map((s) => s.status), total: r.value.total, limit: r.value.limit, offset: r.value.offset, next_offset: r.value.next_offset } };
+  }
+  /** The state; every read also checks that the WAL replays to the live DAG and the indexes match a rebuild. */
+  async view() {
+    const s = this.h.state;
+    expect(replay(this.h.wal)).toEqual(s);
+    expect(rebuildIndex(s)).toEqual(s.index);
+    return stateView(s.task, s.steps.values(), s.runs.values(), s.attempts.values());
+  }
+  async walTypes() {
+    return this.h.wal.map((e) => e.event_type);
+  }
+  async walEvents() {
+    return this.h.wal.map((e) => ({ event_type: e.event_type, step_id: e.step_id }));
+  }
+}
+
+/** A fresh core driver per case. */
+export const makeCoreDriver: MakeDriver = async () => new CoreDriver();

@@ -1,0 +1,16 @@
+/** @module Seed 003's rules as one conformance suite, run against any TaskRuntimeDriver. */
+import { runDagModel } from "./dag-model.js";
+import type { MakeDriver } from "./driver.js";
+import { runOrchestratorOwnership } from "./orchestrator-ownership.js";
+import { runPermission } from "./permission.js";
+import { runStatus } from "./status.js";
+import { runTaskTools } from "./task-tools.js";
+
+/** Registers every section of the suite against the drivers `makeDriver` makes. */
+export function runConformance(makeDriver: MakeDriver): void {
+  runDagModel(makeDriver);
+  runStatus(makeDriver);
+  runTaskTools(makeDriver);
+  runOrchestratorOwnership(makeDriver);
+  runPermission(makeDriver);
+}
