@@ -1,6 +1,7 @@
 /** @module Decisions that shape the DAG: agent.task_create and agent.task_update (patch ops in order, atomic). */
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
+import { accept, refuse } from "./decision.js";
 import type { CommandOf, PatchOp } from "./commands.js";
 import { findCycle, findUnknownDependency } from "./dag.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
@@ -9,23 +10,21 @@ import { DEFAULT_WORKER_POOL, HELD_STEP_STATUSES, type StepStatus } from "./reco
 import type { DagState } from "./state.js";
 import { emitRunningIfFirstActive } from "./decide-shared.js";
 
-const fail = (error: RuntimeError): Decision => ({ ok: false, error });
-
 /** agent.task_create: validate the whole DAG, then task_created, the roots' task_step_ready, task_running. */
 export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">, ctx: DecideContext): Decision {
   const { actor } = ctx;
-  if (actor.role !== "orchestrator") return fail(runtimeError("tool_not_available", "agent.task_create is available to the orchestrator only", { role: actor.role }));
-  if (state.task !== null) return fail(runtimeError("task_id_conflict", `task ${state.task.task_id} already exists`, { task_id: state.task.task_id }));
+  if (actor.role !== "orchestrator") return refuse(runtimeError("tool_not_available", "agent.task_create is available to the orchestrator only", { role: actor.role }));
+  if (state.task !== null) return refuse(runtimeError("task_id_conflict", `task ${state.task.task_id} already exists`, { task_id: state.task.task_id }));
   if (cmd.steps.length > ctx.limits.maxStepsPerTask) {
-    return fail(runtimeError("validation_error", `a task holds at most ${ctx.limits.maxStepsPerTask} steps`, { steps: cmd.steps.length }));
+    return refuse(runtimeError("validation_error", `a task holds at most ${ctx.limits.maxStepsPerTask} steps`, { steps: cmd.steps.length }));
   }
   const nodes = new Map<string, (typeof cmd.steps)[number]>();
   for (const step of cmd.steps) {
-    if (nodes.has(step.step_id)) return fail(runtimeError("duplicate_step", `step ${step.step_id} appears twice`, { step_id: step.step_id }));
+    if (nodes.has(step.step_id)) return refuse(runtimeError("duplicate_step", `step ${step.step_id} appears twice`, { step_id: step.step_id }));
     nodes.set(step.step_id, step);
   }
   const shapeError = findUnknownDependency(nodes) ?? findCycle(nodes);
-  if (shapeError !== null) return fail(shapeError);
+  if (shapeError !== null) return refuse(shapeError);
 
   const em = new Emitter(state, ctx);
   const steps = cmd.steps.map((s) => ({
@@ -65,7 +64,7 @@ export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">,
     }
   }
   if (anyReady) em.emit("task_running", null, {}, cmd.task_id);
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
 /** A step of the scratch DAG an update is applied to before anything is written. */
@@ -92,7 +91,7 @@ const DELETABLE: ReadonlySet<StepStatus> = new Set(["pending", "ready", "cancell
 export function decideUpdateTask(state: DagState, cmd: CommandOf<"update_task">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "agent.task_update") ?? requireLiveTask(task);
-  if (guard !== null) return fail(guard);
+  if (guard !== null) return refuse(guard);
 
   const scratch = new Map<string, ScratchStep>();
   for (const s of state.steps.values()) {
@@ -123,7 +122,7 @@ export function decideUpdateTask(state: DagState, cmd: CommandOf<"update_task">,
   let nextOrdinal = state.next_ordinal;
 
   const opError = (index: number, error: RuntimeError): Decision =>
-    fail(runtimeError(error.code, `ops[${index}] (${cmd.ops[index]!.op}): ${error.message}`, { ...error.details, op_index: index }));
+    refuse(runtimeError(error.code, `ops[${index}] (${cmd.ops[index]!.op}): ${error.message}`, { ...error.details, op_index: index }));
   const existing = (index: number, stepId: string): ScratchStep | Decision =>
     scratch.get(stepId) ?? opError(index, runtimeError("not_found", `no step ${stepId}`, { step_id: stepId }));
   const markDispatched = (step: ScratchStep) => {
@@ -261,7 +260,7 @@ export function decideUpdateTask(state: DagState, cmd: CommandOf<"update_task">,
   // The final DAG is checked as a whole: only steps whose dependencies changed can name unknown steps.
   const changed = [...depsChanged].map((id) => scratch.get(id)!);
   const shapeError = findUnknownDependency(scratch, changed) ?? (changed.length > 0 ? findCycle(scratch) : null);
-  if (shapeError !== null) return fail(shapeError);
+  if (shapeError !== null) return refuse(shapeError);
 
   const em = new Emitter(state, ctx);
   em.emit("task_updated", null, {
@@ -288,5 +287,5 @@ export function decideUpdateTask(state: DagState, cmd: CommandOf<"update_task">,
     if (satisfied) anyActive = true;
   }
   emitRunningIfFirstActive(state, em, anyActive);
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }

@@ -3,12 +3,12 @@ import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
 import { closing, emitRunEnd } from "./decide-shared.js";
-import { type RuntimeError, runtimeError } from "./errors.js";
+import { accept, acceptNothing, refuse } from "./decision.js";
+import { runtimeError } from "./errors.js";
 import { checkScope, requireLiveTask, requireOrchestrator } from "./guards.js";
 import type { Step, WorkerRun } from "./records.js";
+import { err, ok, type Result } from "./result.js";
 import { type DagState, dependenciesCompleted, isTerminalTask } from "./state.js";
-
-const fail = (error: RuntimeError): Decision => ({ ok: false, error });
 
 /** Why a run asked to cancel ended when its wait ran out. */
 const CANCEL_TIMEOUT = "child_agent_cancel_timeout";
@@ -23,13 +23,13 @@ const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set(["task_completed", "task
 export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_worker">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "agent.dispatch_worker") ?? requireLiveTask(task);
-  if (guard !== null) return fail(guard);
-  if (task.status === "blocked") return fail(runtimeError("task_not_dispatchable", "the task is blocked; reopen it before dispatching workers", { status: task.status }));
+  if (guard !== null) return refuse(guard);
+  if (task.status === "blocked") return refuse(runtimeError("task_not_dispatchable", "the task is blocked; reopen it before dispatching workers", { status: task.status }));
   let allowed: string[] | null = null;
   if (cmd.allowed_step_ids !== undefined) {
     allowed = [...new Set(cmd.allowed_step_ids)];
     const unknown = allowed.filter((id) => !state.steps.has(id));
-    if (unknown.length > 0) return fail(runtimeError("validation_error", `allowed_step_ids names unknown steps: ${unknown.slice(0, 10).join(", ")}`, { unknown_step_ids: unknown.slice(0, 50) }));
+    if (unknown.length > 0) return refuse(runtimeError("validation_error", `allowed_step_ids names unknown steps: ${unknown.slice(0, 10).join(", ")}`, { unknown_step_ids: unknown.slice(0, 50) }));
   }
   const runId = `run_${ctx.newId().toLowerCase()}`;
   const agentId = cmd.agent_id ?? `worker_${runId.slice(4)}`;
@@ -43,55 +43,59 @@ export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_w
     max_steps: cmd.max_steps ?? 1,
     deadline_at: deadline,
   });
-  return { ok: true, events: em.events, value: { kind: "dispatched", run_id: runId, agent_id: agentId, deadline_at: deadline } };
+  return accept(em, { kind: "dispatched", run_id: runId, agent_id: agentId, deadline_at: deadline });
 }
 
-function findRun(state: DagState, runId: string): WorkerRun | RuntimeError {
-  return state.runs.get(runId) ?? runtimeError("not_found", `no worker run ${runId}`, { run_id: runId });
+/** The run a command names, or not_found. */
+function findRun(state: DagState, runId: string): Result<WorkerRun> {
+  const run = state.runs.get(runId);
+  return run === undefined ? err(runtimeError("not_found", `no worker run ${runId}`, { run_id: runId })) : ok(run);
 }
 
 /** A worker run ends (finished, cancelled, timeout); a step it still holds fails with 003's fallback reason. */
 export function decideFinishRun(state: DagState, cmd: CommandOf<"finish_run">, ctx: DecideContext): Decision {
   const task = state.task!;
   const { actor } = ctx;
-  if (actor.role !== "worker" && actor.role !== "orchestrator") return fail(runtimeError("tool_not_available", "finishing a run is for the run itself or the orchestrator", { role: actor.role }));
+  if (actor.role !== "worker" && actor.role !== "orchestrator") return refuse(runtimeError("tool_not_available", "finishing a run is for the run itself or the orchestrator", { role: actor.role }));
   const scope = checkScope(task, actor);
-  if (scope !== null) return fail(scope);
-  if (actor.role === "worker" && actor.run_id !== cmd.run_id) return fail(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
-  const run = findRun(state, cmd.run_id);
-  if ("code" in run) return fail(run);
+  if (scope !== null) return refuse(scope);
+  if (actor.role === "worker" && actor.run_id !== cmd.run_id) return refuse(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
+  const found = findRun(state, cmd.run_id);
+  if (!found.ok) return refuse(found.error);
+  const run = found.value;
   // Same rule as every other worker guard (requireActiveWorkerRun): the run must be the caller's, agent included.
-  if (actor.role === "worker" && run.agent_id !== actor.agent_id) return fail(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
+  if (actor.role === "worker" && run.agent_id !== actor.agent_id) return refuse(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
   const em = new Emitter(state, ctx);
   if (run.status === "cancelling") {
     // 003: the run ends as the task-level stop asked, its result kept. Its step was already ended by that stop,
     // so no worker_* fallback applies, whatever outcome it reports.
     em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: run.cancel_request!.reason, result: cmd.result ?? null, cancel_requested: true });
-    return { ok: true, events: em.events, value: { kind: "none" } };
+    return accept(em);
   }
   if (run.status !== "active") {
     // 003: a late run of a terminated task may still persist its result, once; it changes no step.
     if (run.status_reason !== null && TASK_LEVEL_ENDINGS.has(run.status_reason) && run.result === null && cmd.result !== undefined && cmd.result !== null) {
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: run.status, reason: "late_result", result: cmd.result });
-      return { ok: true, events: em.events, value: { kind: "none" } };
+      return accept(em);
     }
-    return fail(runtimeError("invalid_transition", `the run has already ended (${run.status})`, { run_id: run.run_id, status: run.status }));
+    return refuse(runtimeError("invalid_transition", `the run has already ended (${run.status})`, { run_id: run.run_id, status: run.status }));
   }
   emitRunEnd(state, em, run, cmd.outcome, cmd.result ?? null);
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
 /** The orchestrator cancels a run: its held step fails with worker_cancelled (003's way to stop one step). */
 export function decideCancelRun(state: DagState, cmd: CommandOf<"cancel_run">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "cancel worker run") ?? requireLiveTask(task);
-  if (guard !== null) return fail(guard);
-  const run = findRun(state, cmd.run_id);
-  if ("code" in run) return fail(run);
-  if (run.status !== "active") return fail(runtimeError("invalid_transition", `the run has already ended (${run.status})`, { run_id: run.run_id, status: run.status }));
+  if (guard !== null) return refuse(guard);
+  const found = findRun(state, cmd.run_id);
+  if (!found.ok) return refuse(found.error);
+  const run = found.value;
+  if (run.status !== "active") return refuse(runtimeError("invalid_transition", `the run has already ended (${run.status})`, { run_id: run.run_id, status: run.status }));
   const em = new Emitter(state, ctx);
   emitRunEnd(state, em, run, "cancelled", null, cmd.reason);
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
 type Due = { at: number; kind: 0; step: Step } | { at: number; kind: 1; run: WorkerRun } | { at: number; kind: 2; run: WorkerRun };
@@ -124,7 +128,7 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
     const at = Date.parse(run.cancel_request!.deadline_at);
     if (at <= ctx.now) due.push({ at, kind: 2, run });
   }
-  if (due.length === 0) return { ok: true, events: [], value: { kind: "none" } };
+  if (due.length === 0) return acceptNothing();
   due.sort((a, b) => a.at - b.at || a.kind - b.kind);
   const em = new Emitter(state, ctx, systemActor(task.session_id));
   const released = new Set<string>();
@@ -150,7 +154,7 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: "timed_out", reason: "worker_timeout", result: null });
     }
   }
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
 /**

@@ -30,7 +30,7 @@
  */
 import { z } from "zod";
 import type { WalEvent, WalEventOf } from "./events.js";
-import { ATTEMPT_STATUS_MAP, STEP_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
+import { ATTEMPT_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
 import { runtimeSequence } from "./runtime-sequence.js";
 
 /** The envelope version this runtime emits. */

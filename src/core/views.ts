@@ -1,7 +1,7 @@
 /** @module Read-side functions over a DAG: agent.task_query_steps, the task view, summaries and diagnostics. */
 import type { StepQuery } from "./commands.js";
 import type { Actor } from "./context.js";
-import { type RuntimeError, runtimeError } from "./errors.js";
+import { runtimeError } from "./errors.js";
 import { checkScope } from "./guards.js";
 import { err, ok, type Result } from "./result.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, TERMINAL_STEP_STATUSES, type Task, type WorkerRun } from "./records.js";
