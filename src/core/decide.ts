@@ -6,7 +6,8 @@
 import { authorize } from "./authorize.js";
 import { type Command, CommandSchema } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
-import { decideCreateTask, decideUpdateTask } from "./decide-dag.js";
+import { decideCreateTask } from "./decide-create-task.js";
+import { decideUpdateTask } from "./decide-update-task.js";
 import { decideBlockTask, decideCompleteTask, decideReopenTask, decideStopTask } from "./decide-lifecycle.js";
 import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
 import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
