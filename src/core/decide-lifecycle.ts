@@ -6,7 +6,7 @@ import { accept, refuse } from "./decision.js";
 import { closing, heldStepOf } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { requireLiveTask, requireOrchestrator } from "./guards.js";
-import type { Step } from "./records.js";
+import { type Step, TERMINAL_STEP_STATUSES } from "./records.js";
 import { type DagState, dependenciesCompleted } from "./state.js";
 
 function stepsInOrder(state: DagState, keep: (s: Step) => boolean): Step[] {
@@ -80,7 +80,7 @@ export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | Co
   const reason = failing ? "task_failed" : "task_cancelled";
   const em = new Emitter(state, ctx);
   emitCancelRequests(state, em, ctx, reason);
-  for (const step of stepsInOrder(state, (s) => s.status !== "completed" && s.status !== "failed" && s.status !== "cancelled")) {
+  for (const step of stepsInOrder(state, (s) => !TERMINAL_STEP_STATUSES.has(s.status))) {
     if (failing) {
       em.emit("task_step_failed", step.step_id, { reason, result_summary: reason, artifact_ids: null, attempt_status: "cancelled", ...closing(step) });
     } else {

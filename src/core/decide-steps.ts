@@ -5,7 +5,7 @@ import { Emitter } from "./context.js";
 import { closing, emitDependantsReady, emitRunningIfFirstActive } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
-import { checkScope, requireActiveWorkerRun, requireLiveTaskFor } from "./guards.js";
+import { checkScope, requireActiveWorkerRun, requireLiveTaskFor, runMaySee } from "./guards.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, type WorkerRun } from "./records.js";
 import { err, ok, type Result } from "./result.js";
 import type { DagState } from "./state.js";
@@ -63,7 +63,7 @@ export function decideClaimStep(state: DagState, cmd: CommandOf<"claim_step">, c
   }
   const step = state.steps.get(cmd.step_id);
   if (step === undefined) return refuse(runtimeError("not_found", `no step ${cmd.step_id}`, { step_id: cmd.step_id }));
-  if (step.worker_pool_id !== run.worker_pool_id || (run.allowed_step_ids !== null && !run.allowed_step_ids.includes(step.step_id))) {
+  if (!runMaySee(run, step)) {
     return refuse(runtimeError("permission_denied", `step ${step.step_id} is outside this run's scope`, { step_id: step.step_id }));
   }
   if (HELD_STEP_STATUSES.has(step.status)) {

@@ -1,7 +1,7 @@
 /** @module Permission and state guards shared by the decisions (003 "Permission", "Orchestrator Ownership"). */
 import type { Actor } from "./context.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
-import type { Task, WorkerRun } from "./records.js";
+import type { Step, Task, WorkerRun } from "./records.js";
 import { err, ok, type Result } from "./result.js";
 import { type DagState, isTerminalTask } from "./state.js";
 
@@ -60,7 +60,7 @@ export function requireActiveWorkerRun(state: DagState, actor: Actor): Result<Wo
 }
 
 /** True when a run may see and claim this step: its pool, and its allowed_step_ids when given. */
-export function runMaySee(run: WorkerRun, stepId: string, poolId: string, allowed: ReadonlySet<string> | null): boolean {
-  if (run.worker_pool_id !== poolId) return false;
-  return allowed === null || allowed.has(stepId);
+export function runMaySee(run: WorkerRun, step: Step): boolean {
+  if (run.worker_pool_id !== step.worker_pool_id) return false;
+  return run.allowed_step_ids === null || run.allowed_step_ids.includes(step.step_id);
 }
