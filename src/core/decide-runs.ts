@@ -2,7 +2,7 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
-import { closing, emitRunEnd } from "./decide-shared.js";
+import { closing, emitRunEnd, RUN_ENDINGS } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
 import { checkScope, requireLiveTask, requireOrchestrator } from "./guards.js";
@@ -98,7 +98,30 @@ export function decideCancelRun(state: DagState, cmd: CommandOf<"cancel_run">, c
   return accept(em);
 }
 
+/** Something with a deadline; `kind` orders what falls due at the same instant: a lease, a run's deadline, a cancellation's wait. */
 type Due = { at: number; kind: 0; step: Step } | { at: number; kind: 1; run: WorkerRun } | { at: number; kind: 2; run: WorkerRun };
+
+/**
+ * Every pending deadline: each held step's lease, each active run's deadline, each wait for a run asked to cancel.
+ * A terminal task has only the last: the runs its stop is still waiting for. Reconciling and the alarm
+ * (nextDeadline) read this one list, so the alarm is set for exactly what reconciling expires.
+ */
+function eachDeadline(state: DagState, visit: (due: Due) => void): void {
+  if (!isTerminalTask(state.task!)) {
+    for (const id of state.index.held) {
+      const step = state.steps.get(id)!;
+      visit({ at: Date.parse(step.lease_expires_at ?? ""), kind: 0, step });
+    }
+    for (const id of state.index.activeRuns) {
+      const run = state.runs.get(id)!;
+      if (run.deadline_at !== null) visit({ at: Date.parse(run.deadline_at), kind: 1, run });
+    }
+  }
+  for (const id of state.index.cancellingRuns) {
+    const run = state.runs.get(id)!;
+    visit({ at: Date.parse(run.cancel_request!.deadline_at), kind: 2, run });
+  }
+}
 
 /**
  * Expires what is due at ctx.now, earliest first: a lapsed lease gives task_step_lease_expired (attempt lost,
@@ -110,24 +133,9 @@ type Due = { at: number; kind: 0; step: Step } | { at: number; kind: 1; run: Wor
 export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcile_leases">, ctx: DecideContext): Decision {
   const task = state.task!;
   const due: Due[] = [];
-  if (!isTerminalTask(task)) {
-    for (const id of state.index.held) {
-      const step = state.steps.get(id)!;
-      const at = Date.parse(step.lease_expires_at ?? "");
-      if (at <= ctx.now) due.push({ at, kind: 0, step });
-    }
-    for (const id of state.index.activeRuns) {
-      const run = state.runs.get(id)!;
-      if (run.deadline_at === null) continue;
-      const at = Date.parse(run.deadline_at);
-      if (at <= ctx.now) due.push({ at, kind: 1, run });
-    }
-  }
-  for (const id of state.index.cancellingRuns) {
-    const run = state.runs.get(id)!;
-    const at = Date.parse(run.cancel_request!.deadline_at);
-    if (at <= ctx.now) due.push({ at, kind: 2, run });
-  }
+  eachDeadline(state, (d) => {
+    if (d.at <= ctx.now) due.push(d);
+  });
   if (due.length === 0) return acceptNothing();
   due.sort((a, b) => a.at - b.at || a.kind - b.kind);
   const em = new Emitter(state, ctx, systemActor(task.session_id));
@@ -146,12 +154,13 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: CANCEL_TIMEOUT, result: null, cancel_requested: true });
     } else {
       const { run } = item;
+      const how = RUN_ENDINGS.timeout;
       const held = run.current_step_id;
       if (held !== null && !released.has(held)) {
         released.add(held);
-        em.emit("task_step_failed", held, { reason: "worker_timeout", result_summary: "worker_timeout", artifact_ids: null, attempt_status: "timed_out", ...closing(state.steps.get(held)!) });
+        em.emit("task_step_failed", held, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt, ...closing(state.steps.get(held)!) });
       }
-      em.emit("worker_run_ended", null, { run_id: run.run_id, status: "timed_out", reason: "worker_timeout", result: null });
+      em.emit("worker_run_ended", null, { run_id: run.run_id, status: how.status, reason: how.reason, result: null });
     }
   }
   return accept(em);
@@ -164,16 +173,9 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
 export function nextDeadline(state: DagState): number | null {
   if (state.task === null) return null;
   let next = Number.POSITIVE_INFINITY;
-  if (!isTerminalTask(state.task)) {
-    for (const id of state.index.held) {
-      const at = Date.parse(state.steps.get(id)!.lease_expires_at ?? "");
-      if (at < next) next = at;
-    }
-    for (const id of state.index.activeRuns) {
-      const deadline = state.runs.get(id)!.deadline_at;
-      if (deadline !== null) next = Math.min(next, Date.parse(deadline));
-    }
-  }
-  for (const id of state.index.cancellingRuns) next = Math.min(next, Date.parse(state.runs.get(id)!.cancel_request!.deadline_at));
+  // `<` rather than Math.min: a held step without a lease parses to NaN and sets no alarm.
+  eachDeadline(state, (d) => {
+    if (d.at < next) next = d.at;
+  });
   return Number.isFinite(next) ? next : null;
 }
