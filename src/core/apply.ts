@@ -3,7 +3,7 @@
  * no clock (time comes from each event), nothing re-derived — every status change is its own event.
  */
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
-import { type Attempt, type AttemptStatus, type Step, type StepStatus, TERMINAL_TASK_STATUSES, type TaskStatus, type WorkerRun } from "./records.js";
+import { type Attempt, type AttemptStatus, DEFAULT_WORKER_POOL, type Step, type StepStatus, TERMINAL_TASK_STATUSES, type TaskStatus, type WorkerRun } from "./records.js";
 import type { DagState } from "./state.js";
 import {
   addDependent,
@@ -133,7 +133,7 @@ const handlers: Handlers = {
           if (op.summary !== undefined) s.task!.summary = op.summary;
           break;
         case "add_step":
-          createStep(s, { required: true, worker_pool_id: "default", ...op.step }, at);
+          createStep(s, { required: true, worker_pool_id: DEFAULT_WORKER_POOL, ...op.step }, at);
           break;
         case "update_step": {
           const step = s.steps.get(op.step_id)!;

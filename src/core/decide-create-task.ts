@@ -3,9 +3,9 @@ import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
 import { findCycle, findUnknownDependency } from "./dag.js";
+import { recordedStep } from "./decide-shared.js";
 import { accept, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
-import { DEFAULT_WORKER_POOL } from "./records.js";
 import type { DagState } from "./state.js";
 
 /** agent.task_create: validate the whole DAG, then task_created, the roots' task_step_ready, task_running. */
@@ -25,14 +25,7 @@ export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">,
   if (shapeError !== null) return refuse(shapeError);
 
   const em = new Emitter(state, ctx);
-  const steps = cmd.steps.map((s) => ({
-    step_id: s.step_id,
-    title: s.title,
-    summary: s.summary,
-    depends_on_step_ids: [...new Set(s.depends_on_step_ids)],
-    required: s.required ?? true,
-    worker_pool_id: s.worker_pool_id ?? DEFAULT_WORKER_POOL,
-  }));
+  const steps = cmd.steps.map(recordedStep);
   em.emit(
     "task_created",
     null,

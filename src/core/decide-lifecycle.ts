@@ -3,11 +3,11 @@ import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
 import { accept, refuse } from "./decision.js";
-import { closing, heldStepOf } from "./decide-shared.js";
+import { closing, heldStepOf, TASK_STOP_REASONS } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { requireLiveTask, requireOrchestrator } from "./guards.js";
 import { type Step, TERMINAL_STEP_STATUSES } from "./records.js";
-import { type DagState, dependenciesCompleted } from "./state.js";
+import { type DagState, dependenciesCompleted, stepsCompleteable } from "./state.js";
 
 function stepsInOrder(state: DagState, keep: (s: Step) => boolean): Step[] {
   return [...state.steps.values()].filter(keep).sort((a, b) => a.ordinal - b.ordinal);
@@ -44,8 +44,8 @@ function emitCancelRequests(state: DagState, em: Emitter, ctx: DecideContext, re
 
 /** Why the task cannot be completed now, or null (the `completeable` diagnostic of 003). */
 export function notCompleteableReason(state: DagState): RuntimeError | null {
+  if (stepsCompleteable(state)) return null;
   const { index } = state;
-  if (index.requiredNotCompleted === 0 && index.held.size === 0) return null;
   const required = stepsInOrder(state, (s) => s.required && s.status !== "completed").map((s) => s.step_id);
   return runtimeError("task_not_completeable", "every required step must be completed and no step claimed or running", {
     required_not_completed: required.slice(0, 50),
@@ -62,7 +62,7 @@ export function decideCompleteTask(state: DagState, cmd: CommandOf<"complete_tas
   for (const step of stepsInOrder(state, (s) => !s.required && (s.status === "pending" || s.status === "ready"))) {
     em.emit("task_step_cancelled", step.step_id, { reason: "optional_step_cancelled_on_task_complete", ...closing(step) });
   }
-  emitEndRuns(state, em, "task_completed");
+  emitEndRuns(state, em, TASK_STOP_REASONS.complete_task);
   em.emit("task_completed", null, { reason: cmd.reason ?? null });
   return accept(em);
 }
@@ -77,7 +77,7 @@ export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | Co
   const failing = cmd.type === "fail_task";
   const guard = requireOrchestrator(task, ctx.actor, failing ? "agent.task_fail" : "agent.task_cancel") ?? requireLiveTask(task);
   if (guard !== null) return refuse(guard);
-  const reason = failing ? "task_failed" : "task_cancelled";
+  const reason = TASK_STOP_REASONS[cmd.type];
   const em = new Emitter(state, ctx);
   emitCancelRequests(state, em, ctx, reason);
   for (const step of stepsInOrder(state, (s) => !TERMINAL_STEP_STATUSES.has(s.status))) {

@@ -5,9 +5,10 @@
  */
 import type { PatchOp } from "./commands.js";
 import type { DecideContext } from "./context.js";
+import { recordedStep } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import type { PatchScratch, ScratchStep } from "./patch-scratch.js";
-import { DEFAULT_WORKER_POOL, HELD_STEP_STATUSES, type StepStatus } from "./records.js";
+import { HELD_STEP_STATUSES, type StepStatus } from "./records.js";
 import { err, ok, type Result } from "./result.js";
 
 /** The patch op of one kind. */
@@ -44,14 +45,7 @@ const deciders: PatchOpDeciders = {
     if (scratch.steps.size >= ctx.limits.maxStepsPerTask) {
       return err(runtimeError("validation_error", `a task holds at most ${ctx.limits.maxStepsPerTask} steps`));
     }
-    const step = {
-      step_id: input.step_id,
-      title: input.title,
-      summary: input.summary,
-      depends_on_step_ids: [...new Set(input.depends_on_step_ids)],
-      required: input.required ?? true,
-      worker_pool_id: input.worker_pool_id ?? DEFAULT_WORKER_POOL,
-    };
+    const step = recordedStep(input);
     // The scratch step gets its own dependency list (PatchScratch.add): later ops must not rewrite the recorded patch.
     scratch.add(step);
     return ok(op.reason === undefined ? { op: "add_step", step } : { op: "add_step", step, reason: op.reason });

@@ -2,11 +2,11 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
-import { closing, emitRunEnd, RUN_ENDINGS } from "./decide-shared.js";
+import { closing, emitRunEnd, RUN_ENDINGS, TASK_STOP_REASONS } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
 import { checkScope, requireLiveTask, requireOrchestrator } from "./guards.js";
-import type { Step, WorkerRun } from "./records.js";
+import { DEFAULT_WORKER_POOL, type Step, type WorkerRun } from "./records.js";
 import { err, ok, type Result } from "./result.js";
 import { type DagState, dependenciesCompleted, isTerminalTask } from "./state.js";
 
@@ -17,7 +17,7 @@ const CANCEL_TIMEOUT = "child_agent_cancel_timeout";
  * Reasons a run ends with when a task-level termination stops it (at once, on acknowledging the cancellation, or
  * when the wait for that ran out); such a run may still hand in its result once (003).
  */
-const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set(["task_completed", "task_failed", "task_cancelled", CANCEL_TIMEOUT]);
+const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set([...Object.values(TASK_STOP_REASONS), CANCEL_TIMEOUT]);
 
 /** agent.dispatch_worker: a run scoped to this task, its pool, and optionally allowed_step_ids (deduplicated). */
 export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_worker">, ctx: DecideContext): Decision {
@@ -38,7 +38,7 @@ export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_w
   em.emit("worker_dispatched", null, {
     run_id: runId,
     agent_id: agentId,
-    worker_pool_id: cmd.worker_pool_id ?? "default",
+    worker_pool_id: cmd.worker_pool_id ?? DEFAULT_WORKER_POOL,
     allowed_step_ids: allowed,
     max_steps: cmd.max_steps ?? 1,
     deadline_at: deadline,

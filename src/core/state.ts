@@ -178,6 +178,11 @@ export function dependenciesCompleted(steps: ReadonlyMap<string, Step>, step: St
   return true;
 }
 
+/** 003's `completeable` rule, whatever the task's status: every required step completed, none claimed or running. */
+export function stepsCompleteable(state: DagState): boolean {
+  return state.index.requiredNotCompleted === 0 && state.index.held.size === 0;
+}
+
 /** True when the task is completed, failed or cancelled. */
 export function isTerminalTask(task: Task): boolean {
   return TERMINAL_TASK_STATUSES.has(task.status);
