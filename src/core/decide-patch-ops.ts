@@ -115,8 +115,7 @@ const deciders: PatchOpDeciders = {
       const hint = HELD_STEP_STATUSES.has(step.status) ? "; cancel its worker run instead" : "";
       return err(runtimeError("invalid_transition", `a ${step.status} step cannot be cancelled${hint}`, { step_id: step.step_id, status: step.status }));
     }
-    step.status = "cancelled";
-    scratch.statusMarks.push({ index, op: "cancel_step", step_id: step.step_id, reason: op.reason ?? null });
+    scratch.setStatus(step, "cancelled", { index, op: "cancel_step", reason: op.reason ?? null });
     return ok(op);
   },
 
@@ -127,8 +126,7 @@ const deciders: PatchOpDeciders = {
     if (step.status !== "blocked" && step.status !== "failed") {
       return err(runtimeError("invalid_transition", `only blocked or failed steps can be reopened, not ${step.status}`, { step_id: step.step_id, status: step.status }));
     }
-    step.status = "pending";
-    scratch.statusMarks.push({ index, op: "reopen_step", step_id: step.step_id, reason: op.reason ?? null });
+    scratch.setStatus(step, "pending", { index, op: "reopen_step", reason: op.reason ?? null });
     return ok(op);
   },
 };

@@ -81,6 +81,12 @@ export class PatchScratch {
     this.lastDelete.set(step.step_id, index);
   }
 
+  /** Sets a step's status at op `index` (cancel_step, reopen_step); its event follows task_updated. */
+  setStatus(step: ScratchStep, status: "cancelled" | "pending", mark: Omit<StatusMark, "step_id">): void {
+    step.status = status;
+    this.statusMarks.push({ ...mark, step_id: step.step_id });
+  }
+
   /** Replaces a step's dependency list. */
   setDependencies(step: ScratchStep, deps: string[]): void {
     this.ownDeps(step);
