@@ -2,8 +2,9 @@
  * @module `apply` and `replay`: fold WAL events into the DAG. Total and deterministic: no validation,
  * no clock (time comes from each event), nothing re-derived — every status change is its own event.
  */
+import type { PatchOp } from "./commands.js";
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
-import { type Attempt, type AttemptStatus, type Step, type StepStatus, TERMINAL_TASK_STATUSES, type TaskStatus, type WorkerRun } from "./records.js";
+import { type Attempt, type AttemptStatus, DEFAULT_WORKER_POOL, type Step, type StepStatus, TERMINAL_TASK_STATUSES, type TaskStatus, type WorkerRun } from "./records.js";
 import type { DagState } from "./state.js";
 import {
   addDependent,
@@ -107,6 +108,60 @@ function touchTask(state: DagState, at: string): void {
   if (task !== null && !TERMINAL_TASK_STATUSES.has(task.status)) task.updated_at = at;
 }
 
+/** Applies one recorded patch op of a task_updated event at its time. */
+type PatchReducer<K extends PatchOp["op"]> = (s: DagState, op: Extract<PatchOp, { op: K }>, at: string) => void;
+
+/** Every patch op has a reducer: an op decide can record but replay would skip does not compile. */
+type PatchReducers = { [K in PatchOp["op"]]: PatchReducer<K> };
+
+const patchReducers: PatchReducers = {
+  update_task(s, op) {
+    if (op.title !== undefined) s.task!.title = op.title;
+    if (op.summary !== undefined) s.task!.summary = op.summary;
+  },
+  add_step(s, op, at) {
+    createStep(s, { required: true, worker_pool_id: DEFAULT_WORKER_POOL, ...op.step }, at);
+  },
+  update_step(s, op, at) {
+    const step = s.steps.get(op.step_id)!;
+    unindexStep(s, step);
+    const f = op.fields;
+    if (f.title !== undefined) step.title = f.title;
+    if (f.summary !== undefined) step.summary = f.summary;
+    if (f.depends_on_step_ids !== undefined) step.depends_on_step_ids = [...f.depends_on_step_ids];
+    if (f.required !== undefined) step.required = f.required;
+    if (f.worker_pool_id !== undefined) step.worker_pool_id = f.worker_pool_id;
+    indexStep(s, step);
+    step.updated_at = at;
+  },
+  delete_step(s, op) {
+    const step = s.steps.get(op.step_id)!;
+    unindexStep(s, step);
+    s.steps.delete(op.step_id);
+    s.progress.delete(op.step_id);
+  },
+  add_dependency(s, op, at) {
+    const step = s.steps.get(op.step_id)!;
+    if (!step.depends_on_step_ids.includes(op.depends_on_step_id)) {
+      step.depends_on_step_ids.push(op.depends_on_step_id);
+      addDependent(s, op.depends_on_step_id, op.step_id);
+      if (s.steps.get(op.depends_on_step_id)?.status !== "completed") shiftUnmet(s, op.step_id, 1);
+    }
+    step.updated_at = at;
+  },
+  remove_dependency(s, op, at) {
+    const step = s.steps.get(op.step_id)!;
+    const had = step.depends_on_step_ids.includes(op.depends_on_step_id);
+    step.depends_on_step_ids = step.depends_on_step_ids.filter((d) => d !== op.depends_on_step_id);
+    removeDependent(s, op.depends_on_step_id, op.step_id);
+    if (had && s.steps.get(op.depends_on_step_id)?.status !== "completed") shiftUnmet(s, op.step_id, -1);
+    step.updated_at = at;
+  },
+  // Recorded as part of the patch; the status change is its own event right after.
+  cancel_step() {},
+  reopen_step() {},
+};
+
 const handlers: Handlers = {
   task_created(s, e) {
     const t = e.payload.task;
@@ -126,60 +181,7 @@ const handlers: Handlers = {
   },
   task_updated(s, e) {
     const at = e.created_at;
-    for (const op of e.payload.ops) {
-      switch (op.op) {
-        case "update_task":
-          if (op.title !== undefined) s.task!.title = op.title;
-          if (op.summary !== undefined) s.task!.summary = op.summary;
-          break;
-        case "add_step":
-          createStep(s, { required: true, worker_pool_id: "default", ...op.step }, at);
-          break;
-        case "update_step": {
-          const step = s.steps.get(op.step_id)!;
-          unindexStep(s, step);
-          const f = op.fields;
-          if (f.title !== undefined) step.title = f.title;
-          if (f.summary !== undefined) step.summary = f.summary;
-          if (f.depends_on_step_ids !== undefined) step.depends_on_step_ids = [...f.depends_on_step_ids];
-          if (f.required !== undefined) step.required = f.required;
-          if (f.worker_pool_id !== undefined) step.worker_pool_id = f.worker_pool_id;
-          indexStep(s, step);
-          step.updated_at = at;
-          break;
-        }
-        case "delete_step": {
-          const step = s.steps.get(op.step_id)!;
-          unindexStep(s, step);
-          s.steps.delete(op.step_id);
-          s.progress.delete(op.step_id);
-          break;
-        }
-        case "add_dependency": {
-          const step = s.steps.get(op.step_id)!;
-          if (!step.depends_on_step_ids.includes(op.depends_on_step_id)) {
-            step.depends_on_step_ids.push(op.depends_on_step_id);
-            addDependent(s, op.depends_on_step_id, op.step_id);
-            if (s.steps.get(op.depends_on_step_id)?.status !== "completed") shiftUnmet(s, op.step_id, 1);
-          }
-          step.updated_at = at;
-          break;
-        }
-        case "remove_dependency": {
-          const step = s.steps.get(op.step_id)!;
-          const had = step.depends_on_step_ids.includes(op.depends_on_step_id);
-          step.depends_on_step_ids = step.depends_on_step_ids.filter((d) => d !== op.depends_on_step_id);
-          removeDependent(s, op.depends_on_step_id, op.step_id);
-          if (had && s.steps.get(op.depends_on_step_id)?.status !== "completed") shiftUnmet(s, op.step_id, -1);
-          step.updated_at = at;
-          break;
-        }
-        case "cancel_step":
-        case "reopen_step":
-          // Recorded here as part of the patch; the status change is its own event right after.
-          break;
-      }
-    }
+    for (const op of e.payload.ops) (patchReducers[op.op] as PatchReducer<PatchOp["op"]>)(s, op, at);
     for (const { step_id } of e.payload.updated_after_dispatch) {
       const step = s.steps.get(step_id);
       if (step !== undefined) step.updated_after_dispatch = true;

@@ -2,13 +2,12 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
-import { closing, heldStepOf } from "./decide-shared.js";
+import { accept, refuse } from "./decision.js";
+import { closing, heldStepOf, TASK_STOP_REASONS } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { requireLiveTask, requireOrchestrator } from "./guards.js";
-import type { Step } from "./records.js";
-import { type DagState, dependenciesCompleted } from "./state.js";
-
-const fail = (error: RuntimeError): Decision => ({ ok: false, error });
+import { type Step, TERMINAL_STEP_STATUSES } from "./records.js";
+import { type DagState, dependenciesCompleted, stepsCompleteable } from "./state.js";
 
 function stepsInOrder(state: DagState, keep: (s: Step) => boolean): Step[] {
   return [...state.steps.values()].filter(keep).sort((a, b) => a.ordinal - b.ordinal);
@@ -45,8 +44,8 @@ function emitCancelRequests(state: DagState, em: Emitter, ctx: DecideContext, re
 
 /** Why the task cannot be completed now, or null (the `completeable` diagnostic of 003). */
 export function notCompleteableReason(state: DagState): RuntimeError | null {
+  if (stepsCompleteable(state)) return null;
   const { index } = state;
-  if (index.requiredNotCompleted === 0 && index.held.size === 0) return null;
   const required = stepsInOrder(state, (s) => s.required && s.status !== "completed").map((s) => s.step_id);
   return runtimeError("task_not_completeable", "every required step must be completed and no step claimed or running", {
     required_not_completed: required.slice(0, 50),
@@ -58,14 +57,14 @@ export function notCompleteableReason(state: DagState): RuntimeError | null {
 export function decideCompleteTask(state: DagState, cmd: CommandOf<"complete_task">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "agent.task_complete") ?? requireLiveTask(task) ?? notCompleteableReason(state);
-  if (guard !== null) return fail(guard);
+  if (guard !== null) return refuse(guard);
   const em = new Emitter(state, ctx);
   for (const step of stepsInOrder(state, (s) => !s.required && (s.status === "pending" || s.status === "ready"))) {
     em.emit("task_step_cancelled", step.step_id, { reason: "optional_step_cancelled_on_task_complete", ...closing(step) });
   }
-  emitEndRuns(state, em, "task_completed");
+  emitEndRuns(state, em, TASK_STOP_REASONS.complete_task);
   em.emit("task_completed", null, { reason: cmd.reason ?? null });
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
 /**
@@ -77,11 +76,11 @@ export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | Co
   const task = state.task!;
   const failing = cmd.type === "fail_task";
   const guard = requireOrchestrator(task, ctx.actor, failing ? "agent.task_fail" : "agent.task_cancel") ?? requireLiveTask(task);
-  if (guard !== null) return fail(guard);
-  const reason = failing ? "task_failed" : "task_cancelled";
+  if (guard !== null) return refuse(guard);
+  const reason = TASK_STOP_REASONS[cmd.type];
   const em = new Emitter(state, ctx);
   emitCancelRequests(state, em, ctx, reason);
-  for (const step of stepsInOrder(state, (s) => s.status !== "completed" && s.status !== "failed" && s.status !== "cancelled")) {
+  for (const step of stepsInOrder(state, (s) => !TERMINAL_STEP_STATUSES.has(s.status))) {
     if (failing) {
       em.emit("task_step_failed", step.step_id, { reason, result_summary: reason, artifact_ids: null, attempt_status: "cancelled", ...closing(step) });
     } else {
@@ -90,26 +89,26 @@ export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | Co
   }
   if (failing) em.emit("task_failed", null, { reason: cmd.reason ?? null });
   else em.emit("task_cancelled", null, { reason: cmd.reason ?? null });
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
 /** The orchestrator blocks the task: only its status changes; held steps keep running (003). */
 export function decideBlockTask(state: DagState, cmd: CommandOf<"block_task">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "block task") ?? requireLiveTask(task);
-  if (guard !== null) return fail(guard);
-  if (task.status === "blocked") return fail(runtimeError("invalid_transition", "the task is already blocked", { status: task.status }));
+  if (guard !== null) return refuse(guard);
+  if (task.status === "blocked") return refuse(runtimeError("invalid_transition", "the task is already blocked", { status: task.status }));
   const em = new Emitter(state, ctx);
   em.emit("task_blocked", null, { reason: cmd.reason ?? null });
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
 /** task_reopened: a blocked task goes back to pending, then readiness and task_running are re-run (003). */
 export function decideReopenTask(state: DagState, cmd: CommandOf<"reopen_task">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "reopen task") ?? requireLiveTask(task);
-  if (guard !== null) return fail(guard);
-  if (task.status !== "blocked") return fail(runtimeError("invalid_transition", `only a blocked task can be reopened, not a ${task.status} one`, { status: task.status }));
+  if (guard !== null) return refuse(guard);
+  if (task.status !== "blocked") return refuse(runtimeError("invalid_transition", `only a blocked task can be reopened, not a ${task.status} one`, { status: task.status }));
   const em = new Emitter(state, ctx);
   em.emit("task_reopened", null, { reason: cmd.reason ?? null });
   let anyActive = state.index.statusCounts.ready + state.index.held.size > 0;
@@ -119,6 +118,6 @@ export function decideReopenTask(state: DagState, cmd: CommandOf<"reopen_task">,
   }
   // The task is pending from here on: task_running follows when anything is ready or held.
   if (anyActive) em.emit("task_running", null, {});
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 

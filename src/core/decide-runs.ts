@@ -2,13 +2,13 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
-import { closing, emitRunEnd } from "./decide-shared.js";
-import { type RuntimeError, runtimeError } from "./errors.js";
+import { closing, emitRunEnd, RUN_ENDINGS, TASK_STOP_REASONS } from "./decide-shared.js";
+import { accept, acceptNothing, refuse } from "./decision.js";
+import { runtimeError } from "./errors.js";
 import { checkScope, requireLiveTask, requireOrchestrator } from "./guards.js";
-import type { Step, WorkerRun } from "./records.js";
+import { DEFAULT_WORKER_POOL, type Step, type WorkerRun } from "./records.js";
+import { err, ok, type Result } from "./result.js";
 import { type DagState, dependenciesCompleted, isTerminalTask } from "./state.js";
-
-const fail = (error: RuntimeError): Decision => ({ ok: false, error });
 
 /** Why a run asked to cancel ended when its wait ran out. */
 const CANCEL_TIMEOUT = "child_agent_cancel_timeout";
@@ -17,19 +17,19 @@ const CANCEL_TIMEOUT = "child_agent_cancel_timeout";
  * Reasons a run ends with when a task-level termination stops it (at once, on acknowledging the cancellation, or
  * when the wait for that ran out); such a run may still hand in its result once (003).
  */
-const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set(["task_completed", "task_failed", "task_cancelled", CANCEL_TIMEOUT]);
+const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set([...Object.values(TASK_STOP_REASONS), CANCEL_TIMEOUT]);
 
 /** agent.dispatch_worker: a run scoped to this task, its pool, and optionally allowed_step_ids (deduplicated). */
 export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_worker">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "agent.dispatch_worker") ?? requireLiveTask(task);
-  if (guard !== null) return fail(guard);
-  if (task.status === "blocked") return fail(runtimeError("task_not_dispatchable", "the task is blocked; reopen it before dispatching workers", { status: task.status }));
+  if (guard !== null) return refuse(guard);
+  if (task.status === "blocked") return refuse(runtimeError("task_not_dispatchable", "the task is blocked; reopen it before dispatching workers", { status: task.status }));
   let allowed: string[] | null = null;
   if (cmd.allowed_step_ids !== undefined) {
     allowed = [...new Set(cmd.allowed_step_ids)];
     const unknown = allowed.filter((id) => !state.steps.has(id));
-    if (unknown.length > 0) return fail(runtimeError("validation_error", `allowed_step_ids names unknown steps: ${unknown.slice(0, 10).join(", ")}`, { unknown_step_ids: unknown.slice(0, 50) }));
+    if (unknown.length > 0) return refuse(runtimeError("validation_error", `allowed_step_ids names unknown steps: ${unknown.slice(0, 10).join(", ")}`, { unknown_step_ids: unknown.slice(0, 50) }));
   }
   const runId = `run_${ctx.newId().toLowerCase()}`;
   const agentId = cmd.agent_id ?? `worker_${runId.slice(4)}`;
@@ -38,63 +38,90 @@ export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_w
   em.emit("worker_dispatched", null, {
     run_id: runId,
     agent_id: agentId,
-    worker_pool_id: cmd.worker_pool_id ?? "default",
+    worker_pool_id: cmd.worker_pool_id ?? DEFAULT_WORKER_POOL,
     allowed_step_ids: allowed,
     max_steps: cmd.max_steps ?? 1,
     deadline_at: deadline,
   });
-  return { ok: true, events: em.events, value: { kind: "dispatched", run_id: runId, agent_id: agentId, deadline_at: deadline } };
+  return accept(em, { kind: "dispatched", run_id: runId, agent_id: agentId, deadline_at: deadline });
 }
 
-function findRun(state: DagState, runId: string): WorkerRun | RuntimeError {
-  return state.runs.get(runId) ?? runtimeError("not_found", `no worker run ${runId}`, { run_id: runId });
+/** The run a command names, or not_found. */
+function findRun(state: DagState, runId: string): Result<WorkerRun> {
+  const run = state.runs.get(runId);
+  return run === undefined ? err(runtimeError("not_found", `no worker run ${runId}`, { run_id: runId })) : ok(run);
 }
 
 /** A worker run ends (finished, cancelled, timeout); a step it still holds fails with 003's fallback reason. */
 export function decideFinishRun(state: DagState, cmd: CommandOf<"finish_run">, ctx: DecideContext): Decision {
   const task = state.task!;
   const { actor } = ctx;
-  if (actor.role !== "worker" && actor.role !== "orchestrator") return fail(runtimeError("tool_not_available", "finishing a run is for the run itself or the orchestrator", { role: actor.role }));
+  if (actor.role !== "worker" && actor.role !== "orchestrator") return refuse(runtimeError("tool_not_available", "finishing a run is for the run itself or the orchestrator", { role: actor.role }));
   const scope = checkScope(task, actor);
-  if (scope !== null) return fail(scope);
-  if (actor.role === "worker" && actor.run_id !== cmd.run_id) return fail(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
-  const run = findRun(state, cmd.run_id);
-  if ("code" in run) return fail(run);
+  if (scope !== null) return refuse(scope);
+  if (actor.role === "worker" && actor.run_id !== cmd.run_id) return refuse(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
+  const found = findRun(state, cmd.run_id);
+  if (!found.ok) return refuse(found.error);
+  const run = found.value;
   // Same rule as every other worker guard (requireActiveWorkerRun): the run must be the caller's, agent included.
-  if (actor.role === "worker" && run.agent_id !== actor.agent_id) return fail(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
+  if (actor.role === "worker" && run.agent_id !== actor.agent_id) return refuse(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
   const em = new Emitter(state, ctx);
   if (run.status === "cancelling") {
     // 003: the run ends as the task-level stop asked, its result kept. Its step was already ended by that stop,
     // so no worker_* fallback applies, whatever outcome it reports.
     em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: run.cancel_request!.reason, result: cmd.result ?? null, cancel_requested: true });
-    return { ok: true, events: em.events, value: { kind: "none" } };
+    return accept(em);
   }
   if (run.status !== "active") {
     // 003: a late run of a terminated task may still persist its result, once; it changes no step.
     if (run.status_reason !== null && TASK_LEVEL_ENDINGS.has(run.status_reason) && run.result === null && cmd.result !== undefined && cmd.result !== null) {
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: run.status, reason: "late_result", result: cmd.result });
-      return { ok: true, events: em.events, value: { kind: "none" } };
+      return accept(em);
     }
-    return fail(runtimeError("invalid_transition", `the run has already ended (${run.status})`, { run_id: run.run_id, status: run.status }));
+    return refuse(runtimeError("invalid_transition", `the run has already ended (${run.status})`, { run_id: run.run_id, status: run.status }));
   }
   emitRunEnd(state, em, run, cmd.outcome, cmd.result ?? null);
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
 /** The orchestrator cancels a run: its held step fails with worker_cancelled (003's way to stop one step). */
 export function decideCancelRun(state: DagState, cmd: CommandOf<"cancel_run">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "cancel worker run") ?? requireLiveTask(task);
-  if (guard !== null) return fail(guard);
-  const run = findRun(state, cmd.run_id);
-  if ("code" in run) return fail(run);
-  if (run.status !== "active") return fail(runtimeError("invalid_transition", `the run has already ended (${run.status})`, { run_id: run.run_id, status: run.status }));
+  if (guard !== null) return refuse(guard);
+  const found = findRun(state, cmd.run_id);
+  if (!found.ok) return refuse(found.error);
+  const run = found.value;
+  if (run.status !== "active") return refuse(runtimeError("invalid_transition", `the run has already ended (${run.status})`, { run_id: run.run_id, status: run.status }));
   const em = new Emitter(state, ctx);
   emitRunEnd(state, em, run, "cancelled", null, cmd.reason);
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
+/** Something with a deadline; `kind` orders what falls due at the same instant: a lease, a run's deadline, a cancellation's wait. */
 type Due = { at: number; kind: 0; step: Step } | { at: number; kind: 1; run: WorkerRun } | { at: number; kind: 2; run: WorkerRun };
+
+/**
+ * Every pending deadline: each held step's lease, each active run's deadline, each wait for a run asked to cancel.
+ * A terminal task has only the last: the runs its stop is still waiting for. Reconciling and the alarm
+ * (nextDeadline) read this one list, so the alarm is set for exactly what reconciling expires.
+ */
+function eachDeadline(state: DagState, visit: (due: Due) => void): void {
+  if (!isTerminalTask(state.task!)) {
+    for (const id of state.index.held) {
+      const step = state.steps.get(id)!;
+      visit({ at: Date.parse(step.lease_expires_at ?? ""), kind: 0, step });
+    }
+    for (const id of state.index.activeRuns) {
+      const run = state.runs.get(id)!;
+      if (run.deadline_at !== null) visit({ at: Date.parse(run.deadline_at), kind: 1, run });
+    }
+  }
+  for (const id of state.index.cancellingRuns) {
+    const run = state.runs.get(id)!;
+    visit({ at: Date.parse(run.cancel_request!.deadline_at), kind: 2, run });
+  }
+}
 
 /**
  * Expires what is due at ctx.now, earliest first: a lapsed lease gives task_step_lease_expired (attempt lost,
@@ -106,25 +133,10 @@ type Due = { at: number; kind: 0; step: Step } | { at: number; kind: 1; run: Wor
 export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcile_leases">, ctx: DecideContext): Decision {
   const task = state.task!;
   const due: Due[] = [];
-  if (!isTerminalTask(task)) {
-    for (const id of state.index.held) {
-      const step = state.steps.get(id)!;
-      const at = Date.parse(step.lease_expires_at ?? "");
-      if (at <= ctx.now) due.push({ at, kind: 0, step });
-    }
-    for (const id of state.index.activeRuns) {
-      const run = state.runs.get(id)!;
-      if (run.deadline_at === null) continue;
-      const at = Date.parse(run.deadline_at);
-      if (at <= ctx.now) due.push({ at, kind: 1, run });
-    }
-  }
-  for (const id of state.index.cancellingRuns) {
-    const run = state.runs.get(id)!;
-    const at = Date.parse(run.cancel_request!.deadline_at);
-    if (at <= ctx.now) due.push({ at, kind: 2, run });
-  }
-  if (due.length === 0) return { ok: true, events: [], value: { kind: "none" } };
+  eachDeadline(state, (d) => {
+    if (d.at <= ctx.now) due.push(d);
+  });
+  if (due.length === 0) return acceptNothing();
   due.sort((a, b) => a.at - b.at || a.kind - b.kind);
   const em = new Emitter(state, ctx, systemActor(task.session_id));
   const released = new Set<string>();
@@ -142,15 +154,16 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: CANCEL_TIMEOUT, result: null, cancel_requested: true });
     } else {
       const { run } = item;
+      const how = RUN_ENDINGS.timeout;
       const held = run.current_step_id;
       if (held !== null && !released.has(held)) {
         released.add(held);
-        em.emit("task_step_failed", held, { reason: "worker_timeout", result_summary: "worker_timeout", artifact_ids: null, attempt_status: "timed_out", ...closing(state.steps.get(held)!) });
+        em.emit("task_step_failed", held, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt, ...closing(state.steps.get(held)!) });
       }
-      em.emit("worker_run_ended", null, { run_id: run.run_id, status: "timed_out", reason: "worker_timeout", result: null });
+      em.emit("worker_run_ended", null, { run_id: run.run_id, status: how.status, reason: how.reason, result: null });
     }
   }
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
 /**
@@ -160,16 +173,9 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
 export function nextDeadline(state: DagState): number | null {
   if (state.task === null) return null;
   let next = Number.POSITIVE_INFINITY;
-  if (!isTerminalTask(state.task)) {
-    for (const id of state.index.held) {
-      const at = Date.parse(state.steps.get(id)!.lease_expires_at ?? "");
-      if (at < next) next = at;
-    }
-    for (const id of state.index.activeRuns) {
-      const deadline = state.runs.get(id)!.deadline_at;
-      if (deadline !== null) next = Math.min(next, Date.parse(deadline));
-    }
-  }
-  for (const id of state.index.cancellingRuns) next = Math.min(next, Date.parse(state.runs.get(id)!.cancel_request!.deadline_at));
+  // `<` rather than Math.min: a held step without a lease parses to NaN and sets no alarm.
+  eachDeadline(state, (d) => {
+    if (d.at < next) next = d.at;
+  });
   return Number.isFinite(next) ? next : null;
 }

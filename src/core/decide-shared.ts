@@ -1,7 +1,20 @@
-/** @module Cascades several decisions share: readiness after a completion, task_running, run fallbacks. */
+/** @module What several decisions share: a step as recorded, readiness after a completion, task_running, run fallbacks. */
 import type { Emitter } from "./context.js";
-import { type AttemptStatus, HELD_STEP_STATUSES, type Step, type WorkerRun } from "./records.js";
+import type { StepInput } from "./commands.js";
+import { type AttemptStatus, DEFAULT_WORKER_POOL, HELD_STEP_STATUSES, type Step, type WorkerRun } from "./records.js";
 import type { DagState } from "./state.js";
+
+/** A step as the WAL records it (task_created, add_step): its dependencies deduplicated, 003's defaults filled in. */
+export function recordedStep(input: StepInput): Required<StepInput> {
+  return {
+    step_id: input.step_id,
+    title: input.title,
+    summary: input.summary,
+    depends_on_step_ids: [...new Set(input.depends_on_step_ids)],
+    required: input.required ?? true,
+    worker_pool_id: input.worker_pool_id ?? DEFAULT_WORKER_POOL,
+  };
+}
 
 /** The attempt and run a step event closes: the step's open claim, if any. */
 export function closing(step: Step): { attempt_id: string | null; run_id: string | null } {
@@ -32,6 +45,12 @@ export function emitDependantsReady(state: DagState, em: Emitter, completed: Ste
   }
   return any;
 }
+
+/**
+ * The reason a task-level termination records on the runs and steps it stops; a run ended with one may still hand
+ * in its result once (003), which is how decideFinishRun recognises it.
+ */
+export const TASK_STOP_REASONS = { complete_task: "task_completed", fail_task: "task_failed", cancel_task: "task_cancelled" } as const;
 
 /** How a worker run ended, and what 003's fallback writes for a step it still held. */
 export const RUN_ENDINGS = {

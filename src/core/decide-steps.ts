@@ -3,12 +3,12 @@ import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
 import { closing, emitDependantsReady, emitRunningIfFirstActive } from "./decide-shared.js";
-import { type RuntimeError, runtimeError } from "./errors.js";
-import { checkScope, isError, requireActiveWorkerRun, requireLiveTaskFor } from "./guards.js";
+import { accept, acceptNothing, refuse } from "./decision.js";
+import { runtimeError } from "./errors.js";
+import { checkScope, requireActiveWorkerRun, requireLiveTaskFor, runMaySee } from "./guards.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, type WorkerRun } from "./records.js";
+import { err, ok, type Result } from "./result.js";
 import type { DagState } from "./state.js";
-
-const fail = (error: RuntimeError): Decision => ({ ok: false, error });
 
 /** The lease a claim or renewal sets: now + the task's step_lease_timeout_ms. */
 function leaseUntil(state: DagState, ctx: DecideContext): string {
@@ -16,22 +16,21 @@ function leaseUntil(state: DagState, ctx: DecideContext): string {
 }
 
 /** Who may claim: an active worker run of this task, live and not blocked, holding nothing. */
-function checkClaimer(state: DagState, ctx: DecideContext, tool: string): WorkerRun | RuntimeError {
+function checkClaimer(state: DagState, ctx: DecideContext, tool: string): Result<WorkerRun> {
   const task = state.task!;
-  if (ctx.actor.role !== "worker") return runtimeError("tool_not_available", `${tool} is available to worker runs only`, { role: ctx.actor.role });
-  const scope = checkScope(task, ctx.actor);
-  if (scope !== null) return scope;
+  if (ctx.actor.role !== "worker") return err(runtimeError("tool_not_available", `${tool} is available to worker runs only`, { role: ctx.actor.role }));
   // A terminal task answers task_terminal before the run's status is looked at (003), saying so when the run
   // was asked to cancel.
-  const live = requireLiveTaskFor(state, ctx.actor);
-  if (live !== null) return live;
-  const run = requireActiveWorkerRun(state, ctx.actor);
-  if (isError(run)) return run;
-  if (task.status === "blocked") return runtimeError("task_not_dispatchable", "the task is blocked; the orchestrator must reopen it first", { status: task.status });
+  const guard = checkScope(task, ctx.actor) ?? requireLiveTaskFor(state, ctx.actor);
+  if (guard !== null) return err(guard);
+  const active = requireActiveWorkerRun(state, ctx.actor);
+  if (!active.ok) return active;
+  const run = active.value;
+  if (task.status === "blocked") return err(runtimeError("task_not_dispatchable", "the task is blocked; the orchestrator must reopen it first", { status: task.status }));
   if (run.current_step_id !== null) {
-    return runtimeError("step_already_claimed_by_run", `this run already holds step ${run.current_step_id}`, { step_id: run.current_step_id });
+    return err(runtimeError("step_already_claimed_by_run", `this run already holds step ${run.current_step_id}`, { step_id: run.current_step_id }));
   }
-  return run;
+  return ok(run);
 }
 
 function emitClaim(state: DagState, em: Emitter, ctx: DecideContext, run: WorkerRun, step: Step): Decision {
@@ -51,26 +50,27 @@ function emitClaim(state: DagState, em: Emitter, ctx: DecideContext, run: Worker
     },
   });
   emitRunningIfFirstActive(state, em, true);
-  return { ok: true, events: em.events, value: { kind: "claimed", step_id: step.step_id, attempt_id: attemptId } };
+  return accept(em, { kind: "claimed", step_id: step.step_id, attempt_id: attemptId });
 }
 
 /** agent.task_claim_step: atomic; a live lease is step_already_claimed, a second claim step_already_claimed_by_run. */
 export function decideClaimStep(state: DagState, cmd: CommandOf<"claim_step">, ctx: DecideContext): Decision {
-  const run = checkClaimer(state, ctx, "agent.task_claim_step");
-  if (isError(run)) return fail(run);
+  const claimer = checkClaimer(state, ctx, "agent.task_claim_step");
+  if (!claimer.ok) return refuse(claimer.error);
+  const run = claimer.value;
   if (run.claims_used >= run.max_steps) {
-    return fail(runtimeError("step_already_claimed_by_run", `this run has used its ${run.max_steps} claim(s)`, { max_steps: run.max_steps }));
+    return refuse(runtimeError("step_already_claimed_by_run", `this run has used its ${run.max_steps} claim(s)`, { max_steps: run.max_steps }));
   }
   const step = state.steps.get(cmd.step_id);
-  if (step === undefined) return fail(runtimeError("not_found", `no step ${cmd.step_id}`, { step_id: cmd.step_id }));
-  if (step.worker_pool_id !== run.worker_pool_id || (run.allowed_step_ids !== null && !run.allowed_step_ids.includes(step.step_id))) {
-    return fail(runtimeError("permission_denied", `step ${step.step_id} is outside this run's scope`, { step_id: step.step_id }));
+  if (step === undefined) return refuse(runtimeError("not_found", `no step ${cmd.step_id}`, { step_id: cmd.step_id }));
+  if (!runMaySee(run, step)) {
+    return refuse(runtimeError("permission_denied", `step ${step.step_id} is outside this run's scope`, { step_id: step.step_id }));
   }
   if (HELD_STEP_STATUSES.has(step.status)) {
-    return fail(runtimeError("step_already_claimed", `step ${step.step_id} is held by another run`, { step_id: step.step_id, lease_expires_at: step.lease_expires_at }));
+    return refuse(runtimeError("step_already_claimed", `step ${step.step_id} is held by another run`, { step_id: step.step_id, lease_expires_at: step.lease_expires_at }));
   }
   if (step.status !== "ready") {
-    return fail(runtimeError("invalid_transition", `step ${step.step_id} is ${step.status}, not ready`, { step_id: step.step_id, status: step.status }));
+    return refuse(runtimeError("invalid_transition", `step ${step.step_id} is ${step.status}, not ready`, { step_id: step.step_id, status: step.status }));
   }
   return emitClaim(state, new Emitter(state, ctx), ctx, run, step);
 }
@@ -96,11 +96,12 @@ export function firstClaimable(state: DagState, run: WorkerRun): Step | undefine
 
 /** Query and claim in one decision: the first claimable step, or no_step_claimed (a normal result, no event). */
 export function decideClaimNext(state: DagState, _cmd: CommandOf<"claim_next">, ctx: DecideContext): Decision {
-  const run = checkClaimer(state, ctx, "claim-next");
-  if (isError(run)) return fail(run);
-  if (run.claims_used >= run.max_steps) return { ok: true, events: [], value: { kind: "no_step_claimed", reason: "run_budget_spent" } };
+  const claimer = checkClaimer(state, ctx, "claim-next");
+  if (!claimer.ok) return refuse(claimer.error);
+  const run = claimer.value;
+  if (run.claims_used >= run.max_steps) return acceptNothing({ kind: "no_step_claimed", reason: "run_budget_spent" });
   const step = firstClaimable(state, run);
-  if (step === undefined) return { ok: true, events: [], value: { kind: "no_step_claimed", reason: "no_ready_step" } };
+  if (step === undefined) return acceptNothing({ kind: "no_step_claimed", reason: "no_ready_step" });
   return emitClaim(state, new Emitter(state, ctx), ctx, run, step);
 }
 
@@ -115,35 +116,35 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
   const task = state.task!;
   const { actor } = ctx;
   if (actor.role !== "worker" && actor.role !== "orchestrator") {
-    return fail(runtimeError("tool_not_available", "agent.task_update_step is available to orchestrators and worker runs", { role: actor.role }));
+    return refuse(runtimeError("tool_not_available", "agent.task_update_step is available to orchestrators and worker runs", { role: actor.role }));
   }
   const guard = checkScope(task, actor) ?? requireLiveTaskFor(state, actor);
-  if (guard !== null) return fail(guard);
+  if (guard !== null) return refuse(guard);
   const step = state.steps.get(cmd.step_id);
-  if (step === undefined) return fail(runtimeError("not_found", `no step ${cmd.step_id}`, { step_id: cmd.step_id }));
+  if (step === undefined) return refuse(runtimeError("not_found", `no step ${cmd.step_id}`, { step_id: cmd.step_id }));
   const held = HELD_STEP_STATUSES.has(step.status);
   const to = cmd.status;
-  const refuse = () => fail(runtimeError("invalid_transition", `a ${step.status} step cannot become ${to}`, { step_id: step.step_id, from: step.status, to }));
+  const badTransition = () => refuse(runtimeError("invalid_transition", `a ${step.status} step cannot become ${to}`, { step_id: step.step_id, from: step.status, to }));
   // 003: ready is the core's to set, and only the orchestrator reopens (task_update reopen_step).
   if (to === "pending" || to === "ready") {
-    return fail(runtimeError("invalid_transition", `no caller sets a step ${to}: the core keeps readiness; the orchestrator reopens with task_update reopen_step`, { step_id: step.step_id, from: step.status, to }));
+    return refuse(runtimeError("invalid_transition", `no caller sets a step ${to}: the core keeps readiness; the orchestrator reopens with task_update reopen_step`, { step_id: step.step_id, from: step.status, to }));
   }
 
   if (actor.role === "worker") {
     const run = requireActiveWorkerRun(state, actor);
-    if (isError(run)) return fail(run);
-    if (!held || step.claimed_by_run_id !== run.run_id) {
-      return fail(runtimeError("permission_denied", `step ${step.step_id} is not held by this run`, { step_id: step.step_id, status: step.status }));
+    if (!run.ok) return refuse(run.error);
+    if (!held || step.claimed_by_run_id !== run.value.run_id) {
+      return refuse(runtimeError("permission_denied", `step ${step.step_id} is not held by this run`, { step_id: step.step_id, status: step.status }));
     }
   } else if (held) {
     // 003: the orchestrator stops a held step by cancelling its worker run, not the step.
     if (to === "cancelled") {
-      return fail(runtimeError("invalid_transition", `step ${step.step_id} is ${step.status} by a worker run; cancel the run instead`, { step_id: step.step_id, run_id: step.claimed_by_run_id }));
+      return refuse(runtimeError("invalid_transition", `step ${step.step_id} is ${step.status} by a worker run; cancel the run instead`, { step_id: step.step_id, run_id: step.claimed_by_run_id }));
     }
   } else if (!(ORCHESTRATOR_UNHELD[step.status]?.has(to) ?? false)) {
-    return refuse();
+    return badTransition();
   }
-  if (held && to === "claimed" && step.status === "running") return refuse();
+  if (held && to === "claimed" && step.status === "running") return badTransition();
 
   const em = new Emitter(state, ctx);
   const results = { result_summary: cmd.result_summary ?? null, artifact_ids: cmd.artifact_ids ?? null };
@@ -168,7 +169,7 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
       em.emit("task_step_cancelled", step.step_id, { reason: cmd.reason ?? null, ...closing(step) });
       break;
   }
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }
 
 /** append_task_progress: progress facts; a worker's progress on its held step renews the lease. */
@@ -176,23 +177,24 @@ export function decideAppendProgress(state: DagState, cmd: CommandOf<"append_pro
   const task = state.task!;
   const { actor } = ctx;
   if (actor.role !== "worker" && actor.role !== "orchestrator") {
-    return fail(runtimeError("tool_not_available", "append_task_progress is available to orchestrators and worker runs", { role: actor.role }));
+    return refuse(runtimeError("tool_not_available", "append_task_progress is available to orchestrators and worker runs", { role: actor.role }));
   }
   const guard = checkScope(task, actor) ?? requireLiveTaskFor(state, actor);
-  if (guard !== null) return fail(guard);
+  if (guard !== null) return refuse(guard);
   let stepId = cmd.step_id ?? null;
   let lease: string | null = null;
   if (actor.role === "worker") {
-    const run = requireActiveWorkerRun(state, actor);
-    if (isError(run)) return fail(run);
+    const active = requireActiveWorkerRun(state, actor);
+    if (!active.ok) return refuse(active.error);
+    const run = active.value;
     stepId ??= run.current_step_id;
     const step = stepId === null ? undefined : state.steps.get(stepId);
     if (step === undefined || step.claimed_by_run_id !== run.run_id || !HELD_STEP_STATUSES.has(step.status)) {
-      return fail(runtimeError("permission_denied", "a worker reports progress on the step its run holds", { step_id: stepId }));
+      return refuse(runtimeError("permission_denied", "a worker reports progress on the step its run holds", { step_id: stepId }));
     }
     lease = leaseUntil(state, ctx);
   } else if (stepId !== null && !state.steps.has(stepId)) {
-    return fail(runtimeError("not_found", `no step ${stepId}`, { step_id: stepId }));
+    return refuse(runtimeError("not_found", `no step ${stepId}`, { step_id: stepId }));
   }
   const em = new Emitter(state, ctx);
   em.emit("task_progress", stepId, {
@@ -202,5 +204,5 @@ export function decideAppendProgress(state: DagState, cmd: CommandOf<"append_pro
     output_refs: cmd.output_refs ?? null,
     lease_expires_at: lease,
   });
-  return { ok: true, events: em.events, value: { kind: "none" } };
+  return accept(em);
 }

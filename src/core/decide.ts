@@ -6,10 +6,12 @@
 import { authorize } from "./authorize.js";
 import { type Command, CommandSchema } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
-import { decideCreateTask, decideUpdateTask } from "./decide-dag.js";
+import { decideCreateTask } from "./decide-create-task.js";
+import { decideUpdateTask } from "./decide-update-task.js";
 import { decideBlockTask, decideCompleteTask, decideReopenTask, decideStopTask } from "./decide-lifecycle.js";
 import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
 import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
+import { refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
 import type { DagState } from "./state.js";
 
@@ -44,11 +46,11 @@ export function decide(state: DagState, command: unknown, ctx: DecideContext): D
   const parsed = CommandSchema.safeParse(command);
   if (!parsed.success) {
     const { message, details } = describeIssues(parsed.error.issues);
-    return { ok: false, error: runtimeError("validation_error", message, details) };
+    return refuse(runtimeError("validation_error", message, details));
   }
   const cmd = parsed.data;
-  if (cmd.type !== "create_task" && state.task === null) return { ok: false, error: runtimeError("not_found", "no such task") };
+  if (cmd.type !== "create_task" && state.task === null) return refuse(runtimeError("not_found", "no such task"));
   const denied = authorize(state.task, ctx.actor, cmd.type);
-  if (denied !== null) return { ok: false, error: denied };
+  if (denied !== null) return refuse(denied);
   return (deciders[cmd.type] as (s: DagState, c: Command, ctx: DecideContext) => Decision)(state, cmd, ctx);
 }

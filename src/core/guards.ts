@@ -1,18 +1,9 @@
 /** @module Permission and state guards shared by the decisions (003 "Permission", "Orchestrator Ownership"). */
 import type { Actor } from "./context.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
-import type { Task, WorkerRun } from "./records.js";
+import type { Step, Task, WorkerRun } from "./records.js";
+import { err, ok, type Result } from "./result.js";
 import { type DagState, isTerminalTask } from "./state.js";
-
-/** The task, or not_found when no task exists in this object. */
-export function requireTask(state: DagState): Task | RuntimeError {
-  return state.task ?? runtimeError("not_found", "no such task");
-}
-
-/** True for a RuntimeError value (decisions return errors as values). */
-export function isError(value: unknown): value is RuntimeError {
-  return typeof value === "object" && value !== null && "code" in value && "message" in value;
-}
 
 /** The caller must be in the task's session (and, for a worker, scoped to this task). */
 export function checkScope(task: Task, actor: Actor): RuntimeError | null {
@@ -61,15 +52,15 @@ export function requireLiveTaskFor(state: DagState, actor: Actor): RuntimeError 
 }
 
 /** The worker's own run, active; anything else is permission_denied. */
-export function requireActiveWorkerRun(state: DagState, actor: Actor): WorkerRun | RuntimeError {
+export function requireActiveWorkerRun(state: DagState, actor: Actor): Result<WorkerRun> {
   const run = actor.run_id === null ? undefined : state.runs.get(actor.run_id);
-  if (run === undefined || run.agent_id !== actor.agent_id) return runtimeError("permission_denied", "the caller holds no worker run of this task");
-  if (run.status !== "active") return runtimeError("permission_denied", `the worker run has ended (${run.status})`, { run_status: run.status });
-  return run;
+  if (run === undefined || run.agent_id !== actor.agent_id) return err(runtimeError("permission_denied", "the caller holds no worker run of this task"));
+  if (run.status !== "active") return err(runtimeError("permission_denied", `the worker run has ended (${run.status})`, { run_status: run.status }));
+  return ok(run);
 }
 
 /** True when a run may see and claim this step: its pool, and its allowed_step_ids when given. */
-export function runMaySee(run: WorkerRun, stepId: string, poolId: string, allowed: ReadonlySet<string> | null): boolean {
-  if (run.worker_pool_id !== poolId) return false;
-  return allowed === null || allowed.has(stepId);
+export function runMaySee(run: WorkerRun, step: Step): boolean {
+  if (run.worker_pool_id !== step.worker_pool_id) return false;
+  return run.allowed_step_ids === null || run.allowed_step_ids.includes(step.step_id);
 }

@@ -4,7 +4,7 @@
  */
 import type { Actor } from "./context.js";
 import type { WalEvent } from "./events.js";
-import type { Step } from "./records.js";
+import { DEFAULT_WORKER_POOL, type Step } from "./records.js";
 import type { DagState } from "./state.js";
 import { diagnostics } from "./views.js";
 
@@ -26,7 +26,7 @@ export interface PromptSummary {
 const FOOTER_RESERVE = 40;
 
 const stepLine = (s: Step) =>
-  `- ${s.step_id} [${s.status}${s.required ? "" : ", optional"}${s.worker_pool_id === "default" ? "" : `, pool ${s.worker_pool_id}`}] ${s.title}` +
+  `- ${s.step_id} [${s.status}${s.required ? "" : ", optional"}${s.worker_pool_id === DEFAULT_WORKER_POOL ? "" : `, pool ${s.worker_pool_id}`}] ${s.title}` +
   (s.claimed_by_agent_id === null ? "" : ` (held by ${s.claimed_by_agent_id})`) +
   (s.status_reason === null ? "" : ` — ${s.status_reason}`);
 

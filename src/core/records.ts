@@ -29,7 +29,7 @@ export type StepStatus = z.infer<typeof StepStatusSchema>;
 
 /** Task statuses after which the task accepts no change. */
 export const TERMINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set(["completed", "failed", "cancelled"]);
-/** Step statuses a query leaves out unless `include_terminal_steps` is set. */
+/** Step statuses a step ends in: a forced stop leaves them as they are, and a query leaves them out unless `include_terminal_steps` is set. */
 export const TERMINAL_STEP_STATUSES: ReadonlySet<StepStatus> = new Set(["completed", "failed", "cancelled"]);
 /** Step statuses in which a worker run holds the step under a lease. */
 export const HELD_STEP_STATUSES: ReadonlySet<StepStatus> = new Set(["claimed", "running"]);

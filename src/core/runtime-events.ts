@@ -29,8 +29,8 @@
  * | child_agent_cancel_timeout  | subagent.status (status unknown: the run never confirmed it stopped)        |
  */
 import { z } from "zod";
-import type { WalEvent, WalEventOf } from "./events.js";
-import { ATTEMPT_STATUS_MAP, STEP_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
+import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
+import { ATTEMPT_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
 import { runtimeSequence } from "./runtime-sequence.js";
 
 /** The envelope version this runtime emits. */
@@ -85,48 +85,69 @@ function stepFields(e: WalEvent): { stepId?: string } {
   return e.step_id === null ? {} : { stepId: e.step_id };
 }
 
-/** The runtime events of one WAL event, in order (fewer than SEQUENCE_STRIDE of them). */
-export function projectEvent(e: WalEvent): RuntimeEvent[] {
-  const out: Fields[] = [];
-  const actor = { actorAgentId: e.actor_agent_id, ...(e.actor_run_id === null ? {} : { actorRunId: e.actor_run_id }) };
-  switch (e.event_type) {
-    case "task_created": {
-      const p = e.payload;
-      const task = { title: p.task.title, summary: p.task.summary, walName: p.task.wal_name, stepIds: p.steps.map((s) => s.step_id), stepCount: p.steps.length };
-      out.push({ type: "task.created", nativeStatus: "pending", status: "queued", payload: { ...task, ...actor } });
-      out.push({ type: "task.accepted", nativeStatus: "pending", status: "queued", payload: { ...actor } });
-      break;
-    }
-    case "task_updated": {
-      const onlyDeps = e.payload.ops.every((op) => DEPENDENCY_OPS.has(op.op));
-      out.push({
+/** Who caused an event, as every payload that names its actor carries it. */
+type ActorFields = { actorAgentId: string; actorRunId?: string };
+
+/** One WAL event type's projection: its runtime events in order, before the envelope is stamped. */
+type Projection<K extends WalEventType> = (e: WalEventOf<K>, actor: ActorFields) => Fields[];
+
+/** Every WAL event type has a projection: adding an event type without one does not compile. */
+type Projections = { [K in WalEventType]: Projection<K> };
+
+/** A task's own status change: one runtime event of `type`, the task's native status and its reason. */
+function taskStatus(type: "task.blocked" | "task.resumed" | "task.completed" | "task.failed" | "task.cancelled", native: "blocked" | "pending" | "completed" | "failed" | "cancelled") {
+  return (e: WalEventOf<"task_blocked" | "task_reopened" | "task_completed" | "task_failed" | "task_cancelled">, actor: ActorFields): Fields[] => [
+    { type, nativeStatus: native, status: TASK_STATUS_MAP[native], statusReason: e.payload.reason ?? undefined, payload: { ...actor } },
+  ];
+}
+
+/** A held step's non-terminal update: task.progress, saying running when it started. */
+function stepProgress(started: boolean) {
+  return (e: WalEventOf<"task_step_started" | "task_step_updated">, actor: ActorFields): Fields[] => [
+    {
+      type: "task.progress",
+      ...stepFields(e),
+      runId: e.actor_run_id ?? undefined,
+      nativeStatus: started ? "running" : undefined,
+      status: started ? "running" : undefined,
+      phase: started ? "working" : undefined,
+      payload: compact({ leaseExpiresAt: e.payload.lease_expires_at, resultSummary: e.payload.result_summary, artifactIds: e.payload.artifact_ids, ...actor }),
+    },
+  ];
+}
+
+const projections: Projections = {
+  task_created(e, actor) {
+    const p = e.payload;
+    const task = { title: p.task.title, summary: p.task.summary, walName: p.task.wal_name, stepIds: p.steps.map((s) => s.step_id), stepCount: p.steps.length };
+    return [
+      { type: "task.created", nativeStatus: "pending", status: "queued", payload: { ...task, ...actor } },
+      { type: "task.accepted", nativeStatus: "pending", status: "queued", payload: { ...actor } },
+    ];
+  },
+  task_updated(e, actor) {
+    const onlyDeps = e.payload.ops.every((op) => DEPENDENCY_OPS.has(op.op));
+    return [
+      {
         type: onlyDeps ? "task.dependency.updated" : "task.updated",
         payload: { ops: e.payload.ops, updatedAfterDispatch: e.payload.updated_after_dispatch, ...actor },
-      });
-      break;
-    }
-    case "task_running":
-      out.push({ type: "task.started", nativeStatus: "running", status: "running", payload: {} });
-      break;
-    case "task_blocked":
-    case "task_reopened":
-    case "task_completed":
-    case "task_failed":
-    case "task_cancelled": {
-      const to = { task_blocked: ["task.blocked", "blocked"], task_reopened: ["task.resumed", "pending"], task_completed: ["task.completed", "completed"], task_failed: ["task.failed", "failed"], task_cancelled: ["task.cancelled", "cancelled"] } as const;
-      const [type, native] = to[e.event_type];
-      out.push({ type, nativeStatus: native, status: TASK_STATUS_MAP[native], statusReason: e.payload.reason ?? undefined, payload: { ...actor } });
-      break;
-    }
-    case "task_step_ready":
-      out.push({ type: "task.queued", ...stepFields(e), nativeStatus: "ready", status: "queued", payload: {} });
-      break;
-    case "task_step_pending":
-      out.push({ type: "task.waiting", ...stepFields(e), nativeStatus: "pending", status: "queued", statusReason: e.payload.reason, payload: { waitingFor: "dependency" } });
-      break;
-    case "task_step_claimed": {
-      const p = e.payload;
-      out.push({
+      },
+    ];
+  },
+  task_running: () => [{ type: "task.started", nativeStatus: "running", status: "running", payload: {} }],
+  task_blocked: taskStatus("task.blocked", "blocked"),
+  task_reopened: taskStatus("task.resumed", "pending"),
+  task_completed: taskStatus("task.completed", "completed"),
+  task_failed: taskStatus("task.failed", "failed"),
+  task_cancelled: taskStatus("task.cancelled", "cancelled"),
+  task_step_ready: (e) => [{ type: "task.queued", ...stepFields(e), nativeStatus: "ready", status: "queued", payload: {} }],
+  task_step_pending: (e) => [
+    { type: "task.waiting", ...stepFields(e), nativeStatus: "pending", status: "queued", statusReason: e.payload.reason, payload: { waitingFor: "dependency" } },
+  ],
+  task_step_claimed(e) {
+    const p = e.payload;
+    return [
+      {
         type: "task.attempt.started",
         ...stepFields(e),
         runId: p.run_id,
@@ -135,38 +156,27 @@ export function projectEvent(e: WalEvent): RuntimeEvent[] {
         status: "running",
         worker: { agentId: p.agent_id, runId: p.run_id },
         payload: { attemptOrdinal: p.attempt_ordinal, leaseExpiresAt: p.lease_expires_at, step: p.step_snapshot },
-      });
-      break;
-    }
-    case "task_step_started":
-    case "task_step_updated": {
-      const started = e.event_type === "task_step_started";
-      out.push({
-        type: "task.progress",
-        ...stepFields(e),
-        runId: e.actor_run_id ?? undefined,
-        nativeStatus: started ? "running" : undefined,
-        status: started ? "running" : undefined,
-        phase: started ? "working" : undefined,
-        payload: compact({ leaseExpiresAt: e.payload.lease_expires_at, resultSummary: e.payload.result_summary, artifactIds: e.payload.artifact_ids, ...actor }),
-      });
-      break;
-    }
-    case "task_step_blocked":
-      out.push({
-        type: "task.blocked",
-        ...stepFields(e),
-        attemptId: attemptOf(e),
-        runId: runOf(e),
-        nativeStatus: "blocked",
-        status: "blocked",
-        statusReason: e.payload.reason ?? undefined,
-        payload: compact({ resultSummary: e.payload.result_summary, artifactIds: e.payload.artifact_ids, ...actor }),
-      });
-      break;
-    case "task_step_completed": {
-      const attemptId = attemptOf(e);
-      out.push({
+      },
+    ];
+  },
+  task_step_started: stepProgress(true),
+  task_step_updated: stepProgress(false),
+  task_step_blocked: (e, actor) => [
+    {
+      type: "task.blocked",
+      ...stepFields(e),
+      attemptId: attemptOf(e),
+      runId: runOf(e),
+      nativeStatus: "blocked",
+      status: "blocked",
+      statusReason: e.payload.reason ?? undefined,
+      payload: compact({ resultSummary: e.payload.result_summary, artifactIds: e.payload.artifact_ids, ...actor }),
+    },
+  ],
+  task_step_completed(e, actor) {
+    const attemptId = attemptOf(e);
+    return [
+      {
         type: attemptId === undefined ? "task.updated" : "task.attempt.completed",
         ...stepFields(e),
         attemptId,
@@ -175,58 +185,55 @@ export function projectEvent(e: WalEvent): RuntimeEvent[] {
         status: "completed",
         payload: compact({ resultSummary: e.payload.result_summary, artifactIds: e.payload.artifact_ids, ...actor }),
         refs: e.payload.artifact_ids === null || e.payload.artifact_ids.length === 0 ? undefined : { artifactIds: e.payload.artifact_ids },
-      });
-      break;
-    }
-    case "task_step_failed": {
-      const attemptId = attemptOf(e);
-      const status = ATTEMPT_STATUS_MAP[e.payload.attempt_status];
-      const base = { ...stepFields(e), attemptId, runId: runOf(e), nativeStatus: "failed", statusReason: e.payload.reason ?? undefined };
-      const payload = compact({ resultSummary: e.payload.result_summary, artifactIds: e.payload.artifact_ids, ...actor });
-      if (attemptId === undefined) out.push({ type: "task.updated", ...base, status: "failed", payload });
-      else {
-        out.push({ type: "task.attempt.failed", ...base, status, payload });
-        if (e.payload.attempt_status === "timed_out") out.push({ type: "task.timed_out", ...base, status: "timed_out", payload: {} });
-      }
-      break;
-    }
-    case "task_step_cancelled": {
-      const attemptId = attemptOf(e);
-      const base = { ...stepFields(e), attemptId, runId: runOf(e), nativeStatus: "cancelled", status: "cancelled", statusReason: e.payload.reason ?? undefined, payload: { ...actor } };
-      out.push({ type: attemptId === undefined ? "task.updated" : "task.attempt.failed", ...base });
-      break;
-    }
-    case "task_step_reopened":
-      out.push({ type: "task.retrying", ...stepFields(e), nativeStatus: "pending", status: "retrying", statusReason: e.payload.reason ?? undefined, payload: { ...actor } });
-      break;
-    case "task_step_lease_expired":
-      out.push({
-        type: "task.lost",
-        ...stepFields(e),
-        runId: e.payload.run_id,
-        attemptId: e.payload.attempt_id,
-        nativeStatus: "pending",
-        status: "lost",
-        statusReason: "lease_expired",
-        payload: { leaseExpiresAt: e.payload.lease_expires_at },
-      });
-      break;
-    case "task_progress": {
-      const p = e.payload;
-      const progress = compact({ phase: p.phase, summary: p.summary, counters: p.counters, outputRefs: p.output_refs });
-      out.push({ type: "task.progress", ...stepFields(e), runId: e.actor_run_id ?? undefined, phase: p.phase ?? undefined, taskProgress: progress, payload: { ...progress, ...actor } });
-      break;
-    }
-    case "worker_dispatched": {
-      const p = e.payload;
-      const worker = compact({ agentId: p.agent_id, runId: p.run_id, workerPoolId: p.worker_pool_id, allowedStepIds: p.allowed_step_ids, maxSteps: p.max_steps, deadlineAt: p.deadline_at });
-      out.push({ type: "task.delegated", runId: p.run_id, worker, payload: { ...actor } });
-      out.push({ type: "subagent.spawned", runId: p.run_id, subagentId: p.run_id, status: "running", worker, payload: {} });
-      break;
-    }
-    case "worker_run_cancel_requested": {
-      const p = e.payload;
-      out.push({
+      },
+    ];
+  },
+  task_step_failed(e, actor) {
+    const attemptId = attemptOf(e);
+    const status = ATTEMPT_STATUS_MAP[e.payload.attempt_status];
+    const base = { ...stepFields(e), attemptId, runId: runOf(e), nativeStatus: "failed", statusReason: e.payload.reason ?? undefined };
+    const payload = compact({ resultSummary: e.payload.result_summary, artifactIds: e.payload.artifact_ids, ...actor });
+    if (attemptId === undefined) return [{ type: "task.updated", ...base, status: "failed", payload }];
+    const failed: Fields = { type: "task.attempt.failed", ...base, status, payload };
+    return e.payload.attempt_status === "timed_out" ? [failed, { type: "task.timed_out", ...base, status: "timed_out", payload: {} }] : [failed];
+  },
+  task_step_cancelled(e, actor) {
+    const attemptId = attemptOf(e);
+    const base = { ...stepFields(e), attemptId, runId: runOf(e), nativeStatus: "cancelled", status: "cancelled", statusReason: e.payload.reason ?? undefined, payload: { ...actor } };
+    return [{ type: attemptId === undefined ? "task.updated" : "task.attempt.failed", ...base }];
+  },
+  task_step_reopened: (e, actor) => [
+    { type: "task.retrying", ...stepFields(e), nativeStatus: "pending", status: "retrying", statusReason: e.payload.reason ?? undefined, payload: { ...actor } },
+  ],
+  task_step_lease_expired: (e) => [
+    {
+      type: "task.lost",
+      ...stepFields(e),
+      runId: e.payload.run_id,
+      attemptId: e.payload.attempt_id,
+      nativeStatus: "pending",
+      status: "lost",
+      statusReason: "lease_expired",
+      payload: { leaseExpiresAt: e.payload.lease_expires_at },
+    },
+  ],
+  task_progress(e, actor) {
+    const p = e.payload;
+    const progress = compact({ phase: p.phase, summary: p.summary, counters: p.counters, outputRefs: p.output_refs });
+    return [{ type: "task.progress", ...stepFields(e), runId: e.actor_run_id ?? undefined, phase: p.phase ?? undefined, taskProgress: progress, payload: { ...progress, ...actor } }];
+  },
+  worker_dispatched(e, actor) {
+    const p = e.payload;
+    const worker = compact({ agentId: p.agent_id, runId: p.run_id, workerPoolId: p.worker_pool_id, allowedStepIds: p.allowed_step_ids, maxSteps: p.max_steps, deadlineAt: p.deadline_at });
+    return [
+      { type: "task.delegated", runId: p.run_id, worker, payload: { ...actor } },
+      { type: "subagent.spawned", runId: p.run_id, subagentId: p.run_id, status: "running", worker, payload: {} },
+    ];
+  },
+  worker_run_cancel_requested(e, actor) {
+    const p = e.payload;
+    return [
+      {
         type: "task.cancel_requested",
         runId: p.run_id,
         subagentId: p.run_id,
@@ -236,31 +243,34 @@ export function projectEvent(e: WalEvent): RuntimeEvent[] {
         status: "cancelling",
         statusReason: p.reason,
         payload: { deadlineAt: p.deadline_at, ...actor },
-      });
-      break;
-    }
-    case "child_agent_cancel_timeout": {
-      const p = e.payload;
-      // The run may still be working: the runtime stops waiting, it cannot say the run stopped.
-      out.push({ type: "subagent.status", runId: p.run_id, subagentId: p.run_id, nativeStatus: "cancelling", status: "unknown", statusReason: "child_agent_cancel_timeout", payload: { cancelReason: p.reason, deadlineAt: p.deadline_at } });
-      break;
-    }
-    case "worker_run_ended": {
-      const p = e.payload;
-      const base = { runId: p.run_id, subagentId: p.run_id, statusReason: p.reason, payload: compact({ result: p.result ?? undefined, ...actor }) };
-      if (p.status === "finished") out.push({ type: "subagent.completed", ...base, status: "completed" });
-      else if (p.status === "timed_out") out.push({ type: "subagent.failed", ...base, status: "timed_out" });
-      else {
-        // A run ended at once is asked and closed in one fact; one asked earlier (worker_run_cancel_requested
-        // already projected the request) or handing in a late result is only closed.
-        if (p.cancel_requested !== true && p.reason !== "late_result") {
-          out.push({ type: "task.cancel_requested", runId: p.run_id, status: "cancelling", statusReason: p.reason, payload: { ...actor } });
-        }
-        out.push({ type: "subagent.closed", ...base, status: "cancelled" });
-      }
-      break;
-    }
-  }
+      },
+    ];
+  },
+  child_agent_cancel_timeout(e) {
+    const p = e.payload;
+    // The run may still be working: the runtime stops waiting, it cannot say the run stopped.
+    return [
+      { type: "subagent.status", runId: p.run_id, subagentId: p.run_id, nativeStatus: "cancelling", status: "unknown", statusReason: "child_agent_cancel_timeout", payload: { cancelReason: p.reason, deadlineAt: p.deadline_at } },
+    ];
+  },
+  worker_run_ended(e, actor) {
+    const p = e.payload;
+    const base = { runId: p.run_id, subagentId: p.run_id, statusReason: p.reason, payload: compact({ result: p.result ?? undefined, ...actor }) };
+    if (p.status === "finished") return [{ type: "subagent.completed", ...base, status: "completed" }];
+    if (p.status === "timed_out") return [{ type: "subagent.failed", ...base, status: "timed_out" }];
+    const closed: Fields = { type: "subagent.closed", ...base, status: "cancelled" };
+    // A run ended at once is asked and closed in one fact; one asked earlier (worker_run_cancel_requested
+    // already projected the request) or handing in a late result is only closed.
+    if (p.cancel_requested === true || p.reason === "late_result") return [closed];
+    return [{ type: "task.cancel_requested", runId: p.run_id, status: "cancelling", statusReason: p.reason, payload: { ...actor } }, closed];
+  },
+};
+
+/** The runtime events of one WAL event, in order (fewer than SEQUENCE_STRIDE of them). */
+export function projectEvent(e: WalEvent): RuntimeEvent[] {
+  const actor: ActorFields = { actorAgentId: e.actor_agent_id, ...(e.actor_run_id === null ? {} : { actorRunId: e.actor_run_id }) };
+  // The table is total over WalEventType; indexing it by a union loses the pairing of key and event, hence the cast.
+  const out = (projections[e.event_type] as (e: WalEvent, actor: ActorFields) => Fields[])(e, actor);
   return out.map((fields, k) =>
     compact({
       ...fields,

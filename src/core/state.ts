@@ -1,6 +1,6 @@
 /** @module The in-memory task DAG and the derived indexes that keep the hot path free of whole-DAG scans. */
 import type { Attempt, Step, StepStatus, Task, WorkerRun } from "./records.js";
-import { HELD_STEP_STATUSES, STEP_STATUSES } from "./records.js";
+import { HELD_STEP_STATUSES, STEP_STATUSES, TERMINAL_TASK_STATUSES } from "./records.js";
 import { ReadyQueue } from "./ready-queue.js";
 
 /** The latest progress facts reported for the task or one step (seed 001 "Progress and output"). */
@@ -178,9 +178,14 @@ export function dependenciesCompleted(steps: ReadonlyMap<string, Step>, step: St
   return true;
 }
 
+/** 003's `completeable` rule, whatever the task's status: every required step completed, none claimed or running. */
+export function stepsCompleteable(state: DagState): boolean {
+  return state.index.requiredNotCompleted === 0 && state.index.held.size === 0;
+}
+
 /** True when the task is completed, failed or cancelled. */
 export function isTerminalTask(task: Task): boolean {
-  return task.status === "completed" || task.status === "failed" || task.status === "cancelled";
+  return TERMINAL_TASK_STATUSES.has(task.status);
 }
 
 /** Rebuilds the indexes from the records; tests compare it with the live indexes. */

@@ -2,7 +2,7 @@
  * @module agent.task_get's answer: the DAG with seed 001's snapshot projection, whole while it fits one default
  * page and no page was asked for (the answer every client has always read), else one page of it with `page`.
  */
-import { type RuntimeError, runtimeError } from "./errors.js";
+import { runtimeError } from "./errors.js";
 import { taskReadModel } from "./read-models.js";
 import { err, ok, type Result } from "./result.js";
 import type { DagState } from "./state.js";

@@ -1,11 +1,11 @@
 /** @module Read-side functions over a DAG: agent.task_query_steps, the task view, summaries and diagnostics. */
 import type { StepQuery } from "./commands.js";
 import type { Actor } from "./context.js";
-import { type RuntimeError, runtimeError } from "./errors.js";
+import { runtimeError } from "./errors.js";
 import { checkScope } from "./guards.js";
 import { err, ok, type Result } from "./result.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, TERMINAL_STEP_STATUSES, type Task, type WorkerRun } from "./records.js";
-import { type DagState, isTerminalTask } from "./state.js";
+import { type DagState, isTerminalTask, stepsCompleteable } from "./state.js";
 import { allItems, type TaskPageItems } from "./task-page.js";
 
 /** Diagnostics of 003 "Status": derived facts, never written to the WAL. */
@@ -23,7 +23,7 @@ export function diagnostics(state: DagState): Diagnostics {
   const c = state.index.statusCounts;
   const moving = c.ready + c.claimed + c.running;
   return {
-    completeable: state.index.requiredNotCompleted === 0 && state.index.held.size === 0,
+    completeable: stepsCompleteable(state),
     stalled: moving === 0 && c.pending + c.blocked + c.failed > 0,
   };
 }

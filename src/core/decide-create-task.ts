@@ -1,0 +1,59 @@
+/** @module agent.task_create: the whole DAG checked at once, then task_created, the roots' task_step_ready, task_running. */
+import type { CommandOf } from "./commands.js";
+import type { DecideContext, Decision } from "./context.js";
+import { Emitter } from "./context.js";
+import { findCycle, findUnknownDependency } from "./dag.js";
+import { recordedStep } from "./decide-shared.js";
+import { accept, refuse } from "./decision.js";
+import { runtimeError } from "./errors.js";
+import type { DagState } from "./state.js";
+
+/** agent.task_create: validate the whole DAG, then task_created, the roots' task_step_ready, task_running. */
+export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">, ctx: DecideContext): Decision {
+  const { actor } = ctx;
+  if (actor.role !== "orchestrator") return refuse(runtimeError("tool_not_available", "agent.task_create is available to the orchestrator only", { role: actor.role }));
+  if (state.task !== null) return refuse(runtimeError("task_id_conflict", `task ${state.task.task_id} already exists`, { task_id: state.task.task_id }));
+  if (cmd.steps.length > ctx.limits.maxStepsPerTask) {
+    return refuse(runtimeError("validation_error", `a task holds at most ${ctx.limits.maxStepsPerTask} steps`, { steps: cmd.steps.length }));
+  }
+  const nodes = new Map<string, (typeof cmd.steps)[number]>();
+  for (const step of cmd.steps) {
+    if (nodes.has(step.step_id)) return refuse(runtimeError("duplicate_step", `step ${step.step_id} appears twice`, { step_id: step.step_id }));
+    nodes.set(step.step_id, step);
+  }
+  const shapeError = findUnknownDependency(nodes) ?? findCycle(nodes);
+  if (shapeError !== null) return refuse(shapeError);
+
+  const em = new Emitter(state, ctx);
+  const steps = cmd.steps.map(recordedStep);
+  em.emit(
+    "task_created",
+    null,
+    {
+      task: {
+        task_id: cmd.task_id,
+        wal_name: cmd.wal_name,
+        title: cmd.title,
+        summary: cmd.summary,
+        objective: cmd.objective ?? null,
+        task_kind: cmd.task_kind ?? null,
+        priority: cmd.priority ?? null,
+        acceptance: cmd.acceptance ?? null,
+        parent_task_id: cmd.parent_task_id ?? null,
+        metadata: cmd.metadata ?? null,
+        step_lease_timeout_ms: cmd.step_lease_timeout_ms ?? ctx.limits.stepLeaseTimeoutMs,
+      },
+      steps,
+    },
+    cmd.task_id,
+  );
+  let anyReady = false;
+  for (const step of steps) {
+    if (step.depends_on_step_ids.length === 0) {
+      em.emit("task_step_ready", step.step_id, {}, cmd.task_id);
+      anyReady = true;
+    }
+  }
+  if (anyReady) em.emit("task_running", null, {}, cmd.task_id);
+  return accept(em);
+}
