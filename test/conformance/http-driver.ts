@@ -9,7 +9,7 @@ import { call, type JsonAnswer, newSession, type TestSession } from "../worker/h
 import { BASE, expectError, expectWriteAnswer, parseWal, uniqueId } from "../worker/support.js";
 import { type Answer, type Caller, type ClaimView, type MakeDriver, type StepFilter, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
 
-/** API.md's error table: each code's HTTP status. */
+/** API.md's error table: each code's HTTP status, written out here rather than imported from routes/http-error.ts, so a change there fails here. */
 const STATUS: Record<string, number> = {
   validation_error: 400,
   unauthorized: 401,
