@@ -3,7 +3,7 @@ import { fmt, pct, type Table } from "./harness/report.js";
 import type { Measured } from "./scenarios/group-commit.js";
 import type { GrowthResult } from "./scenarios/growth.js";
 import type { RecoverySection } from "./scenarios/recovery.js";
-import { type BullmqResults, problems as bullmqProblems } from "./scenarios/bullmq.js";
+import { type BullmqResults, bullmqTables, problems as bullmqProblems } from "./scenarios/bullmq.js";
 import type { StepsSection } from "./scenarios/steps-section.js";
 import { round } from "./harness/meter.js";
 
@@ -116,19 +116,7 @@ export function tablesOf({ steps, growth, recovery, bullmq }: Sections, ratios: 
       rows: recovery.wals.map((w) => [String(w.wal_events), fmt(w.build.build_seconds, 1), String(w.build.batches), fmt(w.cold_get_ms, 1), w.cold_get_samples_ms.map((x) => fmt(x, 0)).join("/"), fmt(w.second_get_ms, 1), fmt(w.warm_gets.p50_ms, 1), fmt(w.replay_ms_est, 0), fmt(w.replay_events_per_s_est, 0), String(w.verified_wal_seq ?? "?")]),
     });
   }
-  if (bullmq !== null) {
-    const b = bullmq;
-    tables.push({
-      title: `BullMQ ${b.software.bullmq} on Redis ${b.software.redis} (AOF appendfsync ${b.settings.appendfsync}, removeOnComplete ${String(b.settings.remove_on_complete)})`,
-      headers: ["model", "workers", "queues", "jobs/s", "take→ack p50/p99 ms", "CPU ms/job redis+node", "PING req/s"],
-      rows: b.steps.map((x) => [x.model, String(x.workers), String(x.queues), fmt(x.jobs_per_s, 0), pct(x.take_to_ack), `${fmt(x.cpu_ms_per_job.redis, 3)}+${fmt(x.cpu_ms_per_job.node, 3)}`, fmt(b.floor.find((f) => f.concurrency === x.workers)?.rps, 0)]),
-    });
-    tables.push({
-      title: "BullMQ flows (FlowProducer, fan-in; children and parent on one queue)",
-      headers: ["model", "workers", "1+100: total p50 ms", "last child→parent p50 ms", `${b.plan.smallFlows}×(1+${b.plan.smallFlowChildren}): flows/s`, "jobs/s"],
-      rows: b.flows.map((f) => [f.model, String(f.big.workers), fmt(f.big.total.p50_ms, 1), fmt(f.big.fan_in.p50_ms, 2), fmt(f.small.flows_per_s, 0), fmt(f.small.jobs_per_s, 0)]),
-    });
-  }
+  if (bullmq !== null) tables.push(...bullmqTables(bullmq));
   return tables;
 }
 

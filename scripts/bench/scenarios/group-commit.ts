@@ -78,7 +78,7 @@ function frameId(text: string): string | null {
 }
 
 /** What the group commit did during one batched scenario (socket: frames for requests). */
-export type BatchingStats = Omit<ReturnType<typeof batchingStats>, "samples"> & { samples?: { perRequest: number[]; rtt: number[]; batchRtt: number[] } };
+export type BatchingStats = ReturnType<typeof batchingStats>;
 
 /**
  * http_rtt: every request, fetch called → body read (network + server); batch_rtt: batch requests (or frames) only;
@@ -128,10 +128,10 @@ export function sdkCarrier(family: RuntimeClient, label: string, window: { start
 }
 
 /** stepScenario with the workers as WorkerClients of one RuntimeClient (group commit on), metered; "socket" sends the commits as frames over each task's command socket (ws). */
-export async function batchedScenario(client: Client, base: string, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null, carrier: "batched" | "socket" = "batched"): Promise<Measured> {
+export async function batchedScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null, carrier: "batched" | "socket" = "batched"): Promise<Measured> {
   const meter = new FetchMeter();
   const frames = new SocketMeter();
-  const family = new RuntimeClient({ baseUrl: base, fetch: meter.fetch, batching: true, ...(carrier === "socket" ? { socket: { WebSocket: frames.WebSocket } } : {}) });
+  const family = new RuntimeClient({ baseUrl: client.base, fetch: meter.fetch, batching: true, ...(carrier === "socket" ? { socket: { WebSocket: frames.WebSocket } } : {}) });
   let cpu0 = cpuSnap(pgid);
   let cpu = cpuUse(cpu0, cpu0);
   const window = {
@@ -169,22 +169,12 @@ export function mergeMeasured(parts: Measured[]): Measured {
   const cpu = sumCpu(parts.map((p) => p.cpu));
   const out: Measured = { ...merged, cpu, cpu_per_step: perStep(cpu, merged.steps_completed), batched: parts[0]!.batched, carrier: parts[0]!.carrier };
   if (parts[0]!.batching !== undefined) {
-    const pool = (k: "perRequest" | "rtt" | "batchRtt") => parts.flatMap((p) => p.batching?.samples?.[k] ?? []);
+    const pool = (k: "perRequest" | "rtt" | "batchRtt") => parts.flatMap((p) => p.batching?.samples[k] ?? []);
     const statuses: Record<string, number> = {};
     for (const p of parts) for (const [k, v] of Object.entries(p.batching?.statuses ?? {})) statuses[k] = (statuses[k] ?? 0) + v;
     out.batching = batchingStats(pool("perRequest"), pool("rtt"), pool("batchRtt"), statuses, merged.step_call.p50_ms);
   }
   return out;
-}
-
-/** `m` without its in-memory samples, its batching's included (what goes into the JSON). */
-export function strip(m: Measured): Omit<Measured, "samples"> {
-  const { samples: _s, ...rest } = m;
-  if (rest.batching !== undefined) {
-    const { samples: _b, ...b } = rest.batching;
-    return { ...rest, batching: b };
-  }
-  return rest;
 }
 
 /** The progress line of one scenario. */
