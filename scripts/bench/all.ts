@@ -11,7 +11,7 @@ import { parseCli, run } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { type CpuUse, cpuSnap, cpuUse, groupCpuMs, idleBefore, machineInfo, procStat, round, sourceState, sumCpu } from "./harness/meter.js";
 import { errorText, fmt, printTables, writeResults } from "./harness/report.js";
-import { computeRatios, goalsOf, printRatios, type Sections, tablesOf, warningsOf } from "./results.js";
+import { computeRatios, goalsOf, printGoals, type Sections, tablesOf, warningsOf } from "./results.js";
 import { runBullmqBench } from "./scenarios/bullmq.js";
 import { growthScenario } from "./scenarios/growth.js";
 import { runRecovery, type ServerSlot } from "./scenarios/recovery.js";
@@ -140,7 +140,7 @@ run(async () => {
   const machineLine = `${machine.cpus} CPUs (${machine.cpu_model}), node ${process.version}, load ${loadStart.map((n) => n.toFixed(2)).join(" ")} → ${loadEnd.map((n) => n.toFixed(2)).join(" ")}, CPU idle before ${pct(idle)}, other processes' CPU share: ours ${pct(ours?.other_share)}, BullMQ ${pct(bullmq?.machine.foreign_cpu_share)}, steal ${pct(stealShare, 1)}`;
   console.log(`\n==== bench (${results.mode}) — ${machineLine}`);
   printTables(tablesOf(sections, ratios));
-  if (ratios.length > 0) printRatios(ratios, goals, Math.max(...plan.concurrencies));
+  if (ratios.length > 0) printGoals(goals, Math.max(...plan.concurrencies));
   const warnings = warningsOf(sections, sectionErrors, slot.reloads);
   if (warnings.length > 0) console.log(`\nwarnings:\n${warnings.map((w) => `  ${w}`).join("\n")}`);
   writeResults("bench/results.json", { ...results, warnings }, results.wall_seconds);

@@ -127,8 +127,18 @@ export function sdkCarrier(family: RuntimeClient, label: string, window: { start
   };
 }
 
-/** stepScenario with the workers as WorkerClients of one RuntimeClient (group commit on), metered; "socket" sends the commits as frames over each task's command socket (ws). */
-export async function batchedScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null, carrier: "batched" | "socket" = "batched"): Promise<Measured> {
+/**
+ * stepScenario through `carrier`, with its CPU use. Unbatched: one request per call, the CPU snapshot spanning set-up and
+ * verification too (its per-step figures are upper bounds). Batched: the workers as WorkerClients of one RuntimeClient
+ * (group commit on), metered over the measured window; "socket" sends the commits as frames over each task's command socket (ws).
+ */
+export async function measuredScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null, carrier: Carrier): Promise<Measured> {
+  if (carrier === "unbatched") {
+    const a = cpuSnap(pgid);
+    const res = await stepScenario(client, adminToken, workers, tasks, plan);
+    const cpu = cpuUse(a, cpuSnap(pgid));
+    return { ...res, cpu, cpu_per_step: perStep(cpu, res.steps_completed), batched: false, carrier };
+  }
   const meter = new FetchMeter();
   const frames = new SocketMeter();
   const family = new RuntimeClient({ baseUrl: client.base, fetch: meter.fetch, batching: true, ...(carrier === "socket" ? { socket: { WebSocket: frames.WebSocket } } : {}) });
@@ -152,15 +162,6 @@ export async function batchedScenario(client: Client, adminToken: string, worker
       ? batchingStats([...frames.commandsPerFrame, ...meter.commandsPerRequest], [...frames.rttMs, ...meter.rttMs], frames.rttMs, meter.statuses, p50)
       : batchingStats(meter.commandsPerRequest, meter.rttMs, meter.batchRttMs, meter.statuses, p50);
   return { ...res, cpu, cpu_per_step: perStep(cpu, res.steps_completed), batching, batched: true, carrier };
-}
-
-/** stepScenario as it is (one request per call), with the same CPU accounting. */
-export async function unbatchedScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null): Promise<Measured> {
-  const a = cpuSnap(pgid);
-  const res = await stepScenario(client, adminToken, workers, tasks, plan);
-  // The snapshot spans set-up and verification too; the per-step figures below are upper bounds.
-  const cpu = cpuUse(a, cpuSnap(pgid));
-  return { ...res, cpu, cpu_per_step: perStep(cpu, res.steps_completed), batched: false, carrier: "unbatched" };
 }
 
 /** Repeats of one scenario as one result (mergeSteps), CPU summed, batching samples pooled. */

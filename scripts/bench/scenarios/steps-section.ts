@@ -4,7 +4,7 @@ import { type CpuUse, cpuSnap, cpuUse } from "../harness/meter.js";
 import { errorText, fmt } from "../harness/report.js";
 import { type BatchAnatomy, batchAnatomy } from "./anatomy.js";
 import { closedLoop, interleaved, type LoadResult } from "./floor.js";
-import { batchedScenario, type Carrier, type Measured, mergeMeasured, stepLine, unbatchedScenario } from "./group-commit.js";
+import { type Carrier, type Measured, measuredScenario, mergeMeasured, stepLine } from "./group-commit.js";
 import { type Plan, stepScenario } from "./steps.js";
 
 /** The steps section of bench/results.json; socket = batched over the command socket instead of batch requests. */
@@ -22,13 +22,12 @@ export async function runSteps(client: Client, adminToken: string, plan: StepsPl
   const maxC = Math.max(...plan.concurrencies);
   await closedLoop(floorRoute.name, maxC, http.warmupMs, http.maxRequestsPerLevel, floorRoute.op);
   await stepScenario(client, adminToken, Math.min(4, maxC), 1, { ...http, stepsPerWorker: 5, minSteps: 20 });
-  await batchedScenario(client, adminToken, Math.min(8, maxC), 1, { ...http, stepsPerWorker: 5, minSteps: 40 }, pgid);
-  await batchedScenario(client, adminToken, Math.min(8, maxC), 1, { ...http, stepsPerWorker: 5, minSteps: 40 }, pgid, "socket");
+  for (const carrier of ["batched", "socket"] as const) await measuredScenario(client, adminToken, Math.min(8, maxC), 1, { ...http, stepsPerWorker: 5, minSteps: 40 }, pgid, carrier);
   const section: StepsSection = { floor: [], unbatched: [], batched: [], socket: [], anatomy: null, cpu: cpuUse(cpu0, cpu0) };
   const carriers: readonly Carrier[] = ["unbatched", "batched", "socket"];
   for (const c of plan.concurrencies) {
     const scenario = (carrier: Carrier) => async (tasks: number) => {
-      const m = carrier === "unbatched" ? await unbatchedScenario(client, adminToken, c, tasks, http, pgid) : await batchedScenario(client, adminToken, c, tasks, { ...http, stepsPerWorker: plan.groupCommitStepsPerWorker }, pgid, carrier);
+      const m = await measuredScenario(client, adminToken, c, tasks, carrier === "unbatched" ? http : { ...http, stepsPerWorker: plan.groupCommitStepsPerWorker }, pgid, carrier);
       console.log(stepLine(carrier, m));
       return m;
     };
