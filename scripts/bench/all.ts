@@ -1,9 +1,6 @@
 /** @module `npm run bench`: every section in one command and one process, so every ratio it reports is measured in the same run on the same machine; writes bench/results.json. */
-// One `wrangler dev` (restarted on the same storage for the recovery section), then, once it is stopped, `redis-server` for BullMQ. Sections:
-// steps = the floor and the unbatched, batch-request and socket step scenarios at 1, 8, 32 workers, on one task and on 8, interleaved, then the batch
-// anatomy; growth = one worker, unbatched, on DAGs of 10, 1,000 and 10,000 steps; recovery = the first GET after a restart of WALs of 10,000 and 50,000
-// events; bullmq = the peer at the same worker counts, both worker models, with flows. CPU of other processes (machine busy time minus this process and
-// the dev server's group) is recorded: on a 2-core machine it skews every figure.
+// One `wrangler dev` (restarted on the same storage for recovery), then, once it is stopped, `redis-server` for BullMQ; what each section
+// measures and how is in README.md's Benchmarks section. CPU of other processes is recorded: on a 2-core machine it skews every figure.
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, reloadCount, startDevServer, stopDevServer } from "../dev-server.js";

@@ -52,10 +52,10 @@ export function machineInfo(loadStart: number[], loadEnd = os.loadavg()) {
   };
 }
 
-/** The checked-out commit and the files changed in the work tree (read-only git calls), for the record. */
-export function sourceState(): { commit: string | null; changed_files: string[] } {
+/** The commit checked out in `cwd` and the files changed in its work tree (read-only git calls), for the record. */
+export function sourceState(cwd = "."): { commit: string | null; changed_files: string[] } {
   try {
-    const git = (...args: string[]) => execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+    const git = (...args: string[]) => execFileSync("git", ["-C", cwd, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
     const changed = git("status", "--porcelain").split("\n").filter((l) => l.trim() !== "").map((l) => l.slice(3));
     return { commit: git("rev-parse", "HEAD").trim(), changed_files: changed };
   } catch {

@@ -20,8 +20,6 @@ export interface RedisServer {
   version: string;
   config: Record<string, string>;
   child: ChildProcess | null;
-  /** Always false now (kept in the results: the benchmark once installed Redis itself). */
-  installedByScript: boolean;
 }
 
 /** The redis-server binary on PATH (or in the usual system directories); throws with the command that installs it. */
@@ -50,7 +48,7 @@ export async function startRedis(appendfsync: AppendFsync): Promise<RedisServer>
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   let exited: number | null | undefined;
   child.on("exit", (code) => (exited = code));
-  const server: RedisServer = { host: "127.0.0.1", port, dir, logFile, binary, version: "unknown", config: {}, child, installedByScript: false };
+  const server: RedisServer = { host: "127.0.0.1", port, dir, logFile, binary, version: "unknown", config: {}, child };
   const until = Date.now() + 20_000;
   while (Date.now() < until) {
     if (exited !== undefined) {
