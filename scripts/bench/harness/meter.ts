@@ -115,12 +115,7 @@ export function procStat(): { total: number; steal: number } | null {
 }
 
 /** A point in time of the CPU counters: the machine's, this process's, the server group's. */
-export interface CpuSnap {
-  at: number;
-  machine: { idle: number; total: number };
-  self: NodeJS.CpuUsage;
-  server: number | null;
-}
+export interface CpuSnap { at: number; machine: { idle: number; total: number }; self: NodeJS.CpuUsage; server: number | null }
 
 /**
  * CPU used over a window, ms: client = this Node process (the benchmark's clients); server = the dev server's

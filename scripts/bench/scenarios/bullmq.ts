@@ -68,7 +68,7 @@ export async function runBullmqBench(quick: boolean, log: (line: string) => void
   let admin: Redis | null = null;
   try {
     log("starting redis-server on 127.0.0.1 (AOF on, appendfsync everysec) …");
-    const redis = (server = await startRedis("everysec"));
+    const redis = (server = await startRedis());
     log(`redis ${redis.version} up at 127.0.0.1:${redis.port} (dir ${redis.dir}); bullmq ${packageVersion("bullmq")}, ioredis ${packageVersion("ioredis")}`);
     // If Redis dies under the run, every scenario below stops waiting and the run fails at once.
     const child = redis.child!;
