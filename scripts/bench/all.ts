@@ -3,7 +3,7 @@
 // measures and how is in README.md's Benchmarks section. CPU of other processes is recorded: on a 2-core machine it skews every figure.
 import os from "node:os";
 import { performance } from "node:perf_hooks";
-import { defaultAdminToken, reloadCount, startDevServer, stopDevServer } from "../dev-server.js";
+import { defaultAdminToken, reloadCount, startDevServer, stopDevServer, stopOnSignal } from "../dev-server.js";
 import { parseCli, run } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { type CpuUse, cpuSnap, cpuUse, groupCpuMs, idleBefore, machineInfo, procStat, round, sourceState, sumCpu } from "./harness/meter.js";
@@ -39,15 +39,11 @@ run(async () => {
   const stat0 = procStat();
   const idle = await idleBefore();
   const slot: ServerSlot = { server: null, reloads: 0 };
-  const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`\n${signal}: stopping`);
+  stopOnSignal(async () => {
     const s = slot.server;
     slot.server = null;
-    void (s === null ? Promise.resolve() : stopDevServer(s)).finally(() => process.exit(130));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-
+    if (s !== null) await stopDevServer(s);
+  });
   const sectionErrors: Record<string, string> = {};
   const sections: Sections = { steps: null, growth: null, recovery: null, bullmq: null };
   let growthCpu: CpuUse | null = null;
@@ -97,8 +93,6 @@ run(async () => {
   await section("bullmq", "the peer: BullMQ on a local redis-server (the dev server is stopped)", async () => {
     sections.bullmq = await runBullmqBench(quick, (line) => console.log(`  ${line.replace(/^\s+/, "")}`), plan.concurrencies);
   });
-  process.off("SIGINT", onSignal);
-  process.off("SIGTERM", onSignal);
 
   const { steps, bullmq } = sections;
   const loadEnd = os.loadavg();
