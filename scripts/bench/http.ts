@@ -1,7 +1,7 @@
 /** @module `npm run bench:http`: the floor (`GET /health/object`, an empty Worker → Durable Object round trip) and two reference routes interleaved with the unbatched step scenario at the same client concurrency, on one task and on 8; per-step cost = elapsed / steps completed, ratio = step cost / floor cost; writes bench/http-results.json. */
 import os from "node:os";
 import { performance } from "node:perf_hooks";
-import { benchServer, defaultAdminToken, reloadCount, stopDevServer } from "../dev-server.js";
+import { defaultAdminToken, reloadCount, withBenchServer } from "../dev-server.js";
 import { parseCli, run } from "./harness/cli.js";
 import { Client, stepsOf } from "./harness/http-client.js";
 import { machineInfo, round, sourceState } from "./harness/meter.js";
@@ -17,8 +17,7 @@ run(async () => {
   const loadStart = os.loadavg();
   const source = sourceState();
   const wallStart = performance.now();
-  const { base, server } = await benchServer(opts.url);
-  try {
+  await withBenchServer(opts.url, {}, async (base, server) => {
     const client = new Client(base);
     // A small task whose ready-steps query is the "authenticated read through the task object" reference.
     const probe = await client.session(adminToken);
@@ -95,7 +94,5 @@ run(async () => {
     if (bad.length > 0) console.log(`\nwarning: ${bad.length} step scenario(s) had errors, time-outs, duplicates or a server count that differs from the plan`);
     writeResults("bench/http-results.json", results, results.wall_seconds);
     if (bad.length > 0) process.exitCode = 1;
-  } finally {
-    if (server !== null) await stopDevServer(server);
-  }
+  });
 });

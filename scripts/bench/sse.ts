@@ -1,7 +1,7 @@
 /** @module `npm run bench:sse`: S subscribers on one task's event stream while W workers drive its steps, against the same step load with no subscriber, in one run on one server: 0, S, then 0 subscribers again (the zero runs bracket the loaded one, so drift of the machine shows); writes bench/sse-results.json. */
 import os from "node:os";
 import { performance } from "node:perf_hooks";
-import { benchServer, defaultAdminToken, stopDevServer } from "../dev-server.js";
+import { defaultAdminToken, withBenchServer } from "../dev-server.js";
 import { parseCli, run } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { machineInfo, round } from "./harness/meter.js";
@@ -14,8 +14,7 @@ run(async () => {
   const loadStart = os.loadavg();
   const wallStart = performance.now();
   // More subscribers on one task than SSE_MAX_SUBSCRIBERS (64) allows by default: a server started here takes them all.
-  const { base, server } = await benchServer(url, { SSE_MAX_SUBSCRIBERS: String(Math.max(64, options.subscribers)) });
-  try {
+  await withBenchServer(url, { SSE_MAX_SUBSCRIBERS: String(Math.max(64, options.subscribers)) }, async (base, server) => {
     const client = new Client(base);
     const config = { steps: options.steps, workers: options.workers, adminToken: defaultAdminToken(), serverGroup: server?.child?.pid };
     // Warm the isolate, the objects and the connection pool.
@@ -39,7 +38,5 @@ run(async () => {
     console.log(`  exactly-once: ${loaded.subscribers_with_exact_sequence}/${loaded.subscribers} subscribers got all ${loaded.runtime_events_in_wal} runtime events in order; ${loaded.reconnects} reconnects`);
     writeResults("bench/sse-results.json", out, wall);
     if (results.some((r) => r.errors > 0) || loaded.subscribers_with_exact_sequence !== loaded.subscribers) process.exitCode = 1;
-  } finally {
-    if (server !== null) await stopDevServer(server);
-  }
+  });
 });
