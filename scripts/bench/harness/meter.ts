@@ -124,9 +124,9 @@ export interface CpuSnap { at: number; machine: { idle: number; total: number };
  */
 export type CpuUse = ReturnType<typeof usage>;
 
-/** The CPU counters now, the server's being the process group `pgid` (null: not measured). */
-export function cpuSnap(pgid: number | null | undefined): CpuSnap {
-  return { at: performance.now(), machine: machineCpu(), self: process.cpuUsage(), server: groupCpuMs(pgid)?.ms ?? null };
+/** The CPU counters now, the server's being the process group `pgid` (null: not measured) or, given, `serverMs`. */
+export function cpuSnap(pgid: number | null | undefined, serverMs?: number): CpuSnap {
+  return { at: performance.now(), machine: machineCpu(), self: process.cpuUsage(), server: serverMs ?? groupCpuMs(pgid)?.ms ?? null };
 }
 
 /** The CPU used between two snapshots. */

@@ -7,7 +7,7 @@ import { performance } from "node:perf_hooks";
 import type { FlowProducer, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { tail } from "../../dev-server.js";
-import { idleBefore, machineCpu, machineInfo, round } from "../harness/meter.js";
+import { cpuSnap, cpuUse, idleBefore, machineInfo, round } from "../harness/meter.js";
 import { killRedisNow, newClient, type RedisServer, startRedis, stopRedis } from "../harness/redis-server.js";
 import { fmt, pct, span, type Table } from "../harness/report.js";
 import { bigFlows, smallFlows } from "./bullmq-flows.js";
@@ -78,9 +78,8 @@ export async function runBullmqBench(quick: boolean, log: (line: string) => void
     admin = newClient(redis);
     admin.on("error", () => {});
     await admin.connect();
-    const machine0 = machineCpu();
-    const node0 = process.cpuUsage();
-    const redis0 = await redisCpuMs(admin);
+    // Redis's CPU stands for the server's: other processes' share = the machine's busy time less this process and Redis.
+    const cpu0 = cpuSnap(null, await redisCpuMs(admin));
     let prefixSeq = 0;
     // Errors while Redis is healthy show up as failed or missing jobs; an unheard 'error' event would throw.
     const track = <T extends Queue | Worker | FlowProducer>(o: T): T => {
@@ -120,12 +119,7 @@ export async function runBullmqBench(quick: boolean, log: (line: string) => void
       log(`  ${small.flows} flows of 1+${small.children_per_flow} at ${small.workers} workers (${model}): ${fmt(small.flows_per_s, 0)} flows/s (${fmt(small.jobs_per_s, 0)} jobs/s)${small.timed_out ? "  TIMED OUT" : ""}`);
       flows.push({ model, big, small });
     }
-    const machine1 = machineCpu();
-    const nodeUsed = process.cpuUsage(node0);
-    const redisUsed = (await redisCpuMs(admin)) - redis0;
-    const busy = machine1.total - machine0.total - (machine1.idle - machine0.idle);
-    const foreign = Math.max(0, busy - redisUsed - (nodeUsed.user + nodeUsed.system) / 1000);
-    const foreignShare = machine1.total > machine0.total ? round(foreign / (machine1.total - machine0.total), 3) : NaN;
+    const foreignShare = cpuUse(cpu0, cpuSnap(null, await redisCpuMs(admin))).other_share ?? NaN;
     if (foreignShare > 0.1) log(`warning: other processes used ${(foreignShare * 100).toFixed(0)}% of the machine's CPU during the run: figures are skewed low`);
     return {
       generated_at: new Date().toISOString(),
