@@ -1,6 +1,4 @@
-/** @module The step scenario every service benchmark shares: independent steps completed with `claim_next` by W pooled worker runs, through a carrier. */
-// A task (or several) of independent steps; each run claims once, then completes with `claim_next` until nothing is left, through a carrier (one raw
-// request per call, or the SDK's group commit). Per-step cost = elapsed / steps completed.
+/** @module The step scenario every service benchmark shares: independent steps completed with `claim_next` by W pooled worker runs, through a carrier; per-step cost = elapsed / steps completed. */
 import { performance } from "node:perf_hooks";
 import { type Client, stepsOf } from "../harness/http-client.js";
 import { errorCount, mergeRuns, round, stats } from "../harness/meter.js";
