@@ -11,14 +11,10 @@ import type { RuntimeEvent, TaskView } from "../src/client/index.js";
 import { parseCli } from "./bench/harness/cli.js";
 import { defaultAdminToken, type DevServer, sleep, startDevServer, stopDevServer } from "./dev-server.js";
 
-interface DemoOptions { url: string | undefined; quick: boolean; adminToken: string | undefined }
+const USAGE = "usage: npm run demo -- [--url http://127.0.0.1:8787] [--quick] [--admin-token TOKEN]";
 
-function parseArgs(): DemoOptions {
-  const opts: DemoOptions = { url: undefined, quick: false, adminToken: undefined };
-  const usage = "usage: npm run demo -- [--url http://127.0.0.1:8787] [--quick] [--admin-token TOKEN]";
-  parseCli(usage, { "--quick": () => (opts.quick = true), "--url": (v: string) => (opts.url = v), "--admin-token": (v: string) => (opts.adminToken = v) });
-  return opts;
-}
+/** The demo's options. */
+type DemoOptions = { url: string | null; quick: boolean; adminToken: string | null };
 
 const STEPS = [
   { step_id: "plan", title: "Plan the report", summary: "List the questions each section answers", depends_on_step_ids: [] },
@@ -89,10 +85,10 @@ function describe(e: RuntimeEvent): string {
 }
 
 async function main(): Promise<void> {
-  const opts = parseArgs();
+  const opts: DemoOptions = parseCli(USAGE, { url: null as string | null, quick: false, adminToken: null as string | null });
   let server: DevServer | undefined;
   let base = opts.url;
-  if (base === undefined) {
+  if (base === null) {
     console.log("starting a local server (wrangler dev)…");
     server = await startDevServer({ workDir: "bench/tmp/demo" });
     base = server.base;

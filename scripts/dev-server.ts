@@ -152,19 +152,27 @@ export async function stopDevServer(server: DevServer, opts: { keepPersistDir?: 
 }
 
 /**
- * The service a benchmark measures: `url` (loopback only, checked by the caller; it must answer /health), or, without one,
- * a dev server started here on a free port with these extra vars and stopped on Ctrl-C (the caller stops it when done).
+ * Runs `body` against the service a benchmark measures: `url` (loopback only: the benchmarks never talk to another
+ * machine; it must answer /health), or, without one, a dev server started here on a free port with these extra vars,
+ * stopped when `body` is done (or on Ctrl-C).
  */
-export async function benchServer(url: string | null, logLevel: string, vars?: Record<string, string>): Promise<{ base: string; server: DevServer | null }> {
+export async function withBenchServer<T>(url: string | null, vars: Record<string, string>, body: (base: string, server: DevServer | null) => Promise<T>): Promise<T> {
   if (url !== null) {
-    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5_000) });
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+    if (!(host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host))) throw new Error(`--url must be a loopback address (127.0.0.0/8, localhost, ::1), not ${host}`);
+    const base = url.replace(/\/+$/, "");
+    const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(5_000) });
     await res.text();
-    if (res.status !== 200) throw new Error(`${url}/health answered ${res.status}`);
-    return { base: url, server: null };
+    if (res.status !== 200) throw new Error(`${base}/health answered ${res.status}`);
+    return body(base, null);
   }
   console.log("starting node scripts/dev.mjs on a free port …");
-  const server = await startDevServer({ logLevel, ...(vars === undefined ? {} : { vars }) });
+  const server = await startDevServer({ vars });
   stopOnSignal(() => stopDevServer(server));
   console.log(`server up at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s (log: ${server.logFile})`);
-  return { base: server.base, server };
+  try {
+    return await body(server.base, server);
+  } finally {
+    await stopDevServer(server);
+  }
 }

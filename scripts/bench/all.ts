@@ -1,78 +1,55 @@
 /** @module `npm run bench`: every section in one command and one process, so every ratio it reports is measured in the same run on the same machine; writes bench/results.json. */
-// One `wrangler dev` (restarted on the same storage for the recovery section), then, once it is stopped, `redis-server` for BullMQ. Sections:
-// steps = the floor and the unbatched, batch-request and socket step scenarios at 1, 8, 32 workers, on one task and on 8, interleaved, then the batch
-// anatomy; growth = one worker, unbatched, on DAGs of 10, 1,000 and 10,000 steps; recovery = the first GET after a restart of WALs of 10,000 and 50,000
-// events; bullmq = the peer at the same worker counts, both worker models, with flows. CPU of other processes (machine busy time minus this process and
-// the dev server's group) is recorded: on a 2-core machine it skews every figure.
+// One `wrangler dev` (restarted on the same storage for recovery), then, once it is stopped, `redis-server` for BullMQ; what each section
+// measures and how is in README.md's Benchmarks section. CPU of other processes is recorded: on a 2-core machine it skews every figure.
 import os from "node:os";
 import { performance } from "node:perf_hooks";
-import { defaultAdminToken, reloadCount, startDevServer, stopDevServer } from "../dev-server.js";
-import { oneOf, parseCli, run } from "./harness/cli.js";
+import { defaultAdminToken, reloadCount, startDevServer, stopDevServer, stopOnSignal } from "../dev-server.js";
+import { parseCli, run } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { type CpuUse, cpuSnap, cpuUse, groupCpuMs, idleBefore, machineInfo, procStat, round, sourceState, sumCpu } from "./harness/meter.js";
 import { errorText, fmt, printTables, writeResults } from "./harness/report.js";
-import { computeRatios, goalsOf, printRatios, type Sections, tablesOf, warningsOf } from "./results.js";
+import { computeRatios, goalsOf, printGoals, type Sections, tablesOf, warningsOf } from "./results.js";
 import { runBullmqBench } from "./scenarios/bullmq.js";
 import { growthScenario } from "./scenarios/growth.js";
 import { runRecovery, type ServerSlot } from "./scenarios/recovery.js";
 import { runSteps } from "./scenarios/steps-section.js";
-import { FULL as HTTP_FULL, QUICK as HTTP_QUICK } from "./scenarios/steps.js";
-
-const SECTIONS = ["steps", "growth", "recovery", "bullmq"] as const;
-type Section = (typeof SECTIONS)[number];
-
-const USAGE = `usage: npm run bench -- [--quick] [--out bench/results.json] [--only steps,growth,recovery,bullmq]
-                       [--admin-token <token>] [--server-log-level <level>] [--markdown]`;
+import { PLANS as HTTP } from "./scenarios/steps.js";
 
 /**
- * Sizes of one run. Group-commit runs take 150 steps per worker (40 quick): they run 5–20× faster than unbatched
- * steps, so the unbatched count would time tens of milliseconds of ramp-up; BullMQ's figure pools at least 2 s.
- * Growth measures the first steps of each DAG size; recovery builds its WALs with 256 progress commands a batch
- * request (the route's maximum) and restarts the server on the same storage (cold samples are single shots).
+ * Sizes of one run (kept in the results as `plan`). `http`: the step scenarios' plan, in full with 5 repeats instead of
+ * 3, as this machine's figures drift from one run to the next. Group-commit runs take 150 steps per worker (40
+ * quick): they run 5–20× faster than unbatched steps, so the unbatched count would time tens of milliseconds of
+ * ramp-up. Growth measures the first steps of each DAG size; recovery builds its WALs with 256 progress commands a
+ * batch request (the route's maximum) and restarts the server on the same storage (cold samples are single shots).
  */
 const FULL = {
-  // The HTTP plan with 5 repeats instead of 3: this machine's figures drift from one run to the next.
-  http: { ...HTTP_FULL, repeats: 5 },
-  groupCommitStepsPerWorker: 150, concurrencies: [1, 8, 32], growthSizes: [10, 1_000, 10_000], growthMeasuredSteps: 200, growthViewGets: 3,
+  http: { ...HTTP.full, repeats: 5 }, groupCommitStepsPerWorker: 150, concurrencies: [1, 8, 32], growthSizes: [10, 1_000, 10_000], growthMeasuredSteps: 200, growthViewGets: 3,
   recoveryEvents: [10_000, 50_000], recoveryBatch: 256, recoveryWarmGets: 5, recoveryRestarts: 3,
 };
-const QUICK: typeof FULL = { ...FULL, http: HTTP_QUICK, groupCommitStepsPerWorker: 40, growthMeasuredSteps: 100, growthViewGets: 1, recoveryWarmGets: 3, recoveryRestarts: 1 };
+const QUICK: typeof FULL = { ...FULL, http: HTTP.quick, groupCommitStepsPerWorker: 40, growthMeasuredSteps: 100, growthViewGets: 1, recoveryWarmGets: 3, recoveryRestarts: 1 };
 
 run(async () => {
-  const opts = { quick: false, out: "bench/results.json", only: new Set<Section>(SECTIONS), adminToken: defaultAdminToken(), serverLogLevel: "warn", markdown: false };
-  parseCli(USAGE, {
-    "--quick": () => (opts.quick = true),
-    "--out": (v: string) => (opts.out = v),
-    "--only": (v: string) => (opts.only = new Set(v.split(",").map((s) => oneOf(s.trim(), "--only", SECTIONS)))),
-    "--admin-token": (v: string) => (opts.adminToken = v),
-    "--server-log-level": (v: string) => (opts.serverLogLevel = v),
-    "--markdown": () => (opts.markdown = true),
-  });
-  const plan = opts.quick ? QUICK : FULL;
+  const { quick } = parseCli("usage: npm run bench -- [--quick]", { quick: false });
+  const plan = quick ? QUICK : FULL;
+  const adminToken = defaultAdminToken();
   const wallStart = performance.now();
   const loadStart = os.loadavg();
   const source = sourceState();
-  console.log(`bench (${opts.quick ? "quick" : "full"}): sections ${[...opts.only].join(", ")}`);
+  console.log(`bench (${quick ? "quick" : "full"}): steps, growth, recovery, bullmq`);
   const stat0 = procStat();
   const idle = await idleBefore();
-
   const slot: ServerSlot = { server: null, reloads: 0 };
-  const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`\n${signal}: stopping`);
+  stopOnSignal(async () => {
     const s = slot.server;
     slot.server = null;
-    void (s === null ? Promise.resolve() : stopDevServer(s)).finally(() => process.exit(130));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-
+    if (s !== null) await stopDevServer(s);
+  });
   const sectionErrors: Record<string, string> = {};
   const sections: Sections = { steps: null, growth: null, recovery: null, bullmq: null };
   let growthCpu: CpuUse | null = null;
   let serverInfo: { url: string; startup_ms: number; log: string | null; processes: number | null } | null = null;
   /** Runs one section; a failure is recorded and the run goes on. */
-  const section = async (name: Section, title: string, body: () => Promise<void>) => {
-    if (!opts.only.has(name)) return;
+  const section = async (name: keyof Sections, title: string, body: () => Promise<void>) => {
     console.log(`\n[${name}] ${title}`);
     try {
       await body();
@@ -82,32 +59,30 @@ run(async () => {
     }
   };
   try {
-    if (opts.only.has("steps") || opts.only.has("growth") || opts.only.has("recovery")) {
-      console.log("starting wrangler dev (node scripts/dev.mjs) on a free port …");
-      const server = (slot.server = await startDevServer({ logLevel: opts.serverLogLevel }));
-      const pgid = server.child?.pid ?? null;
-      serverInfo = { url: server.base, startup_ms: server.startupMs, log: server.logFile, processes: groupCpuMs(pgid)?.processes ?? null };
-      console.log(`server up at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s (${serverInfo.processes ?? "?"} processes in its group; log ${server.logFile})`);
-      const client = new Client(server.base);
-      await section("steps", "floor, unbatched, batch requests and the command socket at the same concurrency", async () => {
-        sections.steps = await runSteps(client, opts.adminToken, plan, pgid);
-      });
-      await section("growth", "one worker, unbatched, per-step cost vs DAG size", async () => {
-        const c0 = cpuSnap(pgid);
-        sections.growth = [];
-        for (const size of plan.growthSizes) {
-          const g = await growthScenario(client, opts.adminToken, size, plan.growthMeasuredSteps, plan.http.scenarioTimeoutMs, plan.growthViewGets);
-          sections.growth.push(g);
-          console.log(
-            `  ${String(size).padStart(6)} steps: ${g.steps_measured} steps (${g.tasks} task(s)) ${fmt(g.steps_per_s)} steps/s  step p50 ${fmt(g.step_call.p50_ms, 2)} ms p99 ${fmt(g.step_call.p99_ms, 2)} ms  create ${fmt(g.create_task_ms.p50_ms, 1)} ms (${(g.create_body_bytes / 1024).toFixed(0)} KiB)  view GET ${fmt(g.view_get.p50_ms, 1)} ms (${(g.view_bytes / 1024).toFixed(0)} KiB)${g.errors > 0 ? `  errors ${g.errors}: ${g.first_error}` : ""}`,
-          );
-        }
-        growthCpu = cpuUse(c0, cpuSnap(pgid));
-      });
-      await section("recovery", "WAL replay after a restart of the dev server on the same storage", async () => {
-        sections.recovery = await runRecovery(slot, opts.adminToken, opts.serverLogLevel, plan);
-      });
-    }
+    console.log("starting wrangler dev (node scripts/dev.mjs) on a free port …");
+    const server = (slot.server = await startDevServer());
+    const pgid = server.child?.pid ?? null;
+    serverInfo = { url: server.base, startup_ms: server.startupMs, log: server.logFile, processes: groupCpuMs(pgid)?.processes ?? null };
+    console.log(`server up at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s (${serverInfo.processes ?? "?"} processes in its group; log ${server.logFile})`);
+    const client = new Client(server.base);
+    await section("steps", "floor, unbatched, batch requests and the command socket at the same concurrency", async () => {
+      sections.steps = await runSteps(client, adminToken, plan, pgid);
+    });
+    await section("growth", "one worker, unbatched, per-step cost vs DAG size", async () => {
+      const c0 = cpuSnap(pgid);
+      sections.growth = [];
+      for (const size of plan.growthSizes) {
+        const g = await growthScenario(client, adminToken, size, plan.growthMeasuredSteps, plan.http.scenarioTimeoutMs, plan.growthViewGets);
+        sections.growth.push(g);
+        console.log(
+          `  ${String(size).padStart(6)} steps: ${g.steps_measured} steps (${g.tasks} task(s)) ${fmt(g.steps_per_s)} steps/s  step p50 ${fmt(g.step_call.p50_ms, 2)} ms p99 ${fmt(g.step_call.p99_ms, 2)} ms  create ${fmt(g.create_task_ms.p50_ms, 1)} ms (${(g.create_body_bytes / 1024).toFixed(0)} KiB)  view GET ${fmt(g.view_get.p50_ms, 1)} ms (${(g.view_bytes / 1024).toFixed(0)} KiB)${g.errors > 0 ? `  errors ${g.errors}: ${g.first_error}` : ""}`,
+        );
+      }
+      growthCpu = cpuUse(c0, cpuSnap(pgid));
+    });
+    await section("recovery", "WAL replay after a restart of the dev server on the same storage", async () => {
+      sections.recovery = await runRecovery(slot, adminToken, plan);
+    });
   } finally {
     if (slot.server !== null) {
       slot.reloads += reloadCount(slot.server);
@@ -116,10 +91,8 @@ run(async () => {
     }
   }
   await section("bullmq", "the peer: BullMQ on a local redis-server (the dev server is stopped)", async () => {
-    sections.bullmq = await runBullmqBench({ quick: opts.quick, concurrencies: plan.concurrencies, log: (line) => console.log(`  ${line.replace(/^\s+/, "")}`) });
+    sections.bullmq = await runBullmqBench(quick, (line) => console.log(`  ${line.replace(/^\s+/, "")}`), plan.concurrencies);
   });
-  process.off("SIGINT", onSignal);
-  process.off("SIGTERM", onSignal);
 
   const { steps, bullmq } = sections;
   const loadEnd = os.loadavg();
@@ -132,7 +105,7 @@ run(async () => {
   const machine = machineInfo(loadStart, loadEnd);
   const results = {
     generated_at: new Date().toISOString(),
-    mode: opts.quick ? "quick" : "full",
+    mode: quick ? "quick" : "full",
     machine: {
       ...machine,
       cpu_idle_before: idle,
@@ -157,10 +130,10 @@ run(async () => {
   const pct = (x: number | null | undefined, digits = 0) => (x == null ? "?" : `${(x * 100).toFixed(digits)}%`);
   const machineLine = `${machine.cpus} CPUs (${machine.cpu_model}), node ${process.version}, load ${loadStart.map((n) => n.toFixed(2)).join(" ")} → ${loadEnd.map((n) => n.toFixed(2)).join(" ")}, CPU idle before ${pct(idle)}, other processes' CPU share: ours ${pct(ours?.other_share)}, BullMQ ${pct(bullmq?.machine.foreign_cpu_share)}, steal ${pct(stealShare, 1)}`;
   console.log(`\n==== bench (${results.mode}) — ${machineLine}`);
-  printTables(tablesOf(sections, ratios), opts.markdown, `${machineLine}; ${results.generated_at}`);
-  if (ratios.length > 0) printRatios(ratios, goals, Math.max(...plan.concurrencies));
+  printTables(tablesOf(sections, ratios));
+  if (ratios.length > 0) printGoals(goals, Math.max(...plan.concurrencies));
   const warnings = warningsOf(sections, sectionErrors, slot.reloads);
   if (warnings.length > 0) console.log(`\nwarnings:\n${warnings.map((w) => `  ${w}`).join("\n")}`);
-  writeResults(opts.out, { ...results, warnings }, results.wall_seconds);
+  writeResults("bench/results.json", { ...results, warnings }, results.wall_seconds);
   if (warnings.length > 0) process.exitCode = 1;
 }, true);

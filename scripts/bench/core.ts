@@ -49,20 +49,21 @@ function wideDag(n: number) {
   return [...roots, { step_id: "fan_in", title: "Fan in", summary: "", depends_on_step_ids: roots.map((r) => r.step_id) }];
 }
 
-function createWide(n: number): Bench {
-  const b = new Bench();
-  b.run({ type: "create_task", task_id: TASK, wal_name: "bench", title: "Bench", steps: wideDag(n) });
-  return b;
-}
-
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-const OPS = ["claimNext", "claimNear", "claimMiddle", "complete"] as const;
-type Op = (typeof OPS)[number];
+/** The timed operations and their labels in the printed table. */
+const LABELS = {
+  claimNext: "claim_next (head of ready queue)   ",
+  claimNear: "claim_step (2nd in ready queue)    ",
+  claimMiddle: "claim_step (middle of ready queue) ",
+  complete: "complete (update_step completed)   ",
+} as const;
+type Op = keyof typeof LABELS;
+const OPS = Object.keys(LABELS) as Op[];
 
 /** Per-op durations in µs, by operation. */
 type Samples = Record<Op, number[]>;
@@ -85,7 +86,8 @@ function round(n: number, ops: number): Samples {
   // Everything untimed first: the DAGs (as many as `ops` claims of each kind need) and their runs.
   const perDag = Math.min(ops, Math.floor((n - 1) / 3));
   const sets = Array.from({ length: Math.ceil(ops / perDag) }, (_, i) => {
-    const b = createWide(n);
+    const b = new Bench();
+    b.run({ type: "create_task", task_id: TASK, wal_name: "bench", title: "Bench", steps: wideDag(n) });
     const batch = Math.min(perDag, ops - i * perDag);
     return { b, batch, workers: Array.from({ length: 3 * batch }, () => b.dispatch()), held: [] as [Actor, string][] };
   });
@@ -185,23 +187,17 @@ const fmt = (x: number, digits = 2) => x.toFixed(digits).padStart(8);
 const goal = (ok: boolean) => (ok ? "meets goal" : "MISSES goal");
 
 /** Runs the benchmark and prints the figures. */
-export function main(): void {
+function main(): void {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 9);
   const ops = Number(process.env.BENCH_OPS ?? 1_000);
   console.log(`core bench: node ${process.version}; decide + apply per op; ${ops} ops of each kind per round; median of ${rounds} rounds`);
   const small = measureOps(10, ops, rounds);
   const large = measureOps(10_000, ops, rounds);
   console.log("\nµs/op (round mean, median of rounds)   10 steps   10,000 steps     ratio   | single-op p50: 10 / 10,000 / ratio");
-  const labels: Record<Op, string> = {
-    claimNext: "claim_next (head of ready queue)   ",
-    claimNear: "claim_step (2nd in ready queue)    ",
-    claimMiddle: "claim_step (middle of ready queue) ",
-    complete: "complete (update_step completed)   ",
-  };
   for (const op of OPS) {
     const ratio = large[op].mean / small[op].mean;
     const p50Ratio = large[op].p50 / small[op].p50;
-    console.log(`${labels[op]}    ${fmt(small[op].mean)}    ${fmt(large[op].mean)}   ${fmt(ratio)} ${ratio < 1.5 ? "ok  " : "MISS"} | ${fmt(small[op].p50)} / ${fmt(large[op].p50)} / ${fmt(p50Ratio)}`);
+    console.log(`${LABELS[op]}    ${fmt(small[op].mean)}    ${fmt(large[op].mean)}   ${fmt(ratio)} ${ratio < 1.5 ? "ok  " : "MISS"} | ${fmt(small[op].p50)} / ${fmt(large[op].p50)} / ${fmt(p50Ratio)}`);
   }
   console.log("(goal: ratio < 1.5)");
   const wal = buildWal(50_000);

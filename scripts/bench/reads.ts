@@ -2,23 +2,15 @@
 import os from "node:os";
 import path from "node:path";
 import { stopDevServer, stopOnSignal } from "../dev-server.js";
-import { int, oneOf, parseCli, run } from "./harness/cli.js";
+import { parseCli, run } from "./harness/cli.js";
 import { machineInfo } from "./harness/meter.js";
 import { fmt, table, writeResults } from "./harness/report.js";
 import { current, type ReadLoad, readsRun, treeState } from "./scenarios/reads.js";
 
-const USAGE = "usage: npm run bench:reads -- [--steps 10000] [--readers 32] [--rounds 3] [--scenarios get,whole] [--baseline <other checkout>] [--out bench/reads-results.json]";
-
 run(async () => {
-  const opts = { steps: 10_000, readers: 32, rounds: 3, scenarios: ["get", "whole"] as ReadLoad[], baseline: null as string | null, out: "bench/reads-results.json" };
-  parseCli(USAGE, {
-    "--steps": (v: string) => (opts.steps = int(v, "--steps", 10_000)),
-    "--readers": (v: string) => (opts.readers = int(v, "--readers", 256)),
-    "--rounds": (v: string) => (opts.rounds = int(v, "--rounds", 20)),
-    "--baseline": (v: string) => (opts.baseline = path.resolve(v)),
-    "--out": (v: string) => (opts.out = v),
-    "--scenarios": (v: string) => (opts.scenarios = v.split(",").map((s) => oneOf(s.trim(), "--scenarios", ["get", "whole"] as const))),
-  });
+  const usage = "usage: npm run bench:reads -- [--steps 10000] [--readers 32] [--rounds 3] [--baseline <other checkout>]";
+  const cli = parseCli(usage, { steps: 10_000, readers: 32, rounds: 3, baseline: null as string | null });
+  const opts = { ...cli, scenarios: ["get", "whole"] as ReadLoad[], baseline: cli.baseline === null ? null : path.resolve(cli.baseline), out: "bench/reads-results.json" };
   stopOnSignal(async () => {
     if (current.server !== null) await stopDevServer(current.server);
   });

@@ -1,10 +1,11 @@
-/** @module What bench (all sections in one run) derives and prints from its sections: the ratios against the floor and BullMQ, the goals, the tables (also as Markdown for README.md) and the warnings. */
+/** @module What bench (all sections in one run) derives and prints from its sections: the ratios against the floor and BullMQ, the goals, the tables and the warnings. */
 import { fmt, pct, type Table } from "./harness/report.js";
 import type { Measured } from "./scenarios/group-commit.js";
 import type { GrowthResult } from "./scenarios/growth.js";
 import type { RecoverySection } from "./scenarios/recovery.js";
-import { type BullmqResults, problems as bullmqProblems } from "./scenarios/bullmq.js";
+import { type BullmqResults, bullmqTables, problems as bullmqProblems } from "./scenarios/bullmq.js";
 import type { StepsSection } from "./scenarios/steps-section.js";
+import { stepProblem } from "./scenarios/steps.js";
 import { round } from "./harness/meter.js";
 
 /**
@@ -116,41 +117,22 @@ export function tablesOf({ steps, growth, recovery, bullmq }: Sections, ratios: 
       rows: recovery.wals.map((w) => [String(w.wal_events), fmt(w.build.build_seconds, 1), String(w.build.batches), fmt(w.cold_get_ms, 1), w.cold_get_samples_ms.map((x) => fmt(x, 0)).join("/"), fmt(w.second_get_ms, 1), fmt(w.warm_gets.p50_ms, 1), fmt(w.replay_ms_est, 0), fmt(w.replay_events_per_s_est, 0), String(w.verified_wal_seq ?? "?")]),
     });
   }
-  if (bullmq !== null) {
-    const b = bullmq;
-    tables.push({
-      title: `BullMQ ${b.software.bullmq} on Redis ${b.software.redis} (AOF appendfsync ${b.settings.appendfsync}, removeOnComplete ${String(b.settings.remove_on_complete)})`,
-      headers: ["model", "workers", "queues", "jobs/s", "take→ack p50/p99 ms", "CPU ms/job redis+node", "PING req/s"],
-      rows: b.steps.map((x) => [x.model, String(x.workers), String(x.queues), fmt(x.jobs_per_s, 0), pct(x.take_to_ack), `${fmt(x.cpu_ms_per_job.redis, 3)}+${fmt(x.cpu_ms_per_job.node, 3)}`, fmt(b.floor.find((f) => f.concurrency === x.workers)?.rps, 0)]),
-    });
-    tables.push({
-      title: "BullMQ flows (FlowProducer, fan-in; children and parent on one queue)",
-      headers: ["model", "workers", "1+100: total p50 ms", "last child→parent p50 ms", `${b.plan.smallFlows}×(1+${b.plan.smallFlowChildren}): flows/s`, "jobs/s"],
-      rows: b.flows.map((f) => [f.model, String(f.big.workers), fmt(f.big.total.p50_ms, 1), fmt(f.big.fan_in.p50_ms, 2), fmt(f.small.flows_per_s, 0), fmt(f.small.jobs_per_s, 0)]),
-    });
-  }
+  if (bullmq !== null) tables.push(...bullmqTables(bullmq));
   return tables;
 }
 
-/** Prints the ratios of this run and the goals. */
-export function printRatios(ratios: Ratios[], goals: ReturnType<typeof goalsOf>, maxWorkers: number): void {
-  console.log("\nratios (this run):");
-  for (const r of ratios) {
-    console.log(
-      `  ${String(r.workers).padStart(2)} workers, ${r.tasks} task(s): unbatched cost = ${fmt(r.unbatched_cost_vs_floor, 2)}× floor, batched ${fmt(r.batched_cost_vs_floor, 2)}× floor; batched/unbatched ${fmt(r.batched_vs_unbatched_throughput, 2)}× throughput, ${fmt(r.batched_vs_unbatched_p50, 2)}× p50; socket ${fmt(r.socket_cost_vs_floor, 2)}× floor, socket/batched ${fmt(r.socket_vs_batched_throughput, 2)}×; ours/BullMQ unbatched ${fmt(r.unbatched_vs_bullmq, 3)}×, batched ${fmt(r.batched_vs_bullmq, 3)}×, socket ${fmt(r.socket_vs_bullmq, 3)}×`,
-    );
-  }
-  console.log("\ngoals (stated, not asserted):");
+/** Prints the goals of this run (the ratios are in the first table). */
+export function printGoals(goals: ReturnType<typeof goalsOf>, maxWorkers: number): void {
   const missed = goals.unbatched_cost_within_2x_floor.filter((g) => !g.met);
-  console.log(`  unbatched per-step cost within 2× the floor: ${missed.length === 0 ? "met everywhere" : `missed at ${missed.map((g) => `${g.workers}w/${g.tasks}t (${fmt(g.cost_vs_floor, 2)}×)`).join(", ")}`}`);
+  console.log(`\ngoals (stated, not asserted):\n  unbatched per-step cost within 2× the floor: ${missed.length === 0 ? "met everywhere" : `missed at ${missed.map((g) => `${g.workers}w/${g.tasks}t (${fmt(g.cost_vs_floor, 2)}×)`).join(", ")}`}`);
   for (const g of goals.batched_at_32_at_least_bullmq) console.log(`  batched steps/s at ${maxWorkers} workers, ${g.tasks} task(s) ≥ BullMQ's best model: ${fmt(g.batched_steps_per_s, 0)} (requests) / ${fmt(g.socket_steps_per_s, 0)} (socket) vs ${fmt(g.bullmq_best_jobs_per_s, 0)} jobs/s → ${g.met === null ? "not measured" : g.met ? "met" : `missed (${fmt(g.ratio, 2)}×)`}`);
 }
 
 /** What went wrong or may skew the figures: scenarios with errors, failed sections, reloads of the dev server. */
 export function warningsOf({ steps, growth, recovery, bullmq }: Sections, sectionErrors: Record<string, string>, reloads: number): string[] {
   const warnings: string[] = [];
-  for (const s of [...(steps?.unbatched ?? []), ...(steps?.batched ?? []), ...(steps?.socket ?? [])]) {
-    if (s.errors > 0 || s.timed_out || s.duplicate_completions > 0 || s.verified_completed_on_server !== s.steps_planned) warnings.push(`${s.carrier} ${s.workers} workers ${s.tasks} task(s): errors ${s.errors}, timed out ${s.timed_out}, dups ${s.duplicate_completions}, server completed ${s.verified_completed_on_server}/${s.steps_planned}`);
+  for (const s of [...(steps?.unbatched ?? []), ...(steps?.batched ?? []), ...(steps?.socket ?? [])].filter(stepProblem)) {
+    warnings.push(`${s.carrier} ${s.workers} workers ${s.tasks} task(s): errors ${s.errors}, timed out ${s.timed_out}, dups ${s.duplicate_completions}, server completed ${s.verified_completed_on_server}/${s.steps_planned}`);
   }
   for (const g of growth ?? []) if (g.errors > 0) warnings.push(`growth ${g.dag_steps}: ${g.first_error}`);
   for (const w of recovery?.wals ?? []) if (w.verified_wal_seq !== w.wal_events) warnings.push(`recovery ${w.label}: the restarted server reports wal_seq ${w.verified_wal_seq}, built ${w.wal_events}`);

@@ -28,17 +28,12 @@ export function machineCpu(): { idle: number; total: number } {
   return os.cpus().reduce((a, c) => ({ idle: a.idle + c.times.idle, total: a.total + c.times.user + c.times.nice + c.times.sys + c.times.idle + c.times.irq }), { idle: 0, total: 0 });
 }
 
-/** Share of this machine's CPU time that was idle over `ms` (all cores): tells whether something else is running. */
-export async function cpuIdleShare(ms = 1_000): Promise<number> {
-  const a = machineCpu();
-  await sleep(ms);
-  const b = machineCpu();
-  return b.total > a.total ? round((b.idle - a.idle) / (b.total - a.total), 3) : NaN;
-}
-
-/** Measures the idle share for 1 s and warns (through `log`) when something else is running. */
+/** Measures for 1 s the share of the machine's CPU time that was idle (all cores) and warns (through `log`) when something else is running. */
 export async function idleBefore(log: (line: string) => void = console.log): Promise<number> {
-  const idle = await cpuIdleShare(1_000);
+  const a = machineCpu();
+  await sleep(1_000);
+  const b = machineCpu();
+  const idle = b.total > a.total ? round((b.idle - a.idle) / (b.total - a.total), 3) : NaN;
   if (idle < 0.8) log(`warning: only ${(idle * 100).toFixed(0)}% of the CPU was idle before the run: something else is running, figures will be low`);
   return idle;
 }
@@ -57,10 +52,10 @@ export function machineInfo(loadStart: number[], loadEnd = os.loadavg()) {
   };
 }
 
-/** The checked-out commit and the files changed in the work tree (read-only git calls), for the record. */
-export function sourceState(): { commit: string | null; changed_files: string[] } {
+/** The commit checked out in `cwd` and the files changed in its work tree (read-only git calls), for the record. */
+export function sourceState(cwd = "."): { commit: string | null; changed_files: string[] } {
   try {
-    const git = (...args: string[]) => execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+    const git = (...args: string[]) => execFileSync("git", ["-C", cwd, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
     const changed = git("status", "--porcelain").split("\n").filter((l) => l.trim() !== "").map((l) => l.slice(3));
     return { commit: git("rev-parse", "HEAD").trim(), changed_files: changed };
   } catch {
@@ -120,12 +115,7 @@ export function procStat(): { total: number; steal: number } | null {
 }
 
 /** A point in time of the CPU counters: the machine's, this process's, the server group's. */
-export interface CpuSnap {
-  at: number;
-  machine: { idle: number; total: number };
-  self: NodeJS.CpuUsage;
-  server: number | null;
-}
+export interface CpuSnap { at: number; machine: { idle: number; total: number }; self: NodeJS.CpuUsage; server: number | null }
 
 /**
  * CPU used over a window, ms: client = this Node process (the benchmark's clients); server = the dev server's
@@ -134,9 +124,9 @@ export interface CpuSnap {
  */
 export type CpuUse = ReturnType<typeof usage>;
 
-/** The CPU counters now, the server's being the process group `pgid` (null: not measured). */
-export function cpuSnap(pgid: number | null | undefined): CpuSnap {
-  return { at: performance.now(), machine: machineCpu(), self: process.cpuUsage(), server: groupCpuMs(pgid)?.ms ?? null };
+/** The CPU counters now, the server's being the process group `pgid` (null: not measured) or, given, `serverMs`. */
+export function cpuSnap(pgid: number | null | undefined, serverMs?: number): CpuSnap {
+  return { at: performance.now(), machine: machineCpu(), self: process.cpuUsage(), server: serverMs ?? groupCpuMs(pgid)?.ms ?? null };
 }
 
 /** The CPU used between two snapshots. */
@@ -183,8 +173,30 @@ export function errorCount() {
   };
 }
 
-/** The first `first_error` of several results, as a result's optional field. */
-export const firstErrorOf = (parts: { first_error?: string }[]): { first_error?: string } => {
-  const e = parts.find((p) => p.first_error !== undefined)?.first_error;
-  return e === undefined ? {} : { first_error: e };
-};
+/**
+ * Repeats (or halves) of one measurement as one result, field by field: `keep` and words from the first part that
+ * has them (so `first_error` is the first error); numbers summed; booleans or-ed; arrays joined; latency statistics
+ * recomputed from the pooled `samples` of the same name; records of counts added up. Rates are the caller's to
+ * recompute from the sums.
+ */
+export function mergeRuns<T extends { samples?: Record<string, number[]> }>(parts: T[], keep: readonly string[] = []): T {
+  const rows = parts as unknown as Record<string, unknown>[];
+  const pool = (k: string) => parts.flatMap((p) => p.samples?.[k] ?? []);
+  const out: Record<string, unknown> = {};
+  for (const k of new Set(rows.flatMap((r) => Object.keys(r)))) {
+    const all = rows.map((r) => r[k]).filter((v) => v !== undefined);
+    const v = all[0];
+    if (k === "samples") out[k] = Object.fromEntries(Object.keys(v as object).map((s) => [s, pool(s)]));
+    else if (keep.includes(k) || typeof v === "string" || v === null) out[k] = v;
+    else if (typeof v === "number") out[k] = (all as number[]).reduce((a, b) => a + b, 0);
+    else if (typeof v === "boolean") out[k] = all.some(Boolean);
+    else if (Array.isArray(v)) out[k] = all.flat();
+    else if (parts[0]!.samples?.[k] !== undefined) out[k] = stats(pool(k));
+    else {
+      const counts: Record<string, number> = {};
+      for (const r of all as Record<string, number>[]) for (const [c, n] of Object.entries(r)) counts[c] = (counts[c] ?? 0) + n;
+      out[k] = counts;
+    }
+  }
+  return out as T;
+}

@@ -7,22 +7,8 @@ import { Redis } from "ioredis";
 import { freePort, sleep, tail } from "../../dev-server.js";
 import { deadlineAfter } from "./waits.js";
 
-/** Redis's AOF fsync policy. */
-export type AppendFsync = "everysec" | "always" | "no";
-
 /** A redis-server started here. */
-export interface RedisServer {
-  host: "127.0.0.1";
-  port: number;
-  dir: string;
-  logFile: string;
-  binary: string;
-  version: string;
-  config: Record<string, string>;
-  child: ChildProcess | null;
-  /** Always false now (kept in the results: the benchmark once installed Redis itself). */
-  installedByScript: boolean;
-}
+export interface RedisServer { host: "127.0.0.1"; port: number; dir: string; logFile: string; binary: string; version: string; config: Record<string, string>; child: ChildProcess | null }
 
 /** The redis-server binary on PATH (or in the usual system directories); throws with the command that installs it. */
 function redisBinary(): string {
@@ -37,20 +23,20 @@ export function newClient(server: RedisServer): Redis {
   return new Redis({ host: server.host, port: server.port, lazyConnect: true, maxRetriesPerRequest: null, enableReadyCheck: true });
 }
 
-/** Starts redis-server on 127.0.0.1 and a free port in a fresh temp dir, AOF on, RDB snapshots off. */
-export async function startRedis(appendfsync: AppendFsync): Promise<RedisServer> {
+/** Starts redis-server on 127.0.0.1 and a free port in a fresh temp dir, AOF on (fsync every second, Redis's default), RDB snapshots off. */
+export async function startRedis(): Promise<RedisServer> {
   const binary = redisBinary();
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), "bench-bullmq-redis-"));
   const logFile = path.join(dir, "redis.log");
   const args = ["--bind", "127.0.0.1", "--port", String(port), "--protected-mode", "yes", "--dir", dir, "--logfile", logFile, "--daemonize", "no"];
-  args.push("--appendonly", "yes", "--appendfsync", appendfsync, "--save", "", "--maxmemory-policy", "noeviction");
+  args.push("--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--maxmemory-policy", "noeviction");
   const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   let exited: number | null | undefined;
   child.on("exit", (code) => (exited = code));
-  const server: RedisServer = { host: "127.0.0.1", port, dir, logFile, binary, version: "unknown", config: {}, child, installedByScript: false };
+  const server: RedisServer = { host: "127.0.0.1", port, dir, logFile, binary, version: "unknown", config: {}, child };
   const until = Date.now() + 20_000;
   while (Date.now() < until) {
     if (exited !== undefined) {

@@ -1,4 +1,4 @@
-/** @module How the benchmarks report: numbers, plain-text and Markdown tables, the results file. */
+/** @module How the benchmarks report: numbers, plain-text tables, the results file. */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
@@ -14,28 +14,18 @@ export function table(headers: string[], rows: string[][]): string {
   return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
 }
 
-/** The same table in Markdown (for README.md). */
-export function markdownTable(headers: string[], rows: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
-  return [line(headers), line(headers.map((_, i) => (i === 0 ? "---" : "---:"))), ...rows.map(line)].join("\n");
-}
-
 /** A table with its title, printed by `printTables`. */
 export interface Table { title: string; headers: string[]; rows: string[][] }
 
-/** Prints each table under its title; with `markdown`, all of them again as Markdown after `preface`. */
-export function printTables(tables: Table[], markdown = false, preface = ""): void {
+/** Prints each table under its title. */
+export function printTables(tables: Table[]): void {
   for (const t of tables) console.log(`\n${t.title}:\n${table(t.headers, t.rows)}`);
-  if (!markdown) return;
-  console.log(`\n---- markdown ----\n\n${preface}`);
-  for (const t of tables) console.log(`\n${t.title}:\n\n${markdownTable(t.headers, t.rows)}`);
-  console.log("\n---- end markdown ----");
 }
 
-/** Writes `results` as indented JSON to `file` (its directory created) and says so. */
+/** Writes `results` as indented JSON to `file` (its directory created; raw `samples` kept in memory are left out) and says so. */
 export function writeResults(file: string, results: unknown, wallSeconds?: number): void {
   mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify(results, (k, v: unknown) => (k === "samples" && typeof v === "object" ? undefined : v), 2)}\n`);
   console.log(`\nwrote ${file}${wallSeconds === undefined ? "" : ` (${wallSeconds} s)`}`);
 }
 

@@ -1,23 +1,16 @@
 /** @module The batch anatomy: batch requests of fixed shapes, one request in flight, interleaved round by round, to split the server's time per batch into a fixed cost per request and a cost per command. */
 import { type Client, stepsOf } from "../harness/http-client.js";
-import { type LatencyStats, round, stats } from "../harness/meter.js";
+import { round, stats } from "../harness/meter.js";
 
-/** One shape of batch request, sent `rounds` times back to back (one request in flight). */
-export interface AnatomyShape { commands: number; kind: "complete_claim_next" | "progress"; idempotency_keys: boolean; tokens: number; request: LatencyStats }
-
-/** The anatomy's shapes and what they imply. */
-export interface BatchAnatomy {
-  shapes: AnatomyShape[];
-  /** From the two progress shapes (same token, 32 and 256 commands): intercept and slope; then per complete command. */
-  derived: { per_request_ms: number; per_progress_command_ms: number; per_complete_command_ms: number; per_complete_command_no_key_ms: number; idempotency_key_ms_per_command: number };
-}
+/** The anatomy's shapes (each sent `rounds` times back to back, one request in flight) and what they imply: from the two progress shapes (same token, 32 and 256 commands) intercept and slope; then per complete command. */
+export type BatchAnatomy = Awaited<ReturnType<typeof batchAnatomy>>;
 
 /**
  * Batch requests of fixed shapes against one task each, interleaved round by round so that they see the same
  * load: 32 complete+claim_next commands of 32 workers with Idempotency-Keys (what the SDK sends) and without,
  * and 32 and 256 progress commands of one worker. The first rounds warm up and are dropped.
  */
-export async function batchAnatomy(client: Client, adminToken: string, rounds: number): Promise<BatchAnatomy> {
+export async function batchAnatomy(client: Client, adminToken: string, rounds: number) {
   const warm = 3;
   const session = await client.session(adminToken);
   const orch = session.orch;
@@ -33,7 +26,7 @@ export async function batchAnatomy(client: Client, adminToken: string, rounds: n
     return { taskPath, ws };
   };
   const n = 32;
-  const shapes: { shape: Omit<AnatomyShape, "request">; target: Awaited<ReturnType<typeof setup>>; samples: number[] }[] = [];
+  const shapes: { shape: { commands: number; kind: "complete_claim_next" | "progress"; idempotency_keys: boolean; tokens: number }; target: Awaited<ReturnType<typeof setup>>; samples: number[] }[] = [];
   for (const idem of [true, false]) shapes.push({ shape: { commands: n, kind: "complete_claim_next", idempotency_keys: idem, tokens: n }, target: await setup(`anat-c${idem ? "k" : "n"}`, n * (rounds + 2), n), samples: [] });
   for (const size of [n, 256]) shapes.push({ shape: { commands: size, kind: "progress", idempotency_keys: true, tokens: 1 }, target: await setup(`anat-p${size}`, 1, 1), samples: [] });
   for (let r = 0; r < rounds; r++) {
@@ -57,8 +50,8 @@ export async function batchAnatomy(client: Client, adminToken: string, rounds: n
       if (r >= warm) s.samples.push(a.ms);
     }
   }
-  const out: AnatomyShape[] = shapes.map((s) => ({ ...s.shape, request: stats(s.samples) }));
-  const p = (kind: AnatomyShape["kind"], commands: number, idem = true) => out.find((s) => s.kind === kind && s.commands === commands && s.idempotency_keys === idem)!.request.p50_ms;
+  const out = shapes.map((s) => ({ ...s.shape, request: stats(s.samples) }));
+  const p = (kind: "complete_claim_next" | "progress", commands: number, idem = true) => out.find((s) => s.kind === kind && s.commands === commands && s.idempotency_keys === idem)!.request.p50_ms;
   const slope = (p("progress", 256) - p("progress", n)) / (256 - n);
   const intercept = p("progress", n) - n * slope;
   const perComplete = (p("complete_claim_next", n, true) - intercept) / n;

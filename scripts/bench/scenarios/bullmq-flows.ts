@@ -1,34 +1,19 @@
 /** @module BullMQ's flows (FlowProducer, fan-in): one parent and 100 children, and many small flows; children and parent share one queue and its workers. */
 import { performance } from "node:perf_hooks";
-import { FlowProducer, type Job, Worker } from "bullmq";
+import { FlowProducer } from "bullmq";
 import { sleep } from "../../dev-server.js";
 import { errorCount, round, stats } from "../harness/meter.js";
 import { latch, within } from "../harness/waits.js";
-import type { RemoveOnComplete, WorkerModel } from "./bullmq.js";
-import { connection, type Ctx, stepData } from "./bullmq-jobs.js";
-
-/** 1 parent + 100 children, repeated: per run the FlowProducer.add round trip, add start → parent completed, last child → parent completed. */
-export type BigFlowResult = Awaited<ReturnType<typeof bigFlows>>;
-/** Many small flows pre-added, then drained. */
-export type SmallFlowsResult = Awaited<ReturnType<typeof smallFlows>>;
+import type { WorkerModel } from "./bullmq.js";
+import { connection, type Ctx, newWorker, stepData } from "./bullmq-jobs.js";
 
 /** Workers of one queue that holds both the children and the parents of the flows. */
-function flowWorkers(ctx: Ctx, model: WorkerModel, workers: number, queueName: string, prefix: string, autorun: boolean) {
-  const conn = connection(ctx.server);
-  const takenAt = new Map<string, number>();
+function flowWorkers(ctx: Ctx, model: WorkerModel, queueName: string, prefix: string, autorun: boolean) {
   const errors = errorCount();
-  const fw = { workers: [] as Worker[], takeLat: [] as number[], parentTake: [] as number[], childTake: [] as number[], childrenDone: new Map<number, { count: number; lastAt: number }>(), parentDone: new Map<number, number>(), onParent: (_flow: number) => {}, errors: errors.fields };
-  const note = errors.note;
-  const concs = model === "concurrency" ? [workers] : Array.from({ length: workers }, () => 1);
+  const fw = { workers: [] as ReturnType<typeof newWorker>[], takeLat: [] as number[], parentTake: [] as number[], childTake: [] as number[], childrenDone: new Map<number, { count: number; lastAt: number }>(), parentDone: new Map<number, number>(), onParent: (_flow: number) => {}, errors: errors.fields };
+  const concs = model === "concurrency" ? [ctx.plan.flowWorkers] : Array.from({ length: ctx.plan.flowWorkers }, () => 1);
   for (const concurrency of concs) {
-    const processor = async (job: Job) => {
-      takenAt.set(job.id ?? "", performance.now());
-      return "done";
-    };
-    const w = ctx.track(new Worker(queueName, processor, { connection: conn, prefix, concurrency, autorun }));
-    w.on("completed", (job: Job) => {
-      const now = performance.now();
-      const t = takenAt.get(job.id ?? "");
+    const w = newWorker(ctx, queueName, prefix, concurrency, autorun, errors, (job, now, t) => {
       const flow = (job.data as { flow: number }).flow;
       if (t !== undefined) {
         fw.takeLat.push(now - t);
@@ -44,46 +29,37 @@ function flowWorkers(ctx: Ctx, model: WorkerModel, workers: number, queueName: s
         fw.childrenDone.set(flow, c);
       }
     });
-    w.on("failed", (_job, err) => note(`job failed: ${err.message}`));
-    w.on("error", (err) => note(`worker error: ${err.message}`));
     fw.workers.push(w);
   }
   return fw;
 }
 
-function flowOf(queueName: string, flow: number, children: number, removeOnComplete: RemoveOnComplete) {
-  return {
-    name: "parent",
-    queueName,
-    data: { flow, title: `Fan-in ${flow}`, summary: "Parent of the flow" },
-    opts: { removeOnComplete },
-    children: Array.from({ length: children }, (_, i) => ({ name: "child", queueName, data: { flow, ...stepData(i) }, opts: { removeOnComplete } })),
-  };
+function flowOf(queueName: string, flow: number, children: number) {
+  const opts = { removeOnComplete: false };
+  return { name: "parent", queueName, data: { flow, title: `Fan-in ${flow}`, summary: "Parent of the flow" }, opts, children: Array.from({ length: children }, (_, i) => ({ name: "child", queueName, data: { flow, ...stepData(i) }, opts })) };
 }
 
-/** Flows of 1 + bigFlowChildren at flowWorkers workers, one at a time: add → parent completed. */
+/** Flows of 1 + bigFlowChildren at flowWorkers workers, one at a time: per run the FlowProducer.add round trip, add start → parent completed, last child → parent completed. */
 export async function bigFlows(ctx: Ctx, model: WorkerModel) {
   const { plan } = ctx;
   const prefix = ctx.nextPrefix();
-  const queueName = "flow-big";
-  const producer = ctx.track(new FlowProducer({ connection: connection(ctx.server), prefix }));
+  const producer = ctx.track(new FlowProducer(connection(ctx, prefix)));
   await producer.waitUntilReady();
-  const fw = flowWorkers(ctx, model, plan.flowWorkers, queueName, prefix, true);
+  const fw = flowWorkers(ctx, model, "flow-big", prefix, true);
   await Promise.all(fw.workers.map((w) => w.waitUntilReady()));
   await sleep(50);
   const runs: { add_ms: number; total_ms: number; fan_in_ms: number; children_completed: number }[] = [];
   let timedOut = false;
   // Flow 0 is a small warm-up (scripts loaded, connections and JIT warm); flows 1..R are measured.
   for (let flow = 0; flow <= plan.bigFlowRepeats; flow++) {
-    const children = flow === 0 ? 4 : plan.bigFlowChildren;
     const done = latch();
     fw.onParent = (f) => {
       if (f === flow) done.open();
     };
     const t = performance.now();
-    await producer.add(flowOf(queueName, flow, children, ctx.removeOnComplete));
+    await producer.add(flowOf("flow-big", flow, flow === 0 ? 4 : plan.bigFlowChildren));
     const added = performance.now();
-    if ((timedOut = (await within(done.promise, ctx.plan.scenarioTimeoutMs)) === "timeout")) break;
+    if ((timedOut = (await within(done.promise, plan.scenarioTimeoutMs)) === "timeout")) break;
     const end = fw.parentDone.get(flow)!;
     const c = fw.childrenDone.get(flow);
     if (flow > 0) runs.push({ add_ms: round(added - t), total_ms: round(end - t), fan_in_ms: round(end - (c?.lastAt ?? end)), children_completed: c?.count ?? 0 });
@@ -101,17 +77,15 @@ export async function bigFlows(ctx: Ctx, model: WorkerModel) {
 export async function smallFlows(ctx: Ctx, model: WorkerModel) {
   const { plan } = ctx;
   const prefix = ctx.nextPrefix();
-  const queueName = "flow-small";
-  const producer = ctx.track(new FlowProducer({ connection: connection(ctx.server), prefix }));
+  const producer = ctx.track(new FlowProducer(connection(ctx, prefix)));
   await producer.waitUntilReady();
   const t = performance.now();
   // Added in chunks of 100 flows (one MULTI each), like a user adding a batch.
   for (let start = 0; start < plan.smallFlows; start += 100) {
-    const count = Math.min(100, plan.smallFlows - start);
-    await producer.addBulk(Array.from({ length: count }, (_, i) => flowOf(queueName, start + i, plan.smallFlowChildren, ctx.removeOnComplete)));
+    await producer.addBulk(Array.from({ length: Math.min(100, plan.smallFlows - start) }, (_, i) => flowOf("flow-small", start + i, plan.smallFlowChildren)));
   }
   const addMs = performance.now() - t;
-  const fw = flowWorkers(ctx, model, plan.flowWorkers, queueName, prefix, false);
+  const fw = flowWorkers(ctx, model, "flow-small", prefix, false);
   await Promise.all(fw.workers.map((w) => w.waitUntilReady()));
   const all = latch();
   let lastParentAt = 0;
@@ -133,4 +107,3 @@ export async function smallFlows(ctx: Ctx, model: WorkerModel) {
     flows_per_s: round(fw.parentDone.size / seconds, 1), jobs_per_s: round(jobs / seconds, 1), take_to_ack_children: stats(fw.childTake), take_to_ack_parents: stats(fw.parentTake), timed_out: timedOut, ...fw.errors(),
   };
 }
-

@@ -4,12 +4,15 @@ import { performance } from "node:perf_hooks";
 import { type FlowProducer, type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { sleep } from "../../dev-server.js";
-import { errorCount, firstErrorOf, round, stats } from "../harness/meter.js";
-import { errorText } from "../harness/report.js";
-import { closedLoop } from "./floor.js";
+import { errorCount, mergeRuns, round, stats } from "../harness/meter.js";
 import { newClient, type RedisServer } from "../harness/redis-server.js";
+import { errorText } from "../harness/report.js";
 import { deadlineAfter, latch, within } from "../harness/waits.js";
-import type { BullmqPlan, RemoveOnComplete, WorkerModel } from "./bullmq.js";
+import type { BullmqPlan, WorkerModel } from "./bullmq.js";
+import { closedLoop } from "./floor.js";
+
+/** Every completed job is kept (like our WAL keeps every attempt), so Redis can count them afterwards. */
+const REMOVE_ON_COMPLETE = false;
 
 /** `concurrency` loops send PING back to back on one connection (ioredis pipelines them) for `durationMs`. */
 export async function pingFloor(server: RedisServer, concurrency: number, durationMs: number, maxOps: number) {
@@ -29,20 +32,10 @@ export async function pingFloor(server: RedisServer, concurrency: number, durati
   return { op: "PING" as const, concurrency, requests, errors, seconds, rps, latency };
 }
 
-/** The PING floor at one concurrency. */
-export type FloorResult = Awaited<ReturnType<typeof pingFloor>>;
-
-/** One step scenario (or its repeats pooled). */
-export type StepScenarioResult = Omit<Awaited<ReturnType<typeof stepScenario>>, "samples"> & {
-  repeats?: { jobs_per_s: number; seconds: number; p50_ms: number; p99_ms: number }[];
-  samples?: { take: number[]; e2e: number[] };
-};
-
 /** What every scenario of a run shares. */
 export interface Ctx {
   server: RedisServer;
   plan: BullmqPlan;
-  removeOnComplete: RemoveOnComplete;
   /** A fresh prefix per scenario keeps runs apart; the db is flushed between scenarios too. */
   nextPrefix: () => string;
   admin: Redis;
@@ -63,9 +56,27 @@ export async function redisCpuMs(admin: Redis): Promise<number> {
   return (get("used_cpu_user") + get("used_cpu_sys")) * 1000;
 }
 
-/** The connection options of `server` for BullMQ. */
-export function connection(server: RedisServer) {
-  return { host: server.host, port: server.port };
+/** The connection options of `ctx`'s server for BullMQ, with the scenario's prefix. */
+export const connection = (ctx: Ctx, prefix: string) => ({ connection: { host: ctx.server.host, port: ctx.server.port }, prefix });
+
+/** A tracked Queue of the scenario (`prefix`), completed jobs kept. */
+export const newQueue = (ctx: Ctx, name: string, prefix: string): Queue => ctx.track(new Queue(name, { ...connection(ctx, prefix), defaultJobOptions: { removeOnComplete: REMOVE_ON_COMPLETE } }));
+
+/**
+ * A tracked Worker whose processor does no work but stamps when it was handed each job (`takenAt`, keyed by job id);
+ * `completed` hears each completion with that stamp; failures and errors are counted in `errors`.
+ */
+export function newWorker(ctx: Ctx, name: string, prefix: string, concurrency: number, autorun: boolean, errors: ReturnType<typeof errorCount>, completed: (job: Job, now: number, takenAt: number | undefined) => void): Worker {
+  const takenAt = new Map<string, number>();
+  const processor = async (job: Job) => {
+    takenAt.set(job.id ?? "", performance.now());
+    return "done";
+  };
+  const w = ctx.track(new Worker(name, processor, { ...connection(ctx, prefix), concurrency, autorun }));
+  w.on("completed", (job: Job) => completed(job, performance.now(), takenAt.get(job.id ?? "")));
+  w.on("failed", (_job, err) => errors.note(`job failed: ${err.message}`));
+  w.on("error", (err) => errors.note(`worker error: ${err.message}`));
+  return w;
 }
 
 /** How W workers are laid out on Q queues; with W < Q, lane l drains queues l, l+W, … one after another. */
@@ -90,23 +101,24 @@ function describeLayout(perQueue: number[][], lanes: number[][]): string {
 }
 
 /** The data of job `i`: what a step carries. */
-export function stepData(i: number) {
-  return { step_id: `s${String(i).padStart(5, "0")}`, title: `Step ${i}`, summary: "Independent bench step" };
-}
+export const stepData = (i: number) => ({ step_id: `s${String(i).padStart(5, "0")}`, title: `Step ${i}`, summary: "Independent bench step" });
 
-/** N = max(stepsPerWorker × W, minSteps) jobs pre-added on `queues` queues, then W workers (laid out by `model`) drain them. */
+/** One step scenario, or its repeats pooled (`repeats`: each run's figures). */
+export type JobsResult = Awaited<ReturnType<typeof stepScenario>> & { repeats?: { jobs_per_s: number; seconds: number; p50_ms: number; p99_ms: number }[] };
+
+/**
+ * N = max(stepsPerWorker × W, minSteps) jobs pre-added on `queues` queues, then W workers (laid out by `model`) drain
+ * them. take_to_ack = processor handed the job → `completed` event (completion acknowledged, the next job fetched in
+ * the same call); add_to_completed = job added → completed (with the backlog pre-added, mostly queue wait);
+ * verified_completed_in_redis = Redis's own count; cpu_ms_per_job = redis-server (INFO cpu) and this process over the window.
+ */
 export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number, queues: number) {
   const { plan } = ctx;
   const perQueueJobs = Math.ceil(Math.max(plan.stepsPerWorker * workers, plan.minSteps) / queues);
-  const planned = perQueueJobs * queues;
   const prefix = ctx.nextPrefix();
-  const conn = connection(ctx.server);
-  const queueObjs = Array.from({ length: queues }, (_, q) => ctx.track(new Queue(`steps-${q}`, { connection: conn, prefix, defaultJobOptions: { removeOnComplete: ctx.removeOnComplete } })));
+  const queueObjs = Array.from({ length: queues }, (_, q) => newQueue(ctx, `steps-${q}`, prefix));
   await Promise.all(queueObjs.map((q) => q.waitUntilReady()));
-
-  const takeLat: number[] = [];
-  const e2eLat: number[] = [];
-  const takenAt = new Map<string, number>();
+  const samples = { take_to_ack: [] as number[], add_to_completed: [] as number[] };
   const completedIds = new Set<string>();
   const doneByQueue = new Array<number>(queues).fill(0);
   const queueDone = Array.from({ length: queues }, () => latch());
@@ -114,38 +126,21 @@ export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number
   let failed = 0;
   let lastDoneAt = 0;
   const errors = errorCount();
-  const noteError = errors.note;
-
   const { perQueue, lanes } = layout(model, workers, queues);
-  const workerObjs: Worker[][] = perQueue.map((concs, q) =>
-    concs.map((concurrency) => {
-      const key = (job: Job) => `${q}#${job.id}`;
-      const processor = async (job: Job) => {
-        takenAt.set(key(job), performance.now());
-        return "done";
-      };
-      const w = ctx.track(new Worker(`steps-${q}`, processor, { connection: conn, prefix, concurrency, autorun: false }));
-      w.on("completed", (job: Job) => {
-        const now = performance.now();
-        const k = key(job);
-        const t = takenAt.get(k);
-        if (t !== undefined) takeLat.push(now - t);
-        e2eLat.push(Date.now() - job.timestamp);
+  const workerObjs = perQueue.map((concs, q) =>
+    concs.map((concurrency) =>
+      newWorker(ctx, `steps-${q}`, prefix, concurrency, false, errors, (job, now, t) => {
+        const k = `${q}#${job.id}`;
+        if (t !== undefined) samples.take_to_ack.push(now - t);
+        samples.add_to_completed.push(Date.now() - job.timestamp);
         if (completedIds.has(k)) duplicates++;
         completedIds.add(k);
         lastDoneAt = now;
         if (++doneByQueue[q]! >= perQueueJobs) queueDone[q]!.open();
-      });
-      w.on("failed", (_job, err) => {
-        failed++;
-        noteError(`job failed: ${err.message}`);
-      });
-      w.on("error", (err) => noteError(`worker error: ${err.message}`));
-      return w;
-    }),
+      }).on("failed", () => failed++),
+    ),
   );
   await Promise.all(workerObjs.flat().map((w) => w.waitUntilReady()));
-
   // The backlog is added once the workers are connected (not yet running), so add→completed holds no set-up time.
   const addMs: number[] = [];
   for (const [q, queue] of queueObjs.entries()) {
@@ -153,7 +148,6 @@ export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number
     await queue.addBulk(Array.from({ length: perQueueJobs }, (_, i) => ({ name: "step", data: stepData(q * perQueueJobs + i) })));
     addMs.push(round(performance.now() - t, 1));
   }
-
   const redisCpu0 = await redisCpuMs(ctx.admin);
   const nodeCpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -162,7 +156,7 @@ export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number
   const runs: Promise<void>[] = [];
   const drain = async (lane: number[]) => {
     for (const q of lane) {
-      for (const w of workerObjs[q]!) runs.push(w.run().catch((e: unknown) => noteError(`run: ${errorText(e)}`)));
+      for (const w of workerObjs[q]!) runs.push(w.run().catch((e: unknown) => errors.note(`run: ${errorText(e)}`)));
       if ((await Promise.race([queueDone[q]!.promise, deadline.promise])) === "timeout") return void (timedOut = true);
     }
   };
@@ -171,60 +165,37 @@ export async function stepScenario(ctx: Ctx, model: WorkerModel, workers: number
   const seconds = ((lastDoneAt || performance.now()) - t0) / 1000;
   const nodeCpu = process.cpuUsage(nodeCpu0);
   const redisCpu = (await redisCpuMs(ctx.admin)) - redisCpu0;
-
   // Not measured: stop the workers, then ask Redis for its own count.
   await Promise.all(workerObjs.flat().map((w) => w.close()));
   await Promise.all(runs);
-  let verified: number | null = null;
-  if (ctx.removeOnComplete === false) {
-    verified = 0;
-    for (const queue of queueObjs) verified += (await queue.getJobCounts("completed")).completed ?? 0;
-  }
+  let verified = 0;
+  for (const queue of queueObjs) verified += (await queue.getJobCounts("completed")).completed ?? 0;
   await Promise.all(queueObjs.map((q) => q.close()));
   await ctx.admin.flushall();
   const completed = completedIds.size + duplicates;
-  // Field by field as bench/bullmq-results.json has them: take_to_ack = processor handed the job → `completed`
-  // event (completion acknowledged, the next job fetched in the same call); add_to_completed = job added →
-  // completed (with the backlog pre-added, mostly queue wait); verified_completed_in_redis = Redis's own count
-  // (null with removeOnComplete); cpu_ms_per_job = redis-server (INFO cpu) and this process over the window.
   return {
-    model, workers, queues, layout: describeLayout(perQueue, lanes), jobs_planned: planned, jobs_completed: completed, seconds: round(seconds, 6), jobs_per_s: round(completed / seconds, 1),
-    take_to_ack: stats(takeLat), add_to_completed: stats(e2eLat), add_bulk_ms: addMs, ...errors.fields(), failed_jobs: failed, duplicate_completions: duplicates, verified_completed_in_redis: verified,
+    model, workers, queues, layout: describeLayout(perQueue, lanes), jobs_planned: perQueueJobs * queues, jobs_completed: completed, seconds: round(seconds, 6), jobs_per_s: round(completed / seconds, 1),
+    take_to_ack: stats(samples.take_to_ack), add_to_completed: stats(samples.add_to_completed), add_bulk_ms: addMs, ...errors.fields(), failed_jobs: failed, duplicate_completions: duplicates, verified_completed_in_redis: verified,
     cpu_ms_per_job: { redis: round(redisCpu / Math.max(1, completed), 4), node: round((nodeCpu.user + nodeCpu.system) / 1000 / Math.max(1, completed), 4) },
-    timed_out: timedOut,
-    samples: { take: takeLat, e2e: e2eLat } as { take: number[]; e2e: number[] } | undefined,
+    timed_out: timedOut, samples,
   };
 }
 
-/** Repeats of one scenario as one result: jobs and time summed, latencies pooled. */
-export function mergeSteps(parts: StepScenarioResult[]): StepScenarioResult {
-  const first = parts[0]!;
-  const sum = (f: (p: StepScenarioResult) => number) => parts.reduce((a, p) => a + f(p), 0);
-  const completed = sum((p) => p.jobs_completed);
-  const seconds = sum((p) => p.seconds);
-  const verified = parts.every((p) => p.verified_completed_in_redis !== null) ? sum((p) => p.verified_completed_in_redis ?? 0) : null;
-  const cpu = (k: "redis" | "node") => round(sum((p) => p.cpu_ms_per_job[k] * p.jobs_completed) / Math.max(1, completed), 4);
-  return {
-    model: first.model, workers: first.workers, queues: first.queues, layout: first.layout, jobs_planned: sum((p) => p.jobs_planned), jobs_completed: completed, seconds: round(seconds, 6), jobs_per_s: round(completed / seconds, 1),
-    take_to_ack: stats(parts.flatMap((p) => p.samples?.take ?? [])), add_to_completed: stats(parts.flatMap((p) => p.samples?.e2e ?? [])), add_bulk_ms: parts.flatMap((p) => p.add_bulk_ms),
-    errors: sum((p) => p.errors), ...firstErrorOf(parts), failed_jobs: sum((p) => p.failed_jobs), duplicate_completions: sum((p) => p.duplicate_completions), verified_completed_in_redis: verified,
-    cpu_ms_per_job: { redis: cpu("redis"), node: cpu("node") },
-    timed_out: parts.some((p) => p.timed_out),
-    repeats: parts.map((p) => ({ jobs_per_s: p.jobs_per_s, seconds: p.seconds, p50_ms: p.take_to_ack.p50_ms, p99_ms: p.take_to_ack.p99_ms })),
-  };
+/** Repeats of one scenario as one result: jobs and time summed, latencies pooled, CPU per job weighted by jobs. */
+export function mergeJobs(parts: JobsResult[]): JobsResult {
+  const m = mergeRuns(parts, ["workers", "queues"]);
+  const cpu = (k: "redis" | "node") => round(parts.reduce((a, p) => a + p.cpu_ms_per_job[k] * p.jobs_completed, 0) / Math.max(1, m.jobs_completed), 4);
+  const repeats = parts.map((p) => ({ jobs_per_s: p.jobs_per_s, seconds: p.seconds, p50_ms: p.take_to_ack.p50_ms, p99_ms: p.take_to_ack.p99_ms }));
+  return { ...m, seconds: round(m.seconds, 6), jobs_per_s: round(m.jobs_completed / m.seconds, 1), cpu_ms_per_job: { redis: cpu("redis"), node: cpu("node") }, repeats };
 }
 
-/** One idle worker, one job at a time: add_to_completed = queue.add called → completed event; add_call = queue.add alone. */
-export type IdleResult = Awaited<ReturnType<typeof idleRoundTrip>>;
-
-/** add → completed of one job at a time to an idle worker (blocked waiting before each: the wake-up path, no backlog). */
+/** add → completed of one job at a time to an idle worker (blocked waiting before each: the wake-up path, no backlog); add_call = queue.add alone. */
 export async function idleRoundTrip(ctx: Ctx) {
   const prefix = ctx.nextPrefix();
-  const conn = connection(ctx.server);
-  const queue = ctx.track(new Queue("idle", { connection: conn, prefix, defaultJobOptions: { removeOnComplete: ctx.removeOnComplete } }));
+  const queue = newQueue(ctx, "idle", prefix);
   await queue.waitUntilReady();
   const waiting = new Map<number, () => void>();
-  const worker = ctx.track(new Worker("idle", async () => "done", { connection: conn, prefix, concurrency: 1, autorun: false }));
+  const worker = ctx.track(new Worker("idle", async () => "done", { ...connection(ctx, prefix), concurrency: 1, autorun: false }));
   worker.on("completed", (job: Job) => waiting.get((job.data as { seq: number }).seq)?.());
   await worker.waitUntilReady();
   const run = worker.run().catch(() => {});
@@ -251,4 +222,3 @@ export async function idleRoundTrip(ctx: Ctx) {
   await ctx.admin.flushall();
   return { samples: e2e.length, add_to_completed: stats(e2e), add_call: stats(addCall), timed_out: timedOut };
 }
-

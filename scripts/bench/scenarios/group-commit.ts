@@ -78,7 +78,7 @@ function frameId(text: string): string | null {
 }
 
 /** What the group commit did during one batched scenario (socket: frames for requests). */
-export type BatchingStats = Omit<ReturnType<typeof batchingStats>, "samples"> & { samples?: { perRequest: number[]; rtt: number[]; batchRtt: number[] } };
+export type BatchingStats = ReturnType<typeof batchingStats>;
 
 /**
  * http_rtt: every request, fetch called → body read (network + server); batch_rtt: batch requests (or frames) only;
@@ -127,11 +127,21 @@ export function sdkCarrier(family: RuntimeClient, label: string, window: { start
   };
 }
 
-/** stepScenario with the workers as WorkerClients of one RuntimeClient (group commit on), metered; "socket" sends the commits as frames over each task's command socket (ws). */
-export async function batchedScenario(client: Client, base: string, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null, carrier: "batched" | "socket" = "batched"): Promise<Measured> {
+/**
+ * stepScenario through `carrier`, with its CPU use. Unbatched: one request per call, the CPU snapshot spanning set-up and
+ * verification too (its per-step figures are upper bounds). Batched: the workers as WorkerClients of one RuntimeClient
+ * (group commit on), metered over the measured window; "socket" sends the commits as frames over each task's command socket (ws).
+ */
+export async function measuredScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null, carrier: Carrier): Promise<Measured> {
+  if (carrier === "unbatched") {
+    const a = cpuSnap(pgid);
+    const res = await stepScenario(client, adminToken, workers, tasks, plan);
+    const cpu = cpuUse(a, cpuSnap(pgid));
+    return { ...res, cpu, cpu_per_step: perStep(cpu, res.steps_completed), batched: false, carrier };
+  }
   const meter = new FetchMeter();
   const frames = new SocketMeter();
-  const family = new RuntimeClient({ baseUrl: base, fetch: meter.fetch, batching: true, ...(carrier === "socket" ? { socket: { WebSocket: frames.WebSocket } } : {}) });
+  const family = new RuntimeClient({ baseUrl: client.base, fetch: meter.fetch, batching: true, ...(carrier === "socket" ? { socket: { WebSocket: frames.WebSocket } } : {}) });
   let cpu0 = cpuSnap(pgid);
   let cpu = cpuUse(cpu0, cpu0);
   const window = {
@@ -154,37 +164,18 @@ export async function batchedScenario(client: Client, base: string, adminToken: 
   return { ...res, cpu, cpu_per_step: perStep(cpu, res.steps_completed), batching, batched: true, carrier };
 }
 
-/** stepScenario as it is (one request per call), with the same CPU accounting. */
-export async function unbatchedScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null): Promise<Measured> {
-  const a = cpuSnap(pgid);
-  const res = await stepScenario(client, adminToken, workers, tasks, plan);
-  // The snapshot spans set-up and verification too; the per-step figures below are upper bounds.
-  const cpu = cpuUse(a, cpuSnap(pgid));
-  return { ...res, cpu, cpu_per_step: perStep(cpu, res.steps_completed), batched: false, carrier: "unbatched" };
-}
-
 /** Repeats of one scenario as one result (mergeSteps), CPU summed, batching samples pooled. */
 export function mergeMeasured(parts: Measured[]): Measured {
   const merged = mergeSteps(parts);
   const cpu = sumCpu(parts.map((p) => p.cpu));
   const out: Measured = { ...merged, cpu, cpu_per_step: perStep(cpu, merged.steps_completed), batched: parts[0]!.batched, carrier: parts[0]!.carrier };
   if (parts[0]!.batching !== undefined) {
-    const pool = (k: "perRequest" | "rtt" | "batchRtt") => parts.flatMap((p) => p.batching?.samples?.[k] ?? []);
+    const pool = (k: "perRequest" | "rtt" | "batchRtt") => parts.flatMap((p) => p.batching?.samples[k] ?? []);
     const statuses: Record<string, number> = {};
     for (const p of parts) for (const [k, v] of Object.entries(p.batching?.statuses ?? {})) statuses[k] = (statuses[k] ?? 0) + v;
     out.batching = batchingStats(pool("perRequest"), pool("rtt"), pool("batchRtt"), statuses, merged.step_call.p50_ms);
   }
   return out;
-}
-
-/** `m` without its in-memory samples, its batching's included (what goes into the JSON). */
-export function strip(m: Measured): Omit<Measured, "samples"> {
-  const { samples: _s, ...rest } = m;
-  if (rest.batching !== undefined) {
-    const { samples: _b, ...b } = rest.batching;
-    return { ...rest, batching: b };
-  }
-  return rest;
 }
 
 /** The progress line of one scenario. */

@@ -8,7 +8,8 @@ export type GrowthResult = Awaited<ReturnType<typeof growthScenario>>;
 
 /** `measured` steps of one worker on DAGs of `size` steps (tasks of fewer steps are repeated until that many). */
 export async function growthScenario(client: Client, adminToken: string, size: number, measured: number, timeoutMs: number, viewGets: number) {
-  const { sid, orch } = await client.session(adminToken);
+  const session = await client.session(adminToken);
+  const orch = session.orch;
   const perTask = Math.min(size, measured);
   const taskCount = Math.ceil(measured / perTask);
   const stepLat: number[] = [];
@@ -17,23 +18,22 @@ export async function growthScenario(client: Client, adminToken: string, size: n
   let bodyBytes = 0;
   let seconds = 0;
   const errors = errorCount();
-  const noteError = errors.note;
   const deadline = performance.now() + timeoutMs;
   const taskPaths: string[] = [];
   for (let t = 0; t < taskCount && performance.now() < deadline; t++) {
     const tid = `grow-${size}-${t}`;
-    const body = { task_id: tid, wal_name: tid, title: `Growth ${size}`, summary: "", steps: stepsOf(size, "compact") };
-    bodyBytes = JSON.stringify(body).length;
-    const created = await client.must(201, "POST", `/v1/sessions/${sid}/tasks`, orch, body);
+    const fields = { title: `Growth ${size}`, steps: stepsOf(size, "compact") };
+    // The create request's body as Client.task sends it.
+    bodyBytes = JSON.stringify({ task_id: tid, wal_name: tid, summary: "", ...fields }).length;
+    const { path: taskPath, created } = await client.task(session, tid, fields);
     createLat.push(created.ms);
-    const taskPath = `/v1/sessions/${sid}/tasks/${tid}`;
     taskPaths.push(taskPath);
     const d = await client.must(201, "POST", `${taskPath}/workers`, orch, { agent_id: `grow-w${t}`, max_steps: perTask });
     const token: string = d.body.token;
     const t0 = performance.now();
     const claim = await client.call("POST", `${taskPath}/steps/claim-next`, token, {});
     if (claim.status !== 200 || claim.body.step === undefined) {
-      noteError(`claim-next ${claim.status}: ${JSON.stringify(claim.body).slice(0, 200)}`);
+      errors.note(`claim-next ${claim.status}: ${JSON.stringify(claim.body).slice(0, 200)}`);
       continue;
     }
     claimLat.push(claim.ms);
@@ -43,7 +43,7 @@ export async function growthScenario(client: Client, adminToken: string, size: n
     while (current !== null && done < perTask && performance.now() < deadline) {
       const a = await client.call("POST", `${taskPath}/steps/${current}/status`, token, { status: "completed", result_summary: "done", claim_next: done + 1 < perTask });
       if (a.status !== 200) {
-        noteError(`status ${a.status}: ${JSON.stringify(a.body).slice(0, 200)}`);
+        errors.note(`status ${a.status}: ${JSON.stringify(a.body).slice(0, 200)}`);
         break;
       }
       stepLat.push(a.ms);
@@ -53,7 +53,7 @@ export async function growthScenario(client: Client, adminToken: string, size: n
     }
     seconds += (last - t0) / 1000;
     const f = await client.call("POST", `${taskPath}/runs/${d.body.run_id}/finish`, token, { outcome: "finished" });
-    if (f.status !== 200) noteError(`finish ${f.status}: ${JSON.stringify(f.body).slice(0, 200)}`);
+    if (f.status !== 200) errors.note(`finish ${f.status}: ${JSON.stringify(f.body).slice(0, 200)}`);
   }
   const viewLat: number[] = [];
   let viewBytes = 0;

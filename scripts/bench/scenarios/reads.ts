@@ -1,12 +1,11 @@
 /** @module The reads scenario: one fresh `wrangler dev` in a given checkout (a fresh workerd, so every run's RSS starts from the same place), one task of N independent steps, and one load of R concurrent observers: `get` (one plain GET each, retried after Retry-After on a 429) or `whole` (each follows `page.next_cursor` to the end). */
 // workerd's RSS (VmRSS of every workerd of the server's process group) is sampled every 10 ms: before (median of the second before the load), peak
 // during it, and 2 s after it. Linux only.
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, type DevServer, sleep, startDevServer, stopDevServer } from "../../dev-server.js";
 import { Client, stepsOf } from "../harness/http-client.js";
-import { groupProcesses, round, stats } from "../harness/meter.js";
+import { groupProcesses, round, sourceState, stats } from "../harness/meter.js";
 
 /** The two loads. */
 export type ReadLoad = "get" | "whole";
@@ -99,14 +98,8 @@ export async function readsRun(tree: string, scenario: ReadLoad, opts: { steps: 
   }
 }
 
-/** The commit of a checkout and whether its tree differs from it. */
+/** The commit of a checkout (short) and whether its work tree differs from it (untracked files count). */
 export function treeState(tree: string): string {
-  try {
-    const commit = execFileSync("git", ["-C", tree, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["-C", tree, "status", "--porcelain", "--untracked-files=no"], { encoding: "utf8" }).trim() !== "";
-    return `${commit}${dirty ? "+changes" : ""}`;
-  } catch {
-    return "?";
-  }
+  const { commit, changed_files } = sourceState(tree);
+  return commit === null ? "?" : `${commit.slice(0, 7)}${changed_files.length > 0 ? "+changes" : ""}`;
 }
-

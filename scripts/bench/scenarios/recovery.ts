@@ -56,7 +56,7 @@ export interface ServerSlot { server: DevServer | null; reloads: number }
 export type RecoveryPlan = { recoveryEvents: number[] } & Record<"recoveryBatch" | "recoveryWarmGets" | "recoveryRestarts", number>;
 
 /** Builds the WALs on `slot`'s server, restarts it `plan.recoveryRestarts` times on the same storage and measures each restart's GETs. */
-export async function runRecovery(slot: ServerSlot, adminToken: string, logLevel: string, plan: RecoveryPlan) {
+export async function runRecovery(slot: ServerSlot, adminToken: string, plan: RecoveryPlan) {
   let server = slot.server!;
   const client = new Client(server.base);
   // The control: a task with a handful of events (object start without much to replay).
@@ -84,7 +84,7 @@ export async function runRecovery(slot: ServerSlot, adminToken: string, logLevel
     await stopDevServer(server, { keepPersistDir: true });
     const stopMs = performance.now() - ts;
     slot.server = null;
-    server = slot.server = await startDevServer({ logLevel, ...(persistDir === null ? {} : { persistDir }) });
+    server = slot.server = await startDevServer(persistDir === null ? {} : { persistDir });
     restarts.push({ stop_ms: round(stopMs, 0), start_ms: server.startupMs });
     console.log(`  restart ${r + 1}/${plan.recoveryRestarts}: stopped in ${fmt(stopMs, 0)} ms, up again on the same storage (${persistDir}) at ${server.base} after ${(server.startupMs / 1000).toFixed(1)} s`);
     const c2 = new Client(server.base);

@@ -102,29 +102,10 @@ class Subscriber {
 }
 
 /** One scenario: the step load (cpu_s: CPU seconds of this client and of the server over it and the delivery after it), and with subscribers what they received. */
-export interface ScenarioResult {
-  subscribers: number;
-  steps: number;
-  workers: number;
-  steps_completed: number;
-  seconds: number;
-  steps_per_s: number;
-  step_call: LatencyStats;
-  subscribe_and_catch_up_s?: number;
-  history_frames_per_subscriber?: number;
-  runtime_events_in_wal?: number;
-  frames_delivered_live?: number;
-  delivery_seconds?: number;
-  events_per_s_delivered?: number;
-  lag_ms?: LatencyStats;
-  reconnects?: number;
-  out_of_order?: number;
-  subscribers_with_exact_sequence?: number;
-  subscriber_errors?: string[];
-  cpu_s?: { client: number; server: number | null };
-  errors: number;
-  first_error?: string;
-}
+export type ScenarioResult = StepLoad & { cpu_s: { client: number; server: number | null } } & Partial<ReturnType<typeof delivery> & { subscribe_and_catch_up_s: number; history_frames_per_subscriber: number }>;
+
+/** The step load's figures. */
+interface StepLoad { subscribers: number; steps: number; workers: number; steps_completed: number; seconds: number; steps_per_s: number; step_call: LatencyStats; errors: number; first_error?: string }
 
 /** CPU seconds of the server's process group so far, or null. */
 function groupCpuSeconds(pgid: number | undefined): number | null {
@@ -191,25 +172,26 @@ export async function scenario(client: Client, opts: SseConfig, subscribers: num
     const server = groupCpuSeconds(opts.serverGroup);
     return { client: round((c.user + c.system) / 1e6, 2), server: server === null || cpuServer0 === null ? null : round(server - cpuServer0, 2) };
   };
-  const base: ScenarioResult = { subscribers, steps: opts.steps, workers: opts.workers, steps_completed: stepMs.length, seconds: round(seconds), steps_per_s: round(stepMs.length / seconds, 1), step_call: stats(stepMs), ...errors.fields() };
+  const base: StepLoad = { subscribers, steps: opts.steps, workers: opts.workers, steps_completed: stepMs.length, seconds: round(seconds), steps_per_s: round(stepMs.length / seconds, 1), step_call: stats(stepMs), ...errors.fields() };
   if (subscribers === 0) return { ...base, cpu_s: cpuSplit() };
-
   const endWait = performance.now() + 120_000;
   while (subs.some((s) => !s.ended && s.error === null) && performance.now() < endWait) await new Promise((r) => setTimeout(r, 50));
   const cpu = cpuSplit();
   for (const s of subs) s.stop();
   await Promise.allSettled(reading);
   const total = projectWal(await walOf(client, taskPath, orch)).length;
-  const lastEnd = Math.max(...subs.map((s) => s.endedAt));
+  return { ...base, cpu_s: cpu, subscribe_and_catch_up_s: round(caughtUpS, 2), history_frames_per_subscriber: historyFrames, ...delivery(subs, total, t0, lags) };
+}
+
+/** What the subscribers received of the task's `total` runtime events, live since `t0`. */
+function delivery(subs: Subscriber[], total: number, t0: number, lags: number[]) {
   const live = subs.reduce((a, s) => a + s.liveFrames, 0);
-  const deliverySeconds = (lastEnd - t0) / 1000;
+  const deliverySeconds = (Math.max(...subs.map((s) => s.endedAt)) - t0) / 1000;
   const subscriberErrors = [...new Set(subs.map((s) => s.error).filter((e): e is string => e !== null))];
   const sum = (f: (s: Subscriber) => number) => subs.reduce((a, s) => a + f(s), 0);
   return {
-    ...base, cpu_s: cpu, subscribe_and_catch_up_s: round(caughtUpS, 2), history_frames_per_subscriber: historyFrames, runtime_events_in_wal: total, frames_delivered_live: live,
-    delivery_seconds: round(deliverySeconds), events_per_s_delivered: round(live / deliverySeconds, 0), lag_ms: stats(lags), reconnects: sum((s) => s.reconnects), out_of_order: sum((s) => s.outOfOrder),
-    subscribers_with_exact_sequence: subs.filter((s) => s.ended && s.frames === total && s.outOfOrder === 0).length,
-    ...(subscriberErrors.length === 0 ? {} : { subscriber_errors: subscriberErrors.slice(0, 5) }),
+    runtime_events_in_wal: total, frames_delivered_live: live, delivery_seconds: round(deliverySeconds), events_per_s_delivered: round(live / deliverySeconds, 0), lag_ms: stats(lags), reconnects: sum((s) => s.reconnects),
+    out_of_order: sum((s) => s.outOfOrder), subscribers_with_exact_sequence: subs.filter((s) => s.ended && s.frames === total && s.outOfOrder === 0).length, ...(subscriberErrors.length === 0 ? {} : { subscriber_errors: subscriberErrors.slice(0, 5) }),
   };
 }
 

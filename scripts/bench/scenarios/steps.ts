@@ -1,28 +1,23 @@
-/** @module The step scenario every service benchmark shares: independent steps completed with `claim_next` by W pooled worker runs, through a carrier. */
-// A task (or several) of independent steps; each run claims once, then completes with `claim_next` until nothing is left, through a carrier (one raw
-// request per call, or the SDK's group commit). Per-step cost = elapsed / steps completed.
+/** @module The step scenario every service benchmark shares: independent steps completed with `claim_next` by W pooled worker runs, through a carrier; per-step cost = elapsed / steps completed. */
 import { performance } from "node:perf_hooks";
 import { type Client, stepsOf } from "../harness/http-client.js";
-import { errorCount, firstErrorOf, round, stats } from "../harness/meter.js";
+import { errorCount, mergeRuns, round, stats } from "../harness/meter.js";
 
 /** Sizes of one run of the HTTP step scenarios (bench:http's plan; bench's `http` plan); `repeats`: runs of each scenario (fresh session each), pooled. */
 export type Plan = Record<"floorMs" | "warmupMs" | "maxRequestsPerLevel" | "stepsPerWorker" | "minSteps" | "scenarioTimeoutMs" | "multiTasks" | "repeats", number>;
 
-/** The full plan (stays well under ~5 minutes on a 2-core machine) and the quick one. */
-export const FULL: Plan = { floorMs: 5_000, warmupMs: 1_000, maxRequestsPerLevel: 500_000, stepsPerWorker: 40, minSteps: 320, scenarioTimeoutMs: 120_000, multiTasks: 8, repeats: 3 };
-/** The quick plan: a smoke check of the benchmark itself. */
-export const QUICK: Plan = { floorMs: 1_500, warmupMs: 300, maxRequestsPerLevel: 100_000, stepsPerWorker: 10, minSteps: 80, scenarioTimeoutMs: 60_000, multiTasks: 8, repeats: 1 };
+/** The full plan (stays well under ~5 minutes on a 2-core machine) and the quick one, a smoke check of the benchmark itself. */
+export const PLANS: Record<"full" | "quick", Plan> = {
+  full: { floorMs: 5_000, warmupMs: 1_000, maxRequestsPerLevel: 500_000, stepsPerWorker: 40, minSteps: 320, scenarioTimeoutMs: 120_000, multiTasks: 8, repeats: 3 },
+  quick: { floorMs: 1_500, warmupMs: 300, maxRequestsPerLevel: 100_000, stepsPerWorker: 10, minSteps: 80, scenarioTimeoutMs: 60_000, multiTasks: 8, repeats: 1 },
+};
 
 /**
  * One step scenario (or its repeats pooled): step_call = the per-step call (status completed + claim_next);
  * claim_next = the first claim of each run; dispatch, finish and create_task_ms = set-up calls outside the
  * measured window; verified_completed_on_server = the server's own count; samples stay in memory (not in the JSON).
  */
-export type StepResult = Omit<Awaited<ReturnType<typeof stepScenario>>, "samples"> & {
-  server_reloaded?: boolean;
-  repeats?: { steps_per_s: number; seconds: number; p50_ms: number; p99_ms: number; server_reloaded: boolean }[];
-  samples?: { step: number[]; claim: number[]; dispatch: number[]; finish: number[] };
-};
+export type StepResult = Awaited<ReturnType<typeof stepScenario>> & { server_reloaded?: boolean; repeats?: { steps_per_s: number; seconds: number; p50_ms: number; p99_ms: number; server_reloaded: boolean }[] };
 
 /** A dispatched worker run of a scenario. */
 export interface ScenarioRun { readonly taskPath: string; readonly token: string; readonly runId: string; readonly agentId: string }
@@ -77,7 +72,7 @@ export function requestCarrier(client: Client): StepCarrier {
  */
 export async function stepScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, carrier: StepCarrier = requestCarrier(client)) {
   const perTask = Math.ceil(Math.max(plan.stepsPerWorker * workers, plan.minSteps) / tasks);
-  const planned = perTask * tasks;
+  const samples = { step_call: [] as number[], claim_next: [] as number[], dispatch: [] as number[], finish: [] as number[] };
   const session = await client.session(adminToken);
   const createMs: number[] = [];
   const taskPaths: string[] = [];
@@ -87,23 +82,18 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
     taskPaths.push(path);
   }
   const runs: { run: ScenarioRun; driver: RunDriver }[] = [];
-  const dispatchMs: number[] = [];
   for (let r = 0; r < Math.max(workers, tasks); r++) {
     const taskPath = taskPaths[r % tasks]!;
     const d = await client.must(201, "POST", `${taskPath}/workers`, session.orch, { agent_id: `bench-${carrier.label}w${r}`, max_steps: perTask });
-    dispatchMs.push(d.ms);
+    samples.dispatch.push(d.ms);
     const run: ScenarioRun = { taskPath, token: d.body.token, runId: d.body.run_id, agentId: d.body.agent_id };
     runs.push({ run, driver: carrier.drive(run, perTask) });
   }
-
-  const stepLatencies: number[] = [];
-  const claimLatencies: number[] = [];
   const completed = new Set<string>();
   const reasons: Record<string, number> = {};
   let duplicates = 0;
   let timedOut = false;
   const errors = errorCount();
-  const noteError = errors.note;
   const noteReason = (reason: unknown) => {
     const k = String(reason ?? "no_step_claimed");
     reasons[k] = (reasons[k] ?? 0) + 1;
@@ -115,7 +105,7 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
 
   const workRun = async ({ run, driver }: (typeof runs)[number]) => {
     const claim = await driver.claimNext();
-    claimLatencies.push(claim.ms);
+    samples.claim_next.push(claim.ms);
     let current = claim.stepId;
     if (current === null) noteReason(claim.reason);
     let calls = 0;
@@ -124,9 +114,9 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
         timedOut = true;
         return;
       }
-      if (++calls > perTask + 1) return noteError("a run completed more steps than its task has");
+      if (++calls > perTask + 1) return errors.note("a run completed more steps than its task has");
       const a = await driver.completeAndClaim(current);
-      stepLatencies.push(a.ms);
+      samples.step_call.push(a.ms);
       lastStepAt = performance.now();
       const key = `${run.taskPath}#${current}`;
       if (completed.has(key)) duplicates++;
@@ -141,7 +131,7 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
         try {
           await workRun(runs[r]!);
         } catch (e) {
-          noteError(e instanceof Error ? e.message : String(e)); // e.g. the 30 s request time-out
+          errors.note(e instanceof Error ? e.message : String(e)); // e.g. the 30 s request time-out
         }
       }
     }),
@@ -150,47 +140,28 @@ export async function stepScenario(client: Client, adminToken: string, workers: 
   const seconds = (lastStepAt - t0) / 1000;
 
   // Not part of the measured window: end the runs, then check the server's own count of completed steps.
-  const finishMs: number[] = [];
   for (const { run } of runs) {
     const f = await client.call("POST", `${run.taskPath}/runs/${run.runId}/finish`, run.token, { outcome: "finished" });
-    if (f.status === 200) finishMs.push(f.ms);
-    else noteError(`finish ${f.status}: ${JSON.stringify(f.body).slice(0, 200)}`);
+    if (f.status === 200) samples.finish.push(f.ms);
+    else errors.note(`finish ${f.status}: ${JSON.stringify(f.body).slice(0, 200)}`);
   }
   let verified = 0;
   for (const taskPath of taskPaths) verified += await client.completedOnServer(taskPath, session.orch);
+  const completedSteps = samples.step_call.length;
   return {
-    tasks, workers, runs: runs.length, steps_planned: planned, steps_completed: stepLatencies.length, seconds: round(seconds), steps_per_s: round(stepLatencies.length / seconds, 1),
-    step_call: stats(stepLatencies), claim_next: stats(claimLatencies), dispatch: stats(dispatchMs), finish: stats(finishMs), create_task_ms: createMs,
-    ...errors.fields(), duplicate_completions: duplicates, no_step_reasons: reasons, verified_completed_on_server: verified, timed_out: timedOut,
-    samples: { step: stepLatencies, claim: claimLatencies, dispatch: dispatchMs, finish: finishMs },
+    tasks, workers, runs: runs.length, steps_planned: perTask * tasks, steps_completed: completedSteps, seconds: round(seconds), steps_per_s: round(completedSteps / seconds, 1),
+    step_call: stats(samples.step_call), claim_next: stats(samples.claim_next), dispatch: stats(samples.dispatch), finish: stats(samples.finish), create_task_ms: createMs,
+    ...errors.fields(), duplicate_completions: duplicates, no_step_reasons: reasons, verified_completed_on_server: verified, timed_out: timedOut, samples,
   };
 }
 
-/** Repeats of one scenario as one result: steps and time summed, latencies pooled. */
+/** Repeats of one scenario as one result: steps and time summed, latencies pooled (one run stays as it is). */
 export function mergeSteps<T extends StepResult>(parts: T[]): T {
-  const first = parts[0]!;
-  if (parts.length === 1) return first;
-  const sum = (f: (p: StepResult) => number) => parts.reduce((a, p) => a + f(p), 0);
-  const pool = (k: "step" | "claim" | "dispatch" | "finish") => parts.flatMap((p) => p.samples?.[k] ?? []);
-  const reasons: Record<string, number> = {};
-  for (const p of parts) for (const [k, v] of Object.entries(p.no_step_reasons)) reasons[k] = (reasons[k] ?? 0) + v;
-  const completed = sum((p) => p.steps_completed);
-  const seconds = sum((p) => p.seconds);
-  const merged: StepResult = {
-    tasks: first.tasks, workers: first.workers, runs: sum((p) => p.runs), steps_planned: sum((p) => p.steps_planned), steps_completed: completed, seconds: round(seconds), steps_per_s: round(completed / seconds, 1),
-    step_call: stats(pool("step")), claim_next: stats(pool("claim")), dispatch: stats(pool("dispatch")), finish: stats(pool("finish")), create_task_ms: parts.flatMap((p) => p.create_task_ms),
-    errors: sum((p) => p.errors), ...firstErrorOf(parts), duplicate_completions: sum((p) => p.duplicate_completions), no_step_reasons: reasons,
-    verified_completed_on_server: sum((p) => p.verified_completed_on_server), timed_out: parts.some((p) => p.timed_out), server_reloaded: parts.some((p) => p.server_reloaded === true),
-    repeats: parts.map((p) => ({ steps_per_s: p.steps_per_s, seconds: p.seconds, p50_ms: p.step_call.p50_ms, p99_ms: p.step_call.p99_ms, server_reloaded: p.server_reloaded === true })),
-  };
-  return merged as T;
+  if (parts.length === 1) return parts[0]!;
+  const m = mergeRuns(parts, ["tasks", "workers"]);
+  const repeats = parts.map((p) => ({ steps_per_s: p.steps_per_s, seconds: p.seconds, p50_ms: p.step_call.p50_ms, p99_ms: p.step_call.p99_ms, server_reloaded: p.server_reloaded === true }));
+  return { ...m, seconds: round(m.seconds), steps_per_s: round(m.steps_completed / m.seconds, 1), server_reloaded: repeats.some((r) => r.server_reloaded), repeats };
 }
 
 /** A scenario with errors, a time-out, duplicates or a server count that differs from the plan. */
 export const stepProblem = (s: StepResult): boolean => s.errors > 0 || s.timed_out || s.duplicate_completions > 0 || s.verified_completed_on_server !== s.steps_planned;
-
-/** `result` without its in-memory samples (what goes into the JSON). */
-export function withoutSamples<T extends { samples?: unknown }>(result: T): Omit<T, "samples"> {
-  const { samples: _, ...rest } = result;
-  return rest;
-}
