@@ -1,6 +1,6 @@
 /** @module The conformance suite's core driver: decide/apply over the test harness, with its fixed clock. */
 import { expect } from "vitest";
-import { type Actor, type Decision, querySteps, rebuildIndex, replay } from "../../src/core/index.js";
+import { type Actor, type Decision, type DecisionValue, querySteps, rebuildIndex, replay } from "../../src/core/index.js";
 import { Harness, observer, orchestrator, SESSION, TASK } from "../core/harness.js";
 import { type Answer, type Caller, type ClaimView, type MakeDriver, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
 
@@ -12,12 +12,14 @@ function actor(by: Caller): Actor {
   return { role: "worker", session_id: SESSION, task_id: TASK, agent_id: by.agent_id, run_id: by.run_id };
 }
 
-function answer<T>(d: Decision, value: (v: any) => T = (v) => v as T): Answer<T> {
+function answer<T>(d: Decision, value: (v: DecisionValue) => T = (v) => v as T): Answer<T> {
   return d.ok ? { ok: true, value: value(d.value) } : { ok: false, code: d.error.code, details: d.error.details ?? {} };
 }
 
-function claimView(v: any): ClaimView {
-  return v.kind === "claimed" ? { step_id: v.step_id, attempt_id: v.attempt_id } : { step_id: null, reason: v.reason };
+function claimView(v: DecisionValue): ClaimView {
+  if (v.kind === "claimed") return { step_id: v.step_id, attempt_id: v.attempt_id };
+  if (v.kind === "no_step_claimed") return { step_id: null, reason: v.reason };
+  throw new Error(`a claim decided ${v.kind}`);
 }
 
 /** A driver over one harness task. */
@@ -26,7 +28,7 @@ export class CoreDriver implements TaskRuntimeDriver {
   readonly orchestratorAgentId = orchestrator.agent_id;
   readonly h = new Harness();
 
-  private run<T>(command: Record<string, unknown>, by: Caller, value?: (v: any) => T): Answer<T> {
+  private run<T>(command: Record<string, unknown>, by: Caller, value?: (v: DecisionValue) => T): Answer<T> {
     return answer(this.h.run(command, actor(by)), value);
   }
 
@@ -37,7 +39,10 @@ export class CoreDriver implements TaskRuntimeDriver {
     return this.run({ type: "update_task", ops }, by);
   }
   async dispatch(opts: Record<string, unknown> = {}, by: Caller = "orchestrator"): Promise<Answer<WorkerRun>> {
-    return this.run({ type: "dispatch_worker", ...opts }, by, (v) => ({ run_id: v.run_id, agent_id: v.agent_id }));
+    return this.run({ type: "dispatch_worker", ...opts }, by, (v) => {
+      if (v.kind !== "dispatched") throw new Error(`dispatch_worker decided ${v.kind}`);
+      return { run_id: v.run_id, agent_id: v.agent_id };
+    });
   }
   async claim(by: Caller, stepId: string) {
     return this.run({ type: "claim_step", step_id: stepId }, by, claimView);

@@ -3,6 +3,7 @@
  * against every way the runtime is reached: the pure core (decide/apply) and the HTTP service. Answers are
  * normalised to accepted-with-a-value or rejected-with-a-code; state is read back as plain views.
  */
+import type { Attempt, Step, Task, WorkerRun as CoreWorkerRun } from "../../src/core/index.js";
 
 /** A tool's answer: accepted with its value, or rejected with an error code (and the error's details). */
 export type Answer<T = unknown> = { ok: true; value: T } | { ok: false; code: string; details: Record<string, unknown> };
@@ -138,7 +139,7 @@ export const DIAMOND = (): StepInput[] => [step("a"), step("b", ["a"]), step("c"
 export const POOLS = (): StepInput[] => [...Array.from({ length: 7 }, (_, i) => step(`r${i}`)), step("g", [], { worker_pool_id: "gpu" }), step("p", ["r0"])];
 
 /** The rules' view of a step record, as both the core and the service hold it. */
-export function stepView(s: any): StepView {
+export function stepView(s: Step): StepView {
   return {
     status: s.status,
     status_reason: s.status_reason ?? null,
@@ -156,7 +157,8 @@ export function stepView(s: any): StepView {
 }
 
 /** The rules' view of a task with its steps, runs and attempts, from the records both drivers read. */
-export function stateView(task: any, steps: Iterable<any>, runs: Iterable<any>, attempts: Iterable<any>): TaskStateView {
+export function stateView(task: Task | null, steps: Iterable<Step>, runs: Iterable<CoreWorkerRun>, attempts: Iterable<Attempt>): TaskStateView {
+  if (task === null) throw new Error("the driver holds no task yet");
   return {
     task: { status: task.status, status_reason: task.status_reason ?? null, title: task.title, summary: task.summary, ended_at: task.ended_at ?? null },
     steps: Object.fromEntries([...steps].map((s) => [s.step_id, stepView(s)])),
