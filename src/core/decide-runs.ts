@@ -98,29 +98,35 @@ export function decideCancelRun(state: DagState, cmd: CommandOf<"cancel_run">, c
   return accept(em);
 }
 
-/** Something with a deadline; `kind` orders what falls due at the same instant: a lease, a run's deadline, a cancellation's wait. */
-type Due = { at: number; kind: 0; step: Step } | { at: number; kind: 1; run: WorkerRun } | { at: number; kind: 2; run: WorkerRun };
+/** What can fall due, in the order things due at the same instant are handled: a lease, a run's deadline, a cancellation's wait. */
+const LEASE = 0;
+const RUN_DEADLINE = 1;
+const CANCEL_WAIT = 2;
+type DueKind = typeof LEASE | typeof RUN_DEADLINE | typeof CANCEL_WAIT;
+
+/** Something past its deadline: a held step's lease (`id` a step) or a run's deadline or cancellation wait (`id` a run). */
+interface Due {
+  readonly at: number;
+  readonly kind: DueKind;
+  readonly id: string;
+}
 
 /**
  * Every pending deadline: each held step's lease, each active run's deadline, each wait for a run asked to cancel.
  * A terminal task has only the last: the runs its stop is still waiting for. Reconciling and the alarm
- * (nextDeadline) read this one list, so the alarm is set for exactly what reconciling expires.
+ * (nextDeadline) read this one list, so the alarm is set for exactly what reconciling expires. Visited as plain
+ * arguments, not objects: the alarm is re-armed after every commit, and an object per held step and active run
+ * there cost a third more than the scan itself.
  */
-function eachDeadline(state: DagState, visit: (due: Due) => void): void {
+function eachDeadline(state: DagState, visit: (at: number, kind: DueKind, id: string) => void): void {
   if (!isTerminalTask(state.task!)) {
-    for (const id of state.index.held) {
-      const step = state.steps.get(id)!;
-      visit({ at: Date.parse(step.lease_expires_at ?? ""), kind: 0, step });
-    }
+    for (const id of state.index.held) visit(Date.parse(state.steps.get(id)!.lease_expires_at ?? ""), LEASE, id);
     for (const id of state.index.activeRuns) {
-      const run = state.runs.get(id)!;
-      if (run.deadline_at !== null) visit({ at: Date.parse(run.deadline_at), kind: 1, run });
+      const deadline = state.runs.get(id)!.deadline_at;
+      if (deadline !== null) visit(Date.parse(deadline), RUN_DEADLINE, id);
     }
   }
-  for (const id of state.index.cancellingRuns) {
-    const run = state.runs.get(id)!;
-    visit({ at: Date.parse(run.cancel_request!.deadline_at), kind: 2, run });
-  }
+  for (const id of state.index.cancellingRuns) visit(Date.parse(state.runs.get(id)!.cancel_request!.deadline_at), CANCEL_WAIT, id);
 }
 
 /**
@@ -133,27 +139,27 @@ function eachDeadline(state: DagState, visit: (due: Due) => void): void {
 export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcile_leases">, ctx: DecideContext): Decision {
   const task = state.task!;
   const due: Due[] = [];
-  eachDeadline(state, (d) => {
-    if (d.at <= ctx.now) due.push(d);
+  eachDeadline(state, (at, kind, id) => {
+    if (at <= ctx.now) due.push({ at, kind, id });
   });
   if (due.length === 0) return acceptNothing();
   due.sort((a, b) => a.at - b.at || a.kind - b.kind);
   const em = new Emitter(state, ctx, systemActor(task.session_id));
   const released = new Set<string>();
   for (const item of due) {
-    if (item.kind === 0) {
-      const { step } = item;
+    if (item.kind === LEASE) {
+      const step = state.steps.get(item.id)!;
       if (released.has(step.step_id)) continue;
       released.add(step.step_id);
       em.emit("task_step_lease_expired", step.step_id, { run_id: step.claimed_by_run_id!, attempt_id: step.current_attempt_id!, lease_expires_at: step.lease_expires_at! });
       if (dependenciesCompleted(state.steps, step)) em.emit("task_step_ready", step.step_id, {});
-    } else if (item.kind === 2) {
-      const { run } = item;
+    } else if (item.kind === CANCEL_WAIT) {
+      const run = state.runs.get(item.id)!;
       const request = run.cancel_request!;
       em.emit("child_agent_cancel_timeout", null, { run_id: run.run_id, reason: request.reason, deadline_at: request.deadline_at });
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: CANCEL_TIMEOUT, result: null, cancel_requested: true });
     } else {
-      const { run } = item;
+      const run = state.runs.get(item.id)!;
       const how = RUN_ENDINGS.timeout;
       const held = run.current_step_id;
       if (held !== null && !released.has(held)) {
@@ -174,8 +180,8 @@ export function nextDeadline(state: DagState): number | null {
   if (state.task === null) return null;
   let next = Number.POSITIVE_INFINITY;
   // `<` rather than Math.min: a held step without a lease parses to NaN and sets no alarm.
-  eachDeadline(state, (d) => {
-    if (d.at < next) next = d.at;
+  eachDeadline(state, (at) => {
+    if (at < next) next = at;
   });
   return Number.isFinite(next) ? next : null;
 }

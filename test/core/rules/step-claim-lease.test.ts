@@ -193,6 +193,17 @@ describe("Step Claim Lease", () => {
     expect(h.state.task!.ended_at).toBeNull();
   });
 
+  it("a lease and its run's deadline due at the same instant: the lease expires first, so the run ends timed_out without failing the step", () => {
+    const h = base();
+    const w = h.claimWith("a", { timeout_ms: LEASE_MS });
+    expect(runOf(h, w).deadline_at).toBe(st(h, "a").lease_expires_at);
+    h.now = T0 + LEASE_MS;
+    const d = h.ok({ type: "reconcile_leases" });
+    expect(h.types(d)).toEqual(["task_step_lease_expired", "task_step_ready", "worker_run_ended"]);
+    expect(st(h, "a")).toMatchObject({ status: "ready", claimed_by_run_id: null });
+    expect(runOf(h, w)).toMatchObject({ status: "timed_out", status_reason: "worker_timeout" });
+  });
+
   it("nextDeadline gives the earliest lease or run deadline; a terminal task has only its runs' cancellation deadlines", () => {
     const h = base();
     expect(nextDeadline(h.state)).toBeNull();
