@@ -7,7 +7,8 @@
 import type { Env, RuntimeConfig } from "../src/env.js";
 import { answerFrame, type SocketScope, upgradeNotFound, upgradeRefused, upgradeScope } from "../routes/task-socket.js";
 import type { RpcResult } from "./rpc-result.js";
-import type { BatchItem, WriteAnswer } from "./task-graph-rpc.js";
+import type { AnyWriteAnswer as WriteAnswer } from "../src/contract/index.js";
+import type { BatchItem } from "./task-graph-rpc.js";
 
 /** Frames a connection may have waiting; past it the socket is closed with 1013 (try again later). */
 export const MAX_QUEUED_FRAMES = 64;

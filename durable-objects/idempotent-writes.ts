@@ -3,12 +3,13 @@
  * and committed through the commit shell (group commit for a batch); the task's create with its reservation
  * in the session.
  */
+import type { AnyWriteAnswer as WriteAnswer } from "../src/contract/index.js";
 import { type Actor, authorize, type DecisionValue, releasesClaim, runtimeError, stepSnapshot, taskSummary, type WalEvent } from "../src/core/index.js";
 import { type Idempotency, type IdempotencyRow, replayOf, scopeIdempotency } from "./idempotency-store.js";
 import type { CommitShell } from "./commit-shell.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
 import type { SessionRpc } from "./session-rpc.js";
-import type { BatchItem, WriteAnswer } from "./task-graph-rpc.js";
+import type { BatchItem } from "./task-graph-rpc.js";
 import type { UnitOfWork } from "./unit-of-work.js";
 
 /** The writes of one task object. */

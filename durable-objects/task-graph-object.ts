@@ -6,7 +6,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
-import type { IndexEntry } from "../src/contract/index.js";
+import type { AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
 import { CommandSockets } from "./command-sockets.js";
 import { CommitShell } from "./commit-shell.js";
@@ -16,7 +16,7 @@ import { LargeReads } from "./large-reads.js";
 import type { RpcResult } from "./rpc-result.js";
 import type { TaskCursor } from "./sse-frames.js";
 import { SseHub } from "./sse-hub.js";
-import type { BatchItem, TaskGraphRpc, WriteAnswer } from "./task-graph-rpc.js";
+import type { BatchItem, TaskGraphRpc } from "./task-graph-rpc.js";
 import { TaskReads } from "./task-reads.js";
 
 /** One task DAG (named `<session_id>/<task_id>`). */

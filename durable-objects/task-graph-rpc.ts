@@ -2,14 +2,12 @@
  * @module The task object's RPC surface as its callers see it (routes, the session object, the bindings in
  * src/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
  */
-import type { AnyWriteAnswer, IndexEntry } from "../src/contract/index.js";
+import type { AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
 import type { Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
 import type { Idempotency } from "./idempotency-store.js";
 import type { RpcResult } from "./rpc-result.js";
 import type { TaskCursor } from "./sse-frames.js";
 
-/** What every write answers with (003 "Tool Return Shape"), plus what the command produced: the contract's open write answer. */
-export type WriteAnswer = AnyWriteAnswer;
 
 /** One command of a batch (or the only one of a single write). */
 export interface BatchItem {

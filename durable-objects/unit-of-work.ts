@@ -2,7 +2,7 @@
 import type { WalEvent } from "../src/core/index.js";
 import { type Idempotency, type PendingAnswer, replayOf } from "./idempotency-store.js";
 import type { RpcResult } from "./rpc-result.js";
-import type { WriteAnswer } from "./task-graph-rpc.js";
+import type { AnyWriteAnswer as WriteAnswer } from "../src/contract/index.js";
 
 /** The events and answers of one unit of work, written in one transaction by the commit shell. */
 export class UnitOfWork {

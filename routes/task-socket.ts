@@ -17,10 +17,11 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import type { AnyWriteAnswer as WriteAnswer } from "../src/contract/index.js";
 import { rateLimited, type RuntimeError, runtimeError } from "../src/core/index.js";
 import type { Env } from "../src/env.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
-import type { BatchItem, WriteAnswer } from "../durable-objects/task-graph-rpc.js";
+import type { BatchItem } from "../durable-objects/task-graph-rpc.js";
 import { type AppEnv, requireTaskActor } from "./auth.js";
 import { prepareBatch, settleBatch, taskStub } from "./batch.js";
 import { parseJsonText, validate } from "./body.js";
