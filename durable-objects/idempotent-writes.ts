@@ -141,6 +141,8 @@ export class IdempotentWrites {
       case "dispatched":
         // The worker token is minted by the route from this run record (signing is async; the commit is not).
         return { run_id: value.run_id, agent_id: value.agent_id, run: structuredClone(state.runs.get(value.run_id)) };
+      case "action":
+        return { action_id: value.action_id, action: structuredClone(state.actions.get(value.action_id)) };
       case "none":
         return {};
     }

@@ -23,6 +23,7 @@ export const STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   step_already_claimed: 409,
   step_already_claimed_by_run: 409,
   task_not_completeable: 409,
+  action_resolved: 409,
   payload_too_large: 413,
   idempotency_conflict: 422,
   storage_error: 503,

@@ -18,6 +18,7 @@ export interface Env {
   readonly MAX_STEPS_PER_TASK?: string;
   /** Milliseconds a task's fail/cancel waits for each worker run it asked to cancel (default 30,000). */
   readonly CHILD_CANCEL_TIMEOUT_MS?: string;
+  readonly ACTION_TIMEOUT_MS?: string;
   readonly MAX_BODY_BYTES?: string;
   readonly TOKEN_TTL_SECONDS?: string;
   /** Milliseconds between SSE heartbeat comments (default 15,000). */
@@ -78,6 +79,7 @@ export function readConfig(env: Env): RuntimeConfig {
       stepLeaseTimeoutMs: positiveInt(env.STEP_LEASE_TIMEOUT_MS, 60_000),
       maxStepsPerTask: positiveInt(env.MAX_STEPS_PER_TASK, 10_000),
       childCancelTimeoutMs: positiveInt(env.CHILD_CANCEL_TIMEOUT_MS, 30_000),
+      actionTimeoutMs: positiveInt(env.ACTION_TIMEOUT_MS, 86_400_000),
     },
     maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1_048_576),
     tokenTtlSeconds: positiveInt(env.TOKEN_TTL_SECONDS, 86_400),

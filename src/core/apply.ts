@@ -4,173 +4,44 @@
  */
 import type { PatchOp } from "./commands.js";
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
-import { type Attempt, type AttemptStatus, DEFAULT_WORKER_POOL, type Step, type StepStatus, TERMINAL_TASK_STATUSES, type TaskStatus, type WorkerRun } from "./records.js";
-import type { DagState } from "./state.js";
 import {
-  addDependent,
-  emptyState,
-  indexStep,
-  removeDependent,
-  setStepStatus,
-  shiftUnmet,
-  unindexStep,
-} from "./state.js";
+  applyRetry,
+  createStep,
+  noteError,
+  type PatchReducer,
+  patchReducers,
+  releaseClaim,
+  runOf,
+  setTaskStatus,
+  settleStep,
+  stepOf,
+  touchTask,
+  writeResults,
+} from "./apply-shared.js";
+import { acceptanceOf, TASK_RECORD_FIELDS, type TaskRecordFields } from "./records.js";
+import type { DagState } from "./state.js";
+import { emptyState, setStepStatus } from "./state.js";
 
 type Handlers = { [K in WalEventType]: (s: DagState, e: WalEventOf<K>) => void };
 
-function stepOf(state: DagState, event: WalEvent): Step {
-  const step = state.steps.get(event.step_id ?? "");
-  if (step === undefined) throw new Error(`WAL event ${event.wal_seq} (${event.event_type}) names unknown step ${event.step_id}`);
-  return step;
-}
-
-function runOf(state: DagState, event: WalEvent, runId: string): WorkerRun {
-  const run = state.runs.get(runId);
-  if (run === undefined) throw new Error(`WAL event ${event.wal_seq} names unknown run ${runId}`);
-  return run;
-}
-
-function createStep(
-  state: DagState,
-  input: { step_id: string; title: string; summary: string; depends_on_step_ids: string[]; required: boolean; worker_pool_id: string },
-  at: string,
-): void {
-  const step: Step = {
-    step_id: input.step_id,
-    title: input.title,
-    summary: input.summary,
-    status: "pending",
-    depends_on_step_ids: [...input.depends_on_step_ids],
-    required: input.required,
-    worker_pool_id: input.worker_pool_id,
-    claimed_by_agent_id: null,
-    claimed_by_run_id: null,
-    lease_expires_at: null,
-    current_attempt_id: null,
-    attempt_ids: [],
-    result_summary: null,
-    artifact_ids: [],
-    status_reason: null,
-    updated_after_dispatch: false,
-    ordinal: state.next_ordinal++,
-    created_at: at,
-    updated_at: at,
-  };
-  state.steps.set(step.step_id, step);
-  indexStep(state, step);
-}
-
-/** Ends the claim on a held step: closes its attempt and frees its run for another claim. */
-function releaseClaim(state: DagState, step: Step, outcome: AttemptStatus, at: string, error: string | null): void {
-  const attempt: Attempt | undefined = step.current_attempt_id === null ? undefined : state.attempts.get(step.current_attempt_id);
-  if (attempt !== undefined && attempt.status === "active") {
-    attempt.status = outcome;
-    attempt.ended_at = at;
-    attempt.result_summary = step.result_summary;
-    attempt.last_error = error;
-  }
-  const run = step.claimed_by_run_id === null ? undefined : state.runs.get(step.claimed_by_run_id);
-  if (run !== undefined && run.current_step_id === step.step_id) run.current_step_id = null;
-  step.claimed_by_agent_id = null;
-  step.claimed_by_run_id = null;
-  step.lease_expires_at = null;
-  step.current_attempt_id = null;
-}
-
-function writeResults(step: Step, p: { result_summary: string | null; artifact_ids: string[] | null }): void {
-  if (p.result_summary !== null) step.result_summary = p.result_summary;
-  if (p.artifact_ids !== null) step.artifact_ids = [...p.artifact_ids];
-}
-
-/** A step's status change that also records why (its reason) and when, on the step and the task. */
-function settleStep(state: DagState, step: Step, status: StepStatus, reason: string | null, at: string): void {
-  setStepStatus(state, step, status);
-  step.status_reason = reason;
-  step.updated_at = at;
-  touchTask(state, at);
-}
-
-/** The task's own status change (blocked, reopened, terminal) with its reason; a terminal one ends the task. */
-function setTaskStatus(state: DagState, status: TaskStatus, reason: string | null, at: string): void {
-  const task = state.task!;
-  task.status = status;
-  task.status_reason = reason;
-  if (TERMINAL_TASK_STATUSES.has(status)) task.ended_at = at;
-  task.updated_at = at;
-}
-
-/**
- * The task changed at `at`. Not once it is terminal: only run facts (a late result, a cancellation's end) come
- * after that, and 003 sorts terminal tasks by updated_at, so they must not move a finished task up the list.
- */
-function touchTask(state: DagState, at: string): void {
-  const task = state.task;
-  if (task !== null && !TERMINAL_TASK_STATUSES.has(task.status)) task.updated_at = at;
-}
-
-/** Applies one recorded patch op of a task_updated event at its time. */
-type PatchReducer<K extends PatchOp["op"]> = (s: DagState, op: Extract<PatchOp, { op: K }>, at: string) => void;
-
-/** Every patch op has a reducer: an op decide can record but replay would skip does not compile. */
-type PatchReducers = { [K in PatchOp["op"]]: PatchReducer<K> };
-
-const patchReducers: PatchReducers = {
-  update_task(s, op) {
-    if (op.title !== undefined) s.task!.title = op.title;
-    if (op.summary !== undefined) s.task!.summary = op.summary;
-  },
-  add_step(s, op, at) {
-    createStep(s, { required: true, worker_pool_id: DEFAULT_WORKER_POOL, ...op.step }, at);
-  },
-  update_step(s, op, at) {
-    const step = s.steps.get(op.step_id)!;
-    unindexStep(s, step);
-    const f = op.fields;
-    if (f.title !== undefined) step.title = f.title;
-    if (f.summary !== undefined) step.summary = f.summary;
-    if (f.depends_on_step_ids !== undefined) step.depends_on_step_ids = [...f.depends_on_step_ids];
-    if (f.required !== undefined) step.required = f.required;
-    if (f.worker_pool_id !== undefined) step.worker_pool_id = f.worker_pool_id;
-    indexStep(s, step);
-    step.updated_at = at;
-  },
-  delete_step(s, op) {
-    const step = s.steps.get(op.step_id)!;
-    unindexStep(s, step);
-    s.steps.delete(op.step_id);
-    s.progress.delete(op.step_id);
-  },
-  add_dependency(s, op, at) {
-    const step = s.steps.get(op.step_id)!;
-    if (!step.depends_on_step_ids.includes(op.depends_on_step_id)) {
-      step.depends_on_step_ids.push(op.depends_on_step_id);
-      addDependent(s, op.depends_on_step_id, op.step_id);
-      if (s.steps.get(op.depends_on_step_id)?.status !== "completed") shiftUnmet(s, op.step_id, 1);
-    }
-    step.updated_at = at;
-  },
-  remove_dependency(s, op, at) {
-    const step = s.steps.get(op.step_id)!;
-    const had = step.depends_on_step_ids.includes(op.depends_on_step_id);
-    step.depends_on_step_ids = step.depends_on_step_ids.filter((d) => d !== op.depends_on_step_id);
-    removeDependent(s, op.depends_on_step_id, op.step_id);
-    if (had && s.steps.get(op.depends_on_step_id)?.status !== "completed") shiftUnmet(s, op.step_id, -1);
-    step.updated_at = at;
-  },
-  // Recorded as part of the patch; the status change is its own event right after.
-  cancel_step() {},
-  reopen_step() {},
-};
 
 const handlers: Handlers = {
   task_created(s, e) {
     const t = e.payload.task;
+    const fields = Object.fromEntries(TASK_RECORD_FIELDS.map((field) => [field, t[field] ?? null])) as TaskRecordFields;
     s.task = {
-      ...t,
-      metadata: t.metadata === null ? null : { ...t.metadata },
+      task_id: t.task_id,
+      wal_name: t.wal_name,
+      title: t.title,
+      summary: t.summary,
+      step_lease_timeout_ms: t.step_lease_timeout_ms,
+      ...fields,
+      acceptance: acceptanceOf(t.acceptance),
       session_id: e.session_id,
       status: "pending",
       status_reason: null,
+      last_error: null,
+      started_at: null,
       created_by_agent_id: e.actor_agent_id,
       created_by_run_id: e.actor_run_id,
       created_at: e.created_at,
@@ -190,12 +61,18 @@ const handlers: Handlers = {
   },
   task_running(s, e) {
     s.task!.status = "running";
+    s.task!.started_at ??= e.created_at;
     touchTask(s, e.created_at);
   },
+  task_paused: (s, e) => setTaskStatus(s, "paused", e.payload.reason, e.created_at),
+  task_resumed: (s, e) => setTaskStatus(s, "pending", e.payload.reason, e.created_at),
   task_blocked: (s, e) => setTaskStatus(s, "blocked", e.payload.reason, e.created_at),
   task_reopened: (s, e) => setTaskStatus(s, "pending", e.payload.reason, e.created_at),
   task_completed: (s, e) => setTaskStatus(s, "completed", e.payload.reason, e.created_at),
-  task_failed: (s, e) => setTaskStatus(s, "failed", e.payload.reason, e.created_at),
+  task_failed(s, e) {
+    setTaskStatus(s, "failed", e.payload.reason, e.created_at);
+    noteError(s, "task_failed", e.payload.reason, null, null, e.created_at);
+  },
   task_cancelled: (s, e) => setTaskStatus(s, "cancelled", e.payload.reason, e.created_at),
   task_step_ready(s, e) {
     const step = stepOf(s, e);
@@ -216,6 +93,7 @@ const handlers: Handlers = {
     step.lease_expires_at = p.lease_expires_at;
     step.current_attempt_id = p.attempt_id;
     step.attempt_ids.push(p.attempt_id);
+    step.retry_attempts += 1;
     step.updated_after_dispatch = false;
     step.status_reason = null;
     step.updated_at = e.created_at;
@@ -268,9 +146,14 @@ const handlers: Handlers = {
   },
   task_step_failed(s, e) {
     const step = stepOf(s, e);
-    writeResults(step, e.payload);
-    releaseClaim(s, step, e.payload.attempt_status, e.created_at, e.payload.reason);
-    settleStep(s, step, "failed", e.payload.reason, e.created_at);
+    const p = e.payload;
+    writeResults(step, p);
+    releaseClaim(s, step, p.attempt_status, e.created_at, p.reason);
+    settleStep(s, step, "failed", p.reason, e.created_at);
+    if (p.attempt_id != null && (p.attempt_status === "failed" || p.attempt_status === "timed_out")) {
+      noteError(s, p.reason ?? "step_failed", p.result_summary, step.step_id, p.attempt_id, e.created_at);
+    }
+    applyRetry(s, step, p.retry, e.created_at);
   },
   task_step_cancelled(s, e) {
     const step = stepOf(s, e);
@@ -280,11 +163,15 @@ const handlers: Handlers = {
   task_step_reopened(s, e) {
     const step = stepOf(s, e);
     settleStep(s, step, "pending", e.payload.reason, e.created_at);
+    // The orchestrator's reopen gives the retry policy a fresh count; the policy's own reopen does not.
+    if (e.payload.by_retry_policy !== true) step.retry_attempts = 0;
   },
   task_step_lease_expired(s, e) {
     const step = stepOf(s, e);
     releaseClaim(s, step, "lost", e.created_at, "lease_expired");
     settleStep(s, step, "pending", "lease_expired", e.created_at);
+    noteError(s, "lease_expired", null, step.step_id, e.payload.attempt_id, e.created_at);
+    applyRetry(s, step, e.payload.retry, e.created_at);
   },
   task_progress(s, e) {
     const p = e.payload;
@@ -300,6 +187,49 @@ const handlers: Handlers = {
       const step = stepOf(s, e);
       step.lease_expires_at = p.lease_expires_at;
       step.updated_at = e.created_at;
+    }
+    touchTask(s, e.created_at);
+  },
+  action_requested(s, e) {
+    const p = e.payload;
+    s.actions.set(p.action_id, {
+      action_id: p.action_id,
+      task_id: e.task_id,
+      step_id: e.step_id,
+      attempt_id: p.attempt_id,
+      run_id: p.run_id,
+      kind: p.kind,
+      prompt: p.prompt,
+      input_schema: p.input_schema,
+      status: "open",
+      requested_by_agent_id: e.actor_agent_id,
+      created_at: e.created_at,
+      expires_at: p.expires_at,
+      decision: null,
+      input: null,
+      comment: null,
+      resolved_by: null,
+      resolved_at: null,
+    });
+    s.index.openActions.add(p.action_id);
+    if (e.step_id !== null) s.index.stepActions.set(e.step_id, p.action_id);
+    touchTask(s, e.created_at);
+  },
+  action_resolved(s, e) {
+    const p = e.payload;
+    const action = s.actions.get(p.action_id);
+    if (action === undefined) throw new Error(`WAL event ${e.wal_seq} names unknown action ${p.action_id}`);
+    action.status = "resolved";
+    action.decision = p.decision;
+    action.input = p.input;
+    action.comment = p.comment;
+    action.resolved_by = { agent_id: e.actor_agent_id, role: p.resolved_by_role };
+    action.resolved_at = e.created_at;
+    s.index.openActions.delete(action.action_id);
+    if (action.step_id !== null && s.index.stepActions.get(action.step_id) === action.action_id) s.index.stepActions.delete(action.step_id);
+    if (p.lease_expires_at !== null && action.step_id !== null) {
+      const step = s.steps.get(action.step_id);
+      if (step !== undefined) step.lease_expires_at = p.lease_expires_at;
     }
     touchTask(s, e.created_at);
   },

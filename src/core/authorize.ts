@@ -12,6 +12,7 @@ type Roles = readonly ActorRole[];
 const ORCHESTRATOR: Roles = ["orchestrator"];
 const WORKER: Roles = ["worker"];
 const EITHER: Roles = ["orchestrator", "worker"];
+const DECIDERS: Roles = ["orchestrator", "approver"];
 
 /** The tool name and the roles of every command (`anyone`: no role or scope check); the system actor may issue any. */
 export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: string; readonly roles: Roles | "anyone" } } = {
@@ -29,6 +30,10 @@ export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: 
   dispatch_worker: { tool: "agent.dispatch_worker", roles: ORCHESTRATOR },
   finish_run: { tool: "finish worker run", roles: EITHER },
   cancel_run: { tool: "cancel worker run", roles: ORCHESTRATOR },
+  pause_task: { tool: "agent.task_pause", roles: ORCHESTRATOR },
+  resume_task: { tool: "agent.task_resume", roles: ORCHESTRATOR },
+  request_action: { tool: "agent.request_action", roles: EITHER },
+  respond_action: { tool: "agent.respond_action", roles: DECIDERS },
   // Anyone's read may trigger it; its events are recorded as the system's whoever asked.
   reconcile_leases: { tool: "lease reconciliation", roles: "anyone" },
 };

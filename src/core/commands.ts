@@ -2,11 +2,16 @@
 import { z } from "zod";
 import { JsonObjectSchema, JsonValueSchema } from "./json-bounds.js";
 import {
+  AcceptanceSchema,
+  ActionKindSchema,
   ArtifactIdsSchema,
+  AttributionSchema,
   IdSchema,
+  RetryPolicySchema,
   StepStatusSchema,
   TextSchema,
   TitleSchema,
+  VisibilitySchema,
 } from "./records.js";
 
 /** A step as the orchestrator writes it in task_create or add_step. */
@@ -17,6 +22,8 @@ export const StepInputSchema = z.strictObject({
   depends_on_step_ids: z.array(IdSchema).max(10_000),
   required: z.boolean().optional(),
   worker_pool_id: IdSchema.optional(),
+  /** null or absent: the task's default_retry_policy, if any. */
+  retry_policy: RetryPolicySchema.nullable().optional(),
 });
 /** A step as the orchestrator writes it. */
 export type StepInput = z.infer<typeof StepInputSchema>;
@@ -31,12 +38,44 @@ export const StepFieldsSchema = z
     depends_on_step_ids: z.array(IdSchema).max(10_000).optional(),
     required: z.boolean().optional(),
     worker_pool_id: IdSchema.optional(),
+    /** null removes the step's own policy (the task's default applies again). */
+    retry_policy: RetryPolicySchema.nullable().optional(),
   })
-  .refine((f) => Object.keys(f).length > 0, "fields must change at least one of title, summary, depends_on_step_ids, required, worker_pool_id");
+  .refine((f) => Object.keys(f).length > 0, "fields must change at least one of title, summary, depends_on_step_ids, required, worker_pool_id, retry_policy");
+
+/**
+ * Seed 001's task record fields as create_task and the update_task patch op take them. `acceptance` may be a
+ * string (its criteria, as before it became an object).
+ */
+const recordFields = {
+  objective: TextSchema,
+  task_kind: z.string().max(64),
+  task_family: z.string().max(64),
+  visibility: VisibilitySchema,
+  priority: z.number().int(),
+  requested_by: AttributionSchema,
+  owner: AttributionSchema,
+  assignee: AttributionSchema,
+  scope: JsonObjectSchema,
+  constraints: JsonObjectSchema,
+  task_profile: JsonObjectSchema,
+  acceptance: z.union([AcceptanceSchema, TextSchema.transform((criteria) => ({ criteria }))]),
+  metadata: JsonObjectSchema,
+  thread_id: z.string().max(200),
+  parent_task_id: z.string().max(200),
+  root_task_id: z.string().max(200),
+  default_retry_policy: RetryPolicySchema,
+};
+type RecordFieldSchemas = typeof recordFields;
+const optionalFields = Object.fromEntries(Object.entries(recordFields).map(([k, v]) => [k, v.optional()])) as { [K in keyof RecordFieldSchemas]: z.ZodOptional<RecordFieldSchemas[K]> };
+/** In update_task, null clears a field. */
+const clearableFields = Object.fromEntries(Object.entries(recordFields).map(([k, v]) => [k, v.nullable().optional()])) as {
+  [K in keyof RecordFieldSchemas]: z.ZodOptional<z.ZodNullable<RecordFieldSchemas[K]>>;
+};
 
 /** One structured patch operation of agent.task_update (003 "agent.task_update"). */
 export const PatchOpSchema = z.discriminatedUnion("op", [
-  z.strictObject({ op: z.literal("update_task"), title: TitleSchema.optional(), summary: TextSchema.optional(), reason }),
+  z.strictObject({ op: z.literal("update_task"), title: TitleSchema.optional(), summary: TextSchema.optional(), ...clearableFields, reason }),
   z.strictObject({ op: z.literal("add_step"), step: StepInputSchema, reason }),
   z.strictObject({ op: z.literal("update_step"), step_id: IdSchema, fields: StepFieldsSchema, reason }),
   z.strictObject({ op: z.literal("delete_step"), step_id: IdSchema, reason }),
@@ -56,12 +95,7 @@ export const CreateTaskSchema = z.strictObject({
   title: TitleSchema,
   summary: TextSchema.default(""),
   steps: z.array(StepInputSchema).max(10_000),
-  objective: TextSchema.optional(),
-  task_kind: z.string().max(64).optional(),
-  priority: z.number().int().optional(),
-  acceptance: TextSchema.optional(),
-  parent_task_id: z.string().max(200).optional(),
-  metadata: JsonObjectSchema.optional(),
+  ...optionalFields,
   step_lease_timeout_ms: z.number().int().min(1_000).max(86_400_000).optional(),
 });
 
@@ -134,7 +168,37 @@ export const FinishRunSchema = z.strictObject({
 /** The orchestrator cancels a worker run. */
 export const CancelRunSchema = z.strictObject({ type: z.literal("cancel_run"), run_id: z.string().min(1).max(128), reason });
 
-/** Expire leases and worker-run deadlines that are due at `ctx.now`. */
+/** Seed 001 pause_task: no dispatch, no claim until resumed; held steps go on. */
+export const PauseTaskSchema = closing("pause_task");
+/** Seed 001 resume_task: back to pending, then 003's ready and running promotion. */
+export const ResumeTaskSchema = closing("resume_task");
+
+/** The JSON Schema an `input` action's answer is checked against (a JSON object; its keywords are checked when used). */
+export const InputSchemaSchema = JsonObjectSchema;
+
+/**
+ * Seed 004 action.required: the holder of a step (or the orchestrator) asks a person. With `step_id` a step-level
+ * action on a held step; without it, a task-level one (orchestrator only).
+ */
+export const RequestActionSchema = z.strictObject({
+  type: z.literal("request_action"),
+  step_id: IdSchema.optional(),
+  kind: ActionKindSchema,
+  prompt: TextSchema.min(1),
+  input_schema: InputSchemaSchema.optional(),
+  timeout_ms: z.number().int().min(1_000).max(30 * 86_400_000).optional(),
+});
+
+/** Seed 004 respond_action: a person's decision on an open action. */
+export const RespondActionSchema = z.strictObject({
+  type: z.literal("respond_action"),
+  action_id: z.string().min(1).max(128),
+  decision: z.enum(["approved", "rejected", "submitted"]),
+  input: JsonValueSchema.optional(),
+  comment: TextSchema.optional(),
+});
+
+/** Expire leases, worker-run deadlines, cancellation waits and actions, and reopen steps whose retry is due, at `ctx.now`. */
 export const ReconcileLeasesSchema = z.strictObject({ type: z.literal("reconcile_leases") });
 
 /** Every command `decide` accepts. */
@@ -153,6 +217,10 @@ export const CommandSchema = z.discriminatedUnion("type", [
   DispatchWorkerSchema,
   FinishRunSchema,
   CancelRunSchema,
+  PauseTaskSchema,
+  ResumeTaskSchema,
+  RequestActionSchema,
+  RespondActionSchema,
   ReconcileLeasesSchema,
 ]);
 /** Every command `decide` accepts. */

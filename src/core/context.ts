@@ -5,7 +5,7 @@ import type { CoreLimits } from "./limits.js";
 import type { DagState } from "./state.js";
 
 /** The role a caller acts in; it comes from a signed token, never from a command body. */
-export type ActorRole = "orchestrator" | "worker" | "observer" | "system";
+export type ActorRole = "orchestrator" | "worker" | "observer" | "approver" | "system";
 
 /** The caller of a command (003: actor fields come from the run context, not the model). */
 export interface Actor {
@@ -32,6 +32,7 @@ export type DecisionValue =
   | { readonly kind: "claimed"; readonly step_id: string; readonly attempt_id: string }
   | { readonly kind: "no_step_claimed"; readonly reason: "no_ready_step" | "run_budget_spent" }
   | { readonly kind: "dispatched"; readonly run_id: string; readonly agent_id: string; readonly deadline_at: string | null }
+  | { readonly kind: "action"; readonly action_id: string }
   | { readonly kind: "none" };
 
 /** The outcome of `decide`: every event the command causes, or one error and nothing else. */
@@ -50,9 +51,16 @@ export class Emitter {
     private readonly ctx: DecideContext,
     /** Automatic transitions (lease expiry) are recorded as the system's, whoever triggered them. */
     private readonly actor: Actor = ctx.actor,
+    /** The wal_seq the first event follows: the state's last, or the last of events already decided. */
+    afterSeq: number = state.last_wal_seq,
   ) {
-    this.seq = state.last_wal_seq;
+    this.seq = afterSeq;
     this.at = new Date(ctx.now).toISOString();
+  }
+
+  /** The decision's time in ms since the epoch. */
+  get now(): number {
+    return this.ctx.now;
   }
 
   /** The decision's timestamp as stored in records. */

@@ -6,7 +6,13 @@ import { findCycle, findUnknownDependency } from "./dag.js";
 import { recordedStep } from "./decide-shared.js";
 import { accept, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
+import { TASK_RECORD_FIELDS, type TaskRecordFields } from "./records.js";
 import type { DagState } from "./state.js";
+
+/** Seed 001's record fields of a create, each null when not given. */
+function recordFieldsOf(cmd: CommandOf<"create_task">): TaskRecordFields {
+  return Object.fromEntries(TASK_RECORD_FIELDS.map((field) => [field, cmd[field] ?? null])) as TaskRecordFields;
+}
 
 /** agent.task_create: validate the whole DAG, then task_created, the roots' task_step_ready, task_running. */
 export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">, ctx: DecideContext): Decision {
@@ -35,12 +41,7 @@ export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">,
         wal_name: cmd.wal_name,
         title: cmd.title,
         summary: cmd.summary,
-        objective: cmd.objective ?? null,
-        task_kind: cmd.task_kind ?? null,
-        priority: cmd.priority ?? null,
-        acceptance: cmd.acceptance ?? null,
-        parent_task_id: cmd.parent_task_id ?? null,
-        metadata: cmd.metadata ?? null,
+        ...recordFieldsOf(cmd),
         step_lease_timeout_ms: cmd.step_lease_timeout_ms ?? ctx.limits.stepLeaseTimeoutMs,
       },
       steps,

@@ -111,13 +111,47 @@ export function decideReopenTask(state: DagState, cmd: CommandOf<"reopen_task">,
   if (task.status !== "blocked") return refuse(runtimeError("invalid_transition", `only a blocked task can be reopened, not a ${task.status} one`, { status: task.status }));
   const em = new Emitter(state, ctx);
   em.emit("task_reopened", null, { reason: cmd.reason ?? null });
+  emitPromotion(state, em);
+  return accept(em);
+}
+
+/**
+ * 003's ready and running promotion for a task that just became pending (reopened or resumed): pending steps
+ * whose dependencies are completed become ready (not those waiting for a scheduled retry), then task_running
+ * when anything is ready or held.
+ */
+function emitPromotion(state: DagState, em: Emitter): void {
   let anyActive = state.index.statusCounts.ready + state.index.held.size > 0;
-  for (const step of stepsInOrder(state, (s) => s.status === "pending" && dependenciesCompleted(state.steps, s))) {
+  for (const step of stepsInOrder(state, (s) => s.status === "pending" && s.retry_at === null && dependenciesCompleted(state.steps, s))) {
     em.emit("task_step_ready", step.step_id, {});
     anyActive = true;
   }
-  // The task is pending from here on: task_running follows when anything is ready or held.
   if (anyActive) em.emit("task_running", null, {});
+}
+
+/** Seed 001 pause_task: a pending or running task stops dispatch and claims; held steps go on and may settle. */
+export function decidePauseTask(state: DagState, cmd: CommandOf<"pause_task">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const guard = requireOrchestrator(task, ctx.actor, "agent.task_pause") ?? requireLiveTask(task);
+  if (guard !== null) return refuse(guard);
+  if (task.status !== "pending" && task.status !== "running") {
+    const hint = task.status === "blocked" ? "; reopen it first" : "";
+    return refuse(runtimeError("invalid_transition", `only a pending or running task can be paused, not a ${task.status} one${hint}`, { status: task.status }));
+  }
+  const em = new Emitter(state, ctx);
+  em.emit("task_paused", null, { reason: cmd.reason ?? null });
+  return accept(em);
+}
+
+/** Seed 001 resume_task: a paused task goes back to pending, then 003's ready and running promotion. */
+export function decideResumeTask(state: DagState, cmd: CommandOf<"resume_task">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const guard = requireOrchestrator(task, ctx.actor, "agent.task_resume") ?? requireLiveTask(task);
+  if (guard !== null) return refuse(guard);
+  if (task.status !== "paused") return refuse(runtimeError("invalid_transition", `only a paused task can be resumed, not a ${task.status} one`, { status: task.status }));
+  const em = new Emitter(state, ctx);
+  em.emit("task_resumed", null, { reason: cmd.reason ?? null });
+  emitPromotion(state, em);
   return accept(em);
 }
 

@@ -35,7 +35,9 @@ function dependenciesEditable(scratch: PatchScratch, stepId: string): Result<Scr
 
 const deciders: PatchOpDeciders = {
   update_task(_scratch, op) {
-    if (op.title === undefined && op.summary === undefined) return err(runtimeError("validation_error", "update_task needs a title or a summary"));
+    if (!Object.keys(op).some((key) => key !== "op" && key !== "reason")) {
+      return err(runtimeError("validation_error", "update_task needs at least one field to change (title, summary or a task record field)"));
+    }
     return ok(op);
   },
 

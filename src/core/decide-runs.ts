@@ -2,12 +2,14 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
-import { closing, emitRunEnd, RUN_ENDINGS, TASK_STOP_REASONS } from "./decide-shared.js";
+import { leaseAfterResolution } from "./decide-actions.js";
+import { closing, emitRunEnd, emitRunningIfFirstActive, RUN_ENDINGS, TASK_STOP_REASONS } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
 import { checkScope, requireLiveTask, requireOrchestrator } from "./guards.js";
 import { DEFAULT_WORKER_POOL, type Step, type WorkerRun } from "./records.js";
 import { err, ok, type Result } from "./result.js";
+import { retryField, retryOutcome } from "./retry-policy.js";
 import { type DagState, dependenciesCompleted, isTerminalTask } from "./state.js";
 
 /** Why a run asked to cancel ended when its wait ran out. */
@@ -24,7 +26,9 @@ export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_w
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "agent.dispatch_worker") ?? requireLiveTask(task);
   if (guard !== null) return refuse(guard);
-  if (task.status === "blocked") return refuse(runtimeError("task_not_dispatchable", "the task is blocked; reopen it before dispatching workers", { status: task.status }));
+  if (task.status === "blocked" || task.status === "paused") {
+    return refuse(runtimeError("task_not_dispatchable", `the task is ${task.status}; ${task.status === "blocked" ? "reopen" : "resume"} it before dispatching workers`, { status: task.status }));
+  }
   let allowed: string[] | null = null;
   if (cmd.allowed_step_ids !== undefined) {
     allowed = [...new Set(cmd.allowed_step_ids)];
@@ -98,13 +102,18 @@ export function decideCancelRun(state: DagState, cmd: CommandOf<"cancel_run">, c
   return accept(em);
 }
 
-/** What can fall due, in the order things due at the same instant are handled: a lease, a run's deadline, a cancellation's wait. */
-const LEASE = 0;
-const RUN_DEADLINE = 1;
-const CANCEL_WAIT = 2;
-type DueKind = typeof LEASE | typeof RUN_DEADLINE | typeof CANCEL_WAIT;
+/**
+ * What can fall due, in the order things due at the same instant are handled: an action's expiry (which restarts
+ * its step's lease), a lease, a run's deadline, a cancellation's wait, a scheduled retry.
+ */
+const ACTION_EXPIRY = 0;
+const LEASE = 1;
+const RUN_DEADLINE = 2;
+const CANCEL_WAIT = 3;
+const RETRY = 4;
+type DueKind = typeof ACTION_EXPIRY | typeof LEASE | typeof RUN_DEADLINE | typeof CANCEL_WAIT | typeof RETRY;
 
-/** Something past its deadline: a held step's lease (`id` a step) or a run's deadline or cancellation wait (`id` a run). */
+/** Something past its deadline: an action (`id` an action), a held step's lease or a retry (`id` a step), a run's deadline or cancellation wait (`id` a run). */
 interface Due {
   readonly at: number;
   readonly kind: DueKind;
@@ -112,29 +121,35 @@ interface Due {
 }
 
 /**
- * Every pending deadline: each held step's lease, each active run's deadline, each wait for a run asked to cancel.
- * A terminal task has only the last: the runs its stop is still waiting for. Reconciling and the alarm
- * (nextDeadline) read this one list, so the alarm is set for exactly what reconciling expires. Visited as plain
- * arguments, not objects: the alarm is re-armed after every commit, and an object per held step and active run
- * there cost a third more than the scan itself.
+ * Every pending deadline: each open action's expiry, each held step's lease (not while an action on the step is
+ * open: a person is being waited for, not the worker), each active run's deadline, each wait for a run asked to
+ * cancel, each scheduled retry. A terminal task has only the cancellation waits: the runs its stop is still
+ * waiting for. Reconciling and the alarm (nextDeadline) read this one list, so the alarm is set for exactly what
+ * reconciling expires. Visited as plain arguments, not objects: the alarm is re-armed after every commit, and an
+ * object per held step and active run there cost a third more than the scan itself.
  */
 function eachDeadline(state: DagState, visit: (at: number, kind: DueKind, id: string) => void): void {
+  const { index } = state;
   if (!isTerminalTask(state.task!)) {
-    for (const id of state.index.held) visit(Date.parse(state.steps.get(id)!.lease_expires_at ?? ""), LEASE, id);
-    for (const id of state.index.activeRuns) {
+    for (const id of index.held) if (!index.stepActions.has(id)) visit(Date.parse(state.steps.get(id)!.lease_expires_at ?? ""), LEASE, id);
+    for (const id of index.activeRuns) {
       const deadline = state.runs.get(id)!.deadline_at;
       if (deadline !== null) visit(Date.parse(deadline), RUN_DEADLINE, id);
     }
+    for (const id of index.openActions) visit(Date.parse(state.actions.get(id)!.expires_at), ACTION_EXPIRY, id);
+    for (const id of index.retrying) visit(Date.parse(state.steps.get(id)!.retry_at!), RETRY, id);
   }
-  for (const id of state.index.cancellingRuns) visit(Date.parse(state.runs.get(id)!.cancel_request!.deadline_at), CANCEL_WAIT, id);
+  for (const id of index.cancellingRuns) visit(Date.parse(state.runs.get(id)!.cancel_request!.deadline_at), CANCEL_WAIT, id);
 }
 
 /**
- * Expires what is due at ctx.now, earliest first: a lapsed lease gives task_step_lease_expired (attempt lost,
- * claim cleared, step pending) and task_step_ready where dependencies still hold; a run past its deadline
- * fails its held step with worker_timeout and ends timed_out; a run asked to cancel that has not ended by its
- * cancellation deadline gets child_agent_cancel_timeout and ends (003). Only that last one applies once the task
- * is terminal. Recorded as the system's, whoever asked.
+ * Expires what is due at ctx.now, earliest first: an open action past expires_at resolves as expired (its step's
+ * lease restarting from now); a lapsed lease gives task_step_lease_expired (attempt lost, claim cleared, step
+ * pending) and task_step_ready where dependencies still hold, unless a retry policy schedules the retry or has
+ * run out; a run past its deadline fails its held step with worker_timeout and ends timed_out; a run asked to
+ * cancel that has not ended by its cancellation deadline gets child_agent_cancel_timeout and ends (003); a step
+ * whose retry is due is reopened (reason retry_policy, on the orchestrator's behalf) and ready again. Only the
+ * cancellation waits apply once the task is terminal. Recorded as the system's, whoever asked.
  */
 export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcile_leases">, ctx: DecideContext): Decision {
   const task = state.task!;
@@ -146,31 +161,56 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
   due.sort((a, b) => a.at - b.at || a.kind - b.kind);
   const em = new Emitter(state, ctx, systemActor(task.session_id));
   const released = new Set<string>();
+  let anyReady = false;
   for (const item of due) {
-    if (item.kind === LEASE) {
+    if (item.kind === ACTION_EXPIRY) {
+      const action = state.actions.get(item.id)!;
+      em.emit("action_resolved", action.step_id, {
+        action_id: action.action_id,
+        decision: "expired",
+        input: null,
+        comment: null,
+        resolved_by_role: "system",
+        lease_expires_at: leaseAfterResolution(state, action, ctx.now),
+      });
+    } else if (item.kind === LEASE) {
       const step = state.steps.get(item.id)!;
       if (released.has(step.step_id)) continue;
       released.add(step.step_id);
-      em.emit("task_step_lease_expired", step.step_id, { run_id: step.claimed_by_run_id!, attempt_id: step.current_attempt_id!, lease_expires_at: step.lease_expires_at! });
-      if (dependenciesCompleted(state.steps, step)) em.emit("task_step_ready", step.step_id, {});
+      const retry = retryOutcome(state, step, "lost", "lease_expired", ctx.now);
+      em.emit("task_step_lease_expired", step.step_id, { run_id: step.claimed_by_run_id!, attempt_id: step.current_attempt_id!, lease_expires_at: step.lease_expires_at!, ...retryField(retry) });
+      if (retry === undefined && dependenciesCompleted(state.steps, step)) em.emit("task_step_ready", step.step_id, {});
     } else if (item.kind === CANCEL_WAIT) {
       const run = state.runs.get(item.id)!;
       const request = run.cancel_request!;
       em.emit("child_agent_cancel_timeout", null, { run_id: run.run_id, reason: request.reason, deadline_at: request.deadline_at });
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: CANCEL_TIMEOUT, result: null, cancel_requested: true });
+    } else if (item.kind === RETRY) {
+      const step = state.steps.get(item.id)!;
+      em.emit("task_step_reopened", step.step_id, { reason: RETRY_POLICY, by_retry_policy: true, on_behalf_of_agent_id: task.created_by_agent_id });
+      if (dependenciesCompleted(state.steps, step)) {
+        em.emit("task_step_ready", step.step_id, {});
+        anyReady = true;
+      }
     } else {
       const run = state.runs.get(item.id)!;
       const how = RUN_ENDINGS.timeout;
       const held = run.current_step_id;
       if (held !== null && !released.has(held)) {
         released.add(held);
-        em.emit("task_step_failed", held, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt, ...closing(state.steps.get(held)!) });
+        const step = state.steps.get(held)!;
+        const retry = retryField(retryOutcome(state, step, how.attempt, how.reason, ctx.now));
+        em.emit("task_step_failed", held, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt, ...closing(step), ...retry });
       }
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: how.status, reason: how.reason, result: null });
     }
   }
+  emitRunningIfFirstActive(state, em, anyReady);
   return accept(em);
 }
+
+/** The reason a step reopened by its retry policy carries. */
+export const RETRY_POLICY = "retry_policy";
 
 /**
  * The earliest pending deadline (lease expiry, run deadline, cancellation deadline) in ms, for the service's

@@ -1,11 +1,13 @@
 /** @module What several decisions share: a step as recorded, readiness after a completion, task_running, run fallbacks. */
 import type { Emitter } from "./context.js";
 import type { StepInput } from "./commands.js";
+import type { RecordedStep } from "./events.js";
 import { type AttemptStatus, DEFAULT_WORKER_POOL, HELD_STEP_STATUSES, type Step, type WorkerRun } from "./records.js";
+import { retryField, retryOutcome } from "./retry-policy.js";
 import type { DagState } from "./state.js";
 
 /** A step as the WAL records it (task_created, add_step): its dependencies deduplicated, 003's defaults filled in. */
-export function recordedStep(input: StepInput): Required<StepInput> {
+export function recordedStep(input: StepInput): RecordedStep {
   return {
     step_id: input.step_id,
     title: input.title,
@@ -13,6 +15,8 @@ export function recordedStep(input: StepInput): Required<StepInput> {
     depends_on_step_ids: [...new Set(input.depends_on_step_ids)],
     required: input.required ?? true,
     worker_pool_id: input.worker_pool_id ?? DEFAULT_WORKER_POOL,
+    // Absent rather than null without a policy: the recorded step is then exactly as before policies existed.
+    ...(input.retry_policy == null ? {} : { retry_policy: input.retry_policy }),
   };
 }
 
@@ -34,7 +38,8 @@ export function emitDependantsReady(state: DagState, em: Emitter, completed: Ste
   const ready: Step[] = [];
   for (const id of dependants) {
     const step = state.steps.get(id)!;
-    if (step.status !== "pending") continue;
+    // A step waiting for a retry its policy scheduled becomes ready when the retry is due, not before.
+    if (step.status !== "pending" || step.retry_at !== null) continue;
     // `completed` is still unmet in the index (it completes with these events): exactly one unmet left means ready.
     if (state.index.unmetDeps.get(id) === 1) ready.push(step);
   }
@@ -74,7 +79,8 @@ export function emitRunEnd(state: DagState, em: Emitter, run: WorkerRun, ending:
   const held = heldStepOf(state, run);
   const holds = held !== undefined;
   if (held !== undefined) {
-    em.emit("task_step_failed", held.step_id, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt, ...closing(held) });
+    const retry = retryField(retryOutcome(state, held, how.attempt, how.reason, em.now));
+    em.emit("task_step_failed", held.step_id, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt, ...closing(held), ...retry });
   }
   // A run that finishes cleanly, holding nothing, just finished: the fallback reason is for a held step.
   const reason = reasonOverride ?? (ending === "finished" && !holds ? "finished" : how.reason);

@@ -8,6 +8,7 @@ import { runtimeError } from "./errors.js";
 import { checkScope, requireActiveWorkerRun, requireLiveTaskFor, runMaySee } from "./guards.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, type WorkerRun } from "./records.js";
 import { err, ok, type Result } from "./result.js";
+import { retryField, retryOutcome } from "./retry-policy.js";
 import type { DagState } from "./state.js";
 
 /** The lease a claim or renewal sets: now + the task's step_lease_timeout_ms. */
@@ -26,7 +27,9 @@ function checkClaimer(state: DagState, ctx: DecideContext, tool: string): Result
   const active = requireActiveWorkerRun(state, ctx.actor);
   if (!active.ok) return active;
   const run = active.value;
-  if (task.status === "blocked") return err(runtimeError("task_not_dispatchable", "the task is blocked; the orchestrator must reopen it first", { status: task.status }));
+  if (task.status === "blocked" || task.status === "paused") {
+    return err(runtimeError("task_not_dispatchable", `the task is ${task.status}; the orchestrator must ${task.status === "blocked" ? "reopen" : "resume"} it first`, { status: task.status }));
+  }
   if (run.current_step_id !== null) {
     return err(runtimeError("step_already_claimed_by_run", `this run already holds step ${run.current_step_id}`, { step_id: run.current_step_id }));
   }
@@ -162,9 +165,12 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
       em.emit("task_step_completed", step.step_id, { ...results, ...closing(step) });
       emitRunningIfFirstActive(state, em, emitDependantsReady(state, em, step));
       break;
-    case "failed":
-      em.emit("task_step_failed", step.step_id, { reason: cmd.reason ?? null, ...results, attempt_status: "failed", ...closing(step) });
+    case "failed": {
+      // A worker's failure of its attempt is what a retry policy retries; the orchestrator's failure of a step is final.
+      const retry = held && actor.role === "worker" ? retryField(retryOutcome(state, step, "failed", cmd.reason ?? null, ctx.now)) : {};
+      em.emit("task_step_failed", step.step_id, { reason: cmd.reason ?? null, ...results, attempt_status: "failed", ...closing(step), ...retry });
       break;
+    }
     case "cancelled":
       em.emit("task_step_cancelled", step.step_id, { reason: cmd.reason ?? null, ...closing(step) });
       break;

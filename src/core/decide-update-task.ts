@@ -57,9 +57,9 @@ export function decideUpdateTask(state: DagState, cmd: CommandOf<"update_task">,
       continue;
     }
     const satisfied = step.depends_on_step_ids.every((d) => scratch.steps.get(d)?.status === "completed");
-    if (step.status === "pending" && satisfied) em.emit("task_step_ready", step.step_id, {});
+    if (step.status === "pending" && satisfied && !step.awaiting_retry) em.emit("task_step_ready", step.step_id, {});
     if (step.status === "ready" && !satisfied) em.emit("task_step_pending", step.step_id, { reason: "dependencies_not_completed" });
-    if (satisfied) anyActive = true;
+    if (satisfied && !step.awaiting_retry) anyActive = true;
   }
   emitRunningIfFirstActive(state, em, anyActive);
   return accept(em);

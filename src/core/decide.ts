@@ -8,7 +8,8 @@ import { type Command, CommandSchema } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { decideCreateTask } from "./decide-create-task.js";
 import { decideUpdateTask } from "./decide-update-task.js";
-import { decideBlockTask, decideCompleteTask, decideReopenTask, decideStopTask } from "./decide-lifecycle.js";
+import { decideRequestAction, decideRespondAction, withdrawEndedActions } from "./decide-actions.js";
+import { decideBlockTask, decideCompleteTask, decidePauseTask, decideReopenTask, decideResumeTask, decideStopTask } from "./decide-lifecycle.js";
 import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
 import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
 import { refuse } from "./decision.js";
@@ -32,6 +33,10 @@ const deciders: Deciders = {
   dispatch_worker: decideDispatchWorker,
   finish_run: decideFinishRun,
   cancel_run: decideCancelRun,
+  pause_task: decidePauseTask,
+  resume_task: decideResumeTask,
+  request_action: decideRequestAction,
+  respond_action: decideRespondAction,
   reconcile_leases: decideReconcileLeases,
 };
 
@@ -52,5 +57,7 @@ export function decide(state: DagState, command: unknown, ctx: DecideContext): D
   if (cmd.type !== "create_task" && state.task === null) return refuse(runtimeError("not_found", "no such task"));
   const denied = authorize(state.task, ctx.actor, cmd.type);
   if (denied !== null) return refuse(denied);
-  return (deciders[cmd.type] as (s: DagState, c: Command, ctx: DecideContext) => Decision)(state, cmd, ctx);
+  const decision = (deciders[cmd.type] as (s: DagState, c: Command, ctx: DecideContext) => Decision)(state, cmd, ctx);
+  if (decision.ok) withdrawEndedActions(state, decision.events, ctx);
+  return decision;
 }

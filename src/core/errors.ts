@@ -19,6 +19,7 @@ export const ERROR_CODES = [
   "step_already_claimed",
   "step_already_claimed_by_run",
   "task_not_completeable",
+  "action_resolved",
   "payload_too_large",
   "idempotency_conflict",
   "storage_error",

@@ -1,11 +1,16 @@
 /** @module The WAL event union (seed 003 names), discriminated on `event_type`; one zod schema decodes stored rows. */
 import { z } from "zod";
 import { PatchOpSchema, StepInputSchema } from "./commands.js";
+import { JsonValueSchema } from "./json-bounds.js";
 import {
+  ActionKindSchema,
   ArtifactIdsSchema,
   AttemptStatusSchema,
   IdSchema,
+  RetryPolicySchema,
   StepSnapshotSchema,
+  StoredAcceptanceSchema,
+  TaskRecordFieldsSchema,
   TaskSchema,
   TextSchema,
   TimestampSchema,
@@ -36,23 +41,44 @@ const closes = {
   run_id: z.string().nullable().optional(),
 };
 
+/**
+ * Seed 001's record fields as task_created stores them: absent in WALs written before they existed (apply reads
+ * them as null), and `acceptance` a string in WALs from before it became an object. Decoding adds nothing, so a
+ * stored row reads back exactly as written.
+ */
+const storedRecordFields = {
+  ...Object.fromEntries(Object.entries(TaskRecordFieldsSchema.shape).map(([k, v]) => [k, (v as z.ZodNullable<z.ZodType>).optional()])),
+  acceptance: StoredAcceptanceSchema.nullable().optional(),
+} as { [K in keyof typeof TaskRecordFieldsSchema.shape]: z.ZodOptional<(typeof TaskRecordFieldsSchema.shape)[K]> } & {
+  acceptance: z.ZodOptional<z.ZodNullable<typeof StoredAcceptanceSchema>>;
+};
+
 /** The task as task_created records it: the orchestrator's fields (status, times and creator come from the event). */
 export const CreatedTaskSchema = TaskSchema.pick({
   task_id: true,
   wal_name: true,
   title: true,
   summary: true,
-  objective: true,
-  task_kind: true,
-  priority: true,
-  acceptance: true,
-  parent_task_id: true,
-  metadata: true,
   step_lease_timeout_ms: true,
-});
+}).extend(storedRecordFields);
 
-/** A step as recorded by task_created and add_step: defaults filled in. */
-export const RecordedStepSchema = StepInputSchema.required();
+/** A step as recorded by task_created and add_step: defaults filled in (no retry policy in WALs from before them). */
+export const RecordedStepSchema = StepInputSchema.required().extend({ retry_policy: RetryPolicySchema.optional() });
+
+/** A step as the WAL records it. */
+export type RecordedStep = z.infer<typeof RecordedStepSchema>;
+
+/**
+ * What the retry policy made of an attempt that ended failed, timed_out or lost: retried at `retry_at`, or
+ * (retry_at null) exhausted after `attempts` of `max_attempts`, the step then failed with retry_exhausted.
+ */
+export const RetryOutcomeSchema = z.object({
+  attempts: z.number().int().positive(),
+  max_attempts: z.number().int().positive(),
+  retry_at: TimestampSchema.nullable(),
+});
+/** What the retry policy made of an ended attempt. */
+export type RetryOutcome = z.infer<typeof RetryOutcomeSchema>;
 
 /** Every WAL event. */
 export const WalEventSchema = z.discriminatedUnion("event_type", [
@@ -98,11 +124,47 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
       /** How the open attempt, if any, ends: failed, cancelled (task-level stop, worker cancelled) or timed_out. */
       attempt_status: AttemptStatusSchema,
       ...closes,
+      /** Set when a retry policy applied to the attempt that ended (added with retry policies, so optional). */
+      retry: RetryOutcomeSchema.optional(),
     }),
   ),
   event("task_step_cancelled", z.object({ reason: TextSchema.nullable(), ...closes })),
-  event("task_step_reopened", reasonOnly),
-  event("task_step_lease_expired", z.object({ run_id: z.string(), attempt_id: z.string(), lease_expires_at: TimestampSchema })),
+  /** `by_retry_policy`: the runtime reopened it on the orchestrator's behalf; otherwise the orchestrator did, which restarts the policy's count. */
+  event("task_step_reopened", z.object({ reason: TextSchema.nullable(), by_retry_policy: z.literal(true).optional(), on_behalf_of_agent_id: z.string().optional() })),
+  event(
+    "task_step_lease_expired",
+    z.object({ run_id: z.string(), attempt_id: z.string(), lease_expires_at: TimestampSchema, retry: RetryOutcomeSchema.optional() }),
+  ),
+  event("task_paused", reasonOnly),
+  event("task_resumed", reasonOnly),
+  /** Seed 004 action.required: the envelope's step_id is the step it holds up (null: task-level). */
+  event(
+    "action_requested",
+    z.object({
+      action_id: z.string(),
+      kind: ActionKindSchema,
+      prompt: TextSchema,
+      input_schema: z.record(z.string(), z.unknown()).nullable(),
+      expires_at: TimestampSchema,
+      attempt_id: z.string().nullable(),
+      run_id: z.string().nullable(),
+    }),
+  ),
+  /**
+   * Seed 004 action.resolved: who (the envelope's actor and `resolved_by_role`), when (created_at), the decision and
+   * the input. `lease_expires_at`: the lease of the step it held up, restarted from now (null when no claim waited).
+   */
+  event(
+    "action_resolved",
+    z.object({
+      action_id: z.string(),
+      decision: z.enum(["approved", "rejected", "submitted", "expired", "withdrawn"]),
+      input: JsonValueSchema.nullable(),
+      comment: TextSchema.nullable(),
+      resolved_by_role: z.string(),
+      lease_expires_at: TimestampSchema.nullable(),
+    }),
+  ),
   event(
     "task_progress",
     z.object({

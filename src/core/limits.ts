@@ -20,6 +20,8 @@ export interface CoreLimits {
    * `agents.child_cancel_timeout_ms`); the deadline is recorded in the WAL, so replay never reads this.
    */
   readonly childCancelTimeoutMs: number;
+  /** How long an action waits for a person when its request names no timeout (then it resolves as expired). */
+  readonly actionTimeoutMs: number;
 }
 
 /** The documented defaults. */
@@ -27,4 +29,5 @@ export const DEFAULT_LIMITS: CoreLimits = {
   maxStepsPerTask: 10_000,
   stepLeaseTimeoutMs: 60_000,
   childCancelTimeoutMs: 30_000,
+  actionTimeoutMs: 86_400_000,
 };

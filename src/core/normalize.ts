@@ -1,9 +1,11 @@
 /** @module Seed 001's normalized statuses for tasks, steps and attempts; native statuses stay as native_status. */
-import type { AttemptStatus, StepStatus, TaskStatus } from "./records.js";
+import type { ActionKind, AttemptStatus, Step, StepStatus, TaskStatus } from "./records.js";
+import type { DagState } from "./state.js";
 
 /** Seed 001's normalized statuses used on runtime events. */
 export type NormalizedStatus =
-  | "queued" | "preparing" | "running" | "blocked" | "retrying" | "cancelling" | "cancelled" | "timed_out" | "failed" | "lost" | "completed" | "unknown";
+  | "queued" | "preparing" | "running" | "waiting_input" | "waiting_permission" | "blocked" | "paused" | "retrying" | "cancelling" | "cancelled"
+  | "timed_out" | "failed" | "lost" | "completed" | "stale" | "unknown";
 
 /** Normalized status of a native step status (claimed: a worker holds it but has not started: preparing). */
 export const STEP_STATUS_MAP: Record<StepStatus, NormalizedStatus> = {
@@ -33,15 +35,49 @@ export const TASK_STATUS_MAP: Record<TaskStatus, NormalizedStatus> = {
   pending: "queued",
   running: "running",
   blocked: "blocked",
+  paused: "paused",
   completed: "completed",
   failed: "failed",
   cancelled: "cancelled",
 };
 
 /** Normalized statuses a task index entry may show (stale: the entry may lag its task). */
-export type NormalizedTaskStatus = (typeof TASK_STATUS_MAP)[TaskStatus] | "stale" | "unknown";
+export type NormalizedTaskStatus = NormalizedStatus;
 
 /** The normalized status of a native task status (pending waits for scheduling: queued). */
 export function normalizeTaskStatus(status: TaskStatus): NormalizedStatus {
   return TASK_STATUS_MAP[status];
+}
+
+/** What an open action of this kind makes its step or task wait for (seed 001). */
+export const WAITING_STATUS: Record<ActionKind, NormalizedStatus> = { approval: "waiting_permission", input: "waiting_input" };
+
+/**
+ * A step's normalized status from its facts: waiting for a person while an action on it is open, retrying while a
+ * retry its policy scheduled is pending, else the map of its native status.
+ */
+export function normalizedStepStatus(state: DagState, step: Step): NormalizedStatus {
+  const actionId = state.index.stepActions.get(step.step_id);
+  if (actionId !== undefined) return WAITING_STATUS[state.actions.get(actionId)!.kind];
+  if (step.retry_at !== null) return "retrying";
+  return STEP_STATUS_MAP[step.status];
+}
+
+/**
+ * The task's normalized status: a live task with an open task-level action waits for a person (approval before
+ * input: permission gates the work); otherwise the map of its native status.
+ */
+export function normalizedTaskStatus(state: DagState): NormalizedStatus {
+  const task = state.task!;
+  if (task.status === "pending" || task.status === "running" || task.status === "blocked") {
+    let waiting: NormalizedStatus | null = null;
+    for (const id of state.index.openActions) {
+      const action = state.actions.get(id)!;
+      if (action.step_id !== null) continue;
+      if (action.kind === "approval") return "waiting_permission";
+      waiting = "waiting_input";
+    }
+    if (waiting !== null) return waiting;
+  }
+  return TASK_STATUS_MAP[task.status];
 }

@@ -16,6 +16,8 @@ export interface ScratchStep {
   worker_pool_id: string;
   claimed_by_run_id: string | null;
   ordinal: number;
+  /** A retry its policy scheduled is pending: the step waits for it, not for readiness. */
+  awaiting_retry: boolean;
 }
 
 /** A status change a cancel_step or reopen_step op causes, emitted after task_updated unless the step is deleted later. */
@@ -53,6 +55,7 @@ export class PatchScratch {
         worker_pool_id: s.worker_pool_id,
         claimed_by_run_id: s.claimed_by_run_id,
         ordinal: s.ordinal,
+        awaiting_retry: s.retry_at !== null,
       });
     }
     for (const [id, set] of state.index.dependents) this.dependants.set(id, new Set(set));
@@ -66,8 +69,8 @@ export class PatchScratch {
   }
 
   /** Adds a new pending step with the next ordinal; its dependency list is its own. */
-  add(step: Omit<ScratchStep, "status" | "claimed_by_run_id" | "ordinal">): void {
-    this.steps.set(step.step_id, { ...step, depends_on_step_ids: [...step.depends_on_step_ids], status: "pending", claimed_by_run_id: null, ordinal: this.nextOrdinal++ });
+  add(step: Omit<ScratchStep, "status" | "claimed_by_run_id" | "ordinal" | "awaiting_retry">): void {
+    this.steps.set(step.step_id, { ...step, depends_on_step_ids: [...step.depends_on_step_ids], status: "pending", claimed_by_run_id: null, ordinal: this.nextOrdinal++, awaiting_retry: false });
     this.depsChanged.add(step.step_id);
     for (const dep of step.depends_on_step_ids) this.link(dep, step.step_id);
   }
@@ -84,6 +87,8 @@ export class PatchScratch {
   /** Sets a step's status at op `index` (cancel_step, reopen_step); its event follows task_updated. */
   setStatus(step: ScratchStep, status: "cancelled" | "pending", mark: Omit<StatusMark, "step_id">): void {
     step.status = status;
+    // The orchestrator's cancel or reopen supersedes a scheduled retry.
+    step.awaiting_retry = false;
     this.statusMarks.push({ ...mark, step_id: step.step_id });
   }
 

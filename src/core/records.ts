@@ -1,5 +1,6 @@
 /** @module Zod schemas and types of the records a task DAG holds: task, step, worker run, attempt. */
 import { z } from "zod";
+import { JsonObjectSchema, JsonValueSchema } from "./json-bounds.js";
 import { ID_PATTERN, MAX_ARTIFACTS, MAX_TEXT, MAX_TITLE } from "./limits.js";
 
 /** A safe id or wal name: `^[a-z0-9_-]{1,64}$`, so never `/`, `..`, a hidden name, empty or too long. */
@@ -13,8 +14,8 @@ export const TextSchema = z.string().max(MAX_TEXT);
 /** Artifact references produced by a step. */
 export const ArtifactIdsSchema = z.array(z.string().min(1).max(512)).max(MAX_ARTIFACTS);
 
-/** Task status (003 "Status"). */
-export const TASK_STATUSES = ["pending", "running", "blocked", "completed", "failed", "cancelled"] as const;
+/** Task status (003 "Status", plus seed 001's `paused`: intentionally stopped and resumable, unlike `blocked`). */
+export const TASK_STATUSES = ["pending", "running", "blocked", "paused", "completed", "failed", "cancelled"] as const;
 /** Task status (003 "Status"). */
 export const TaskStatusSchema = z.enum(TASK_STATUSES);
 /** Task status (003 "Status"). */
@@ -44,26 +45,102 @@ export function releasesClaim(status: unknown): boolean {
 /** The worker pool a step belongs to when the orchestrator names none. */
 export const DEFAULT_WORKER_POOL = "default";
 
-/** The task record (003 "DAG Model" task fields; `root_step_ids` is derived by the view). */
-export const TaskSchema = z.object({
+/**
+ * Seed 001's retry policy (on a step, or the task's default): an attempt that ends failed, timed_out or lost is
+ * retried after `initial_interval_ms * backoff_coefficient^(n-1)` (at most `max_interval_ms`) until
+ * `max_attempts` attempts were made; a failure whose reason is in `non_retryable_reasons` is final at once.
+ */
+export const RetryPolicySchema = z.strictObject({
+  max_attempts: z.number().int().min(1).max(100),
+  initial_interval_ms: z.number().int().min(0).max(86_400_000),
+  backoff_coefficient: z.number().min(1).max(100),
+  max_interval_ms: z.number().int().min(0).max(7 * 86_400_000),
+  non_retryable_reasons: z.array(z.string().min(1).max(200)).max(50).optional(),
+});
+/** A retry policy. */
+export type RetryPolicy = z.infer<typeof RetryPolicySchema>;
+
+/** Seed 001's acceptance: criteria for people and models, and artifacts `complete` requires (never interpreted otherwise). */
+export const AcceptanceSchema = z.strictObject({
+  criteria: TextSchema.optional(),
+  required_artifacts: z.array(z.string().min(1).max(512)).max(MAX_ARTIFACTS).optional(),
+});
+/** Acceptance of a task. */
+export type Acceptance = z.infer<typeof AcceptanceSchema>;
+
+/** Acceptance as stored: WALs written before it became an object hold a string (its criteria; see acceptanceOf). */
+export const StoredAcceptanceSchema = z.union([AcceptanceSchema, TextSchema]);
+
+/** Stored acceptance as the record holds it: a string from an older WAL is its criteria. */
+export function acceptanceOf(stored: Acceptance | string | null | undefined): Acceptance | null {
+  if (stored === null || stored === undefined) return null;
+  return typeof stored === "string" ? { criteria: stored } : stored;
+}
+
+/** Seed 001's task visibility. */
+export const VisibilitySchema = z.enum(["foreground", "background", "internal", "hidden"]);
+
+/** Who asked for, owns or is assigned a task (seed 001 attribution: a user, agent, workflow, channel or worker id). */
+export const AttributionSchema = z.string().min(1).max(200);
+
+/** A structured failure fact (seed 001 `last_error`): a code, a message, and where and when it happened. */
+export const ErrorFactSchema = z.object({
+  code: z.string(),
+  message: z.string().nullable(),
+  step_id: z.string().nullable(),
+  attempt_id: z.string().nullable(),
+  at: TimestampSchema,
+});
+/** A structured failure fact. */
+export type ErrorFact = z.infer<typeof ErrorFactSchema>;
+
+/**
+ * The task record fields of seed 001 that the orchestrator sets on create and with the `update_task` patch op:
+ * stored in the WAL and returned, never interpreted by the scheduler (except `acceptance.required_artifacts`,
+ * which `complete` checks, and `default_retry_policy`).
+ */
+export const TaskRecordFieldsSchema = z.object({
+  objective: TextSchema.nullable(),
+  task_kind: z.string().max(64).nullable(),
+  task_family: z.string().max(64).nullable(),
+  visibility: VisibilitySchema.nullable(),
+  priority: z.number().int().nullable(),
+  requested_by: AttributionSchema.nullable(),
+  owner: AttributionSchema.nullable(),
+  assignee: AttributionSchema.nullable(),
+  scope: JsonObjectSchema.nullable(),
+  constraints: JsonObjectSchema.nullable(),
+  task_profile: JsonObjectSchema.nullable(),
+  acceptance: AcceptanceSchema.nullable(),
+  metadata: JsonObjectSchema.nullable(),
+  thread_id: z.string().max(200).nullable(),
+  parent_task_id: z.string().max(200).nullable(),
+  root_task_id: z.string().max(200).nullable(),
+  default_retry_policy: RetryPolicySchema.nullable(),
+});
+/** The orchestrator's task record fields. */
+export type TaskRecordFields = z.infer<typeof TaskRecordFieldsSchema>;
+/** Names of the orchestrator's task record fields. */
+export const TASK_RECORD_FIELDS = Object.keys(TaskRecordFieldsSchema.shape) as (keyof TaskRecordFields)[];
+
+/** The task record (003 "DAG Model" task fields and seed 001's record; `root_step_ids` is derived by the view). */
+export const TaskSchema = TaskRecordFieldsSchema.extend({
   task_id: IdSchema,
   session_id: z.string(),
   wal_name: IdSchema,
   title: TitleSchema,
   summary: TextSchema,
   status: TaskStatusSchema,
-  objective: TextSchema.nullable(),
-  task_kind: z.string().nullable(),
-  priority: z.number().int().nullable(),
-  acceptance: TextSchema.nullable(),
-  parent_task_id: z.string().nullable(),
-  metadata: z.record(z.string(), z.unknown()).nullable(),
   step_lease_timeout_ms: z.number().int().positive(),
   status_reason: TextSchema.nullable(),
+  /** The latest failure fact: a step's failed, timed-out or lost attempt, or the task's own failure. */
+  last_error: ErrorFactSchema.nullable(),
   created_by_agent_id: z.string(),
   created_by_run_id: z.string().nullable(),
   created_at: TimestampSchema,
   updated_at: TimestampSchema,
+  /** When the task first became running. */
+  started_at: TimestampSchema.nullable(),
   ended_at: TimestampSchema.nullable(),
 });
 /** The task record. */
@@ -99,6 +176,12 @@ export const StepSchema = z.object({
   status_reason: TextSchema.nullable(),
   /** True when the orchestrator changed the step while a run held it (003 "updated after dispatch"). */
   updated_after_dispatch: z.boolean(),
+  /** The step's own retry policy (null: the task's default_retry_policy, if any, applies). */
+  retry_policy: RetryPolicySchema.nullable(),
+  /** Attempts made under the retry policy since the orchestrator last reopened the step. */
+  retry_attempts: z.number().int().nonnegative(),
+  /** When a retry the policy scheduled reopens the step (normalized status `retrying` until then); else null. */
+  retry_at: TimestampSchema.nullable(),
   /** Creation order: queries sort by it (003: created_at ascending). */
   ordinal: z.number().int().nonnegative(),
   created_at: TimestampSchema,
@@ -179,3 +262,44 @@ export const AttemptSchema = z.object({
 });
 /** An attempt. */
 export type Attempt = z.infer<typeof AttemptSchema>;
+
+/** Action kinds (seed 004 action.required): a yes/no approval, or structured input checked against a schema. */
+export const ActionKindSchema = z.enum(["approval", "input"]);
+/** An action kind. */
+export type ActionKind = z.infer<typeof ActionKindSchema>;
+
+/** How an action was resolved: by a person (approved, rejected, submitted) or by the runtime (expired, withdrawn). */
+export const ActionDecisionSchema = z.enum(["approved", "rejected", "submitted", "expired", "withdrawn"]);
+/** How an action was resolved. */
+export type ActionDecision = z.infer<typeof ActionDecisionSchema>;
+
+/** Who resolved an action. */
+export const ActionResolverSchema = z.object({ agent_id: z.string(), role: z.string() });
+
+/**
+ * A human action (seed 004 action.required / action.resolved): a question the holder of a step (or the
+ * orchestrator, for the task) asks a person. While it is open the step's lease does not expire.
+ */
+export const ActionSchema = z.object({
+  action_id: z.string(),
+  task_id: IdSchema,
+  /** The step it holds up; null for a task-level action. */
+  step_id: IdSchema.nullable(),
+  /** The attempt that asked (a step-level action belongs to one claim of its step). */
+  attempt_id: z.string().nullable(),
+  run_id: z.string().nullable(),
+  kind: ActionKindSchema,
+  prompt: TextSchema,
+  input_schema: z.record(z.string(), z.unknown()).nullable(),
+  status: z.enum(["open", "resolved"]),
+  requested_by_agent_id: z.string(),
+  created_at: TimestampSchema,
+  expires_at: TimestampSchema,
+  decision: ActionDecisionSchema.nullable(),
+  input: JsonValueSchema.nullable(),
+  comment: TextSchema.nullable(),
+  resolved_by: ActionResolverSchema.nullable(),
+  resolved_at: TimestampSchema.nullable(),
+});
+/** A human action. */
+export type Action = z.infer<typeof ActionSchema>;

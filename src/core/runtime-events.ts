@@ -18,10 +18,13 @@
  * | task_step_started/updated| task.progress (step)                                                 |
  * | task_step_blocked        | task.blocked (step; its attempt ends blocked)                        |
  * | task_step_completed      | task.attempt.completed (or task.updated when no attempt was open)    |
- * | task_step_failed         | task.attempt.failed (+ task.timed_out for worker_timeout), or task.updated with no attempt |
+ * | task_step_failed         | task.attempt.failed (+ task.timed_out for worker_timeout), or task.updated with no attempt; then task.retrying (retry scheduled) or task.failed (retry_exhausted) under a retry policy |
  * | task_step_cancelled      | task.attempt.failed with status cancelled, or task.updated           |
  * | task_step_reopened       | task.retrying (step)                                                 |
- * | task_step_lease_expired  | task.lost (step, attempt lost)                                       |
+ * | task_step_lease_expired  | task.lost (step, attempt lost); then task.retrying or task.failed under a retry policy |
+ * | task_paused / task_resumed | task.paused / task.resumed                                         |
+ * | action_requested         | action.required, task.waiting (waiting_permission or waiting_input)  |
+ * | action_resolved          | action.resolved (decision approved, rejected, submitted, expired or withdrawn) |
  * | task_progress            | task.progress                                                        |
  * | worker_dispatched        | task.delegated, subagent.spawned                                     |
  * | worker_run_ended         | finished: subagent.completed; cancelled: task.cancel_requested (unless requested earlier or a late result), subagent.closed; timed_out: subagent.failed |
@@ -30,7 +33,7 @@
  */
 import { z } from "zod";
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
-import { ATTEMPT_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
+import { ATTEMPT_STATUS_MAP, TASK_STATUS_MAP, WAITING_STATUS } from "./normalize.js";
 import { runtimeSequence } from "./runtime-sequence.js";
 
 /** The envelope version this runtime emits. */
@@ -43,6 +46,7 @@ export const RUNTIME_EVENT_TYPES = [
   "task.failed", "task.lost", "task.completed", "task.delegated", "task.dependency.updated",
   "task.attempt.started", "task.attempt.completed", "task.attempt.failed",
   "subagent.spawned", "subagent.completed", "subagent.failed", "subagent.closed", "subagent.status",
+  "task.paused", "action.required", "action.resolved",
 ] as const;
 
 /** The envelope of a runtime event (our own schema; the draft's published JSON Schema is the contract it must meet). */
@@ -58,6 +62,7 @@ export const RuntimeEventSchema = z.object({
   runId: z.string().min(1).optional(),
   attemptId: z.string().min(1).optional(),
   subagentId: z.string().min(1).optional(),
+  actionId: z.string().min(1).optional(),
   nativeStatus: z.string().optional(),
   status: z.string().optional(),
   statusReason: z.string().optional(),
@@ -95,8 +100,11 @@ type Projection<K extends WalEventType> = (e: WalEventOf<K>, actor: ActorFields)
 type Projections = { [K in WalEventType]: Projection<K> };
 
 /** A task's own status change: one runtime event of `type`, the task's native status and its reason. */
-function taskStatus(type: "task.blocked" | "task.resumed" | "task.completed" | "task.failed" | "task.cancelled", native: "blocked" | "pending" | "completed" | "failed" | "cancelled") {
-  return (e: WalEventOf<"task_blocked" | "task_reopened" | "task_completed" | "task_failed" | "task_cancelled">, actor: ActorFields): Fields[] => [
+function taskStatus(
+  type: "task.blocked" | "task.resumed" | "task.paused" | "task.completed" | "task.failed" | "task.cancelled",
+  native: "blocked" | "pending" | "paused" | "completed" | "failed" | "cancelled",
+) {
+  return (e: WalEventOf<"task_blocked" | "task_reopened" | "task_paused" | "task_resumed" | "task_completed" | "task_failed" | "task_cancelled">, actor: ActorFields): Fields[] => [
     { type, nativeStatus: native, status: TASK_STATUS_MAP[native], statusReason: e.payload.reason ?? undefined, payload: { ...actor } },
   ];
 }
@@ -137,6 +145,8 @@ const projections: Projections = {
   task_running: () => [{ type: "task.started", nativeStatus: "running", status: "running", payload: {} }],
   task_blocked: taskStatus("task.blocked", "blocked"),
   task_reopened: taskStatus("task.resumed", "pending"),
+  task_paused: taskStatus("task.paused", "paused"),
+  task_resumed: taskStatus("task.resumed", "pending"),
   task_completed: taskStatus("task.completed", "completed"),
   task_failed: taskStatus("task.failed", "failed"),
   task_cancelled: taskStatus("task.cancelled", "cancelled"),
@@ -195,7 +205,8 @@ const projections: Projections = {
     const payload = compact({ resultSummary: e.payload.result_summary, artifactIds: e.payload.artifact_ids, ...actor });
     if (attemptId === undefined) return [{ type: "task.updated", ...base, status: "failed", payload }];
     const failed: Fields = { type: "task.attempt.failed", ...base, status, payload };
-    return e.payload.attempt_status === "timed_out" ? [failed, { type: "task.timed_out", ...base, status: "timed_out", payload: {} }] : [failed];
+    const out = e.payload.attempt_status === "timed_out" ? [failed, { type: "task.timed_out" as const, ...base, status: "timed_out", payload: {} }] : [failed];
+    return [...out, ...retryEvents(e)];
   },
   task_step_cancelled(e, actor) {
     const attemptId = attemptOf(e);
@@ -216,7 +227,35 @@ const projections: Projections = {
       statusReason: "lease_expired",
       payload: { leaseExpiresAt: e.payload.lease_expires_at },
     },
+    ...retryEvents(e),
   ],
+  action_requested(e, actor) {
+    const p = e.payload;
+    const status = WAITING_STATUS[p.kind];
+    const ids = { ...stepFields(e), actionId: p.action_id, attemptId: p.attempt_id ?? undefined, runId: p.run_id ?? undefined };
+    return [
+      {
+        type: "action.required",
+        ...ids,
+        status: "open",
+        payload: compact({ kind: p.kind, prompt: p.prompt, inputSchema: p.input_schema, expiresAt: p.expires_at, ...actor }),
+      },
+      { type: "task.waiting", ...ids, status, statusReason: p.kind === "approval" ? "waiting_for_approval" : "waiting_for_input", payload: { waitingFor: p.kind === "approval" ? "permission" : "input", expiresAt: p.expires_at } },
+    ];
+  },
+  action_resolved(e, actor) {
+    const p = e.payload;
+    return [
+      {
+        type: "action.resolved",
+        ...stepFields(e),
+        actionId: p.action_id,
+        status: "resolved",
+        statusReason: p.decision,
+        payload: compact({ decision: p.decision, input: p.input, comment: p.comment, resolvedBy: { ...actor, role: p.resolved_by_role }, leaseExpiresAt: p.lease_expires_at }),
+      },
+    ];
+  },
   task_progress(e, actor) {
     const p = e.payload;
     const progress = compact({ phase: p.phase, summary: p.summary, counters: p.counters, outputRefs: p.output_refs });
@@ -283,6 +322,17 @@ export function projectEvent(e: WalEvent): RuntimeEvent[] {
       taskId: e.task_id,
     }) as RuntimeEvent,
   );
+}
+
+/** What a retry policy made of an ended attempt: task.retrying until retry_at, or task.failed as retry_exhausted. */
+function retryEvents(e: WalEventOf<"task_step_failed" | "task_step_lease_expired">): Fields[] {
+  const retry = e.payload.retry;
+  if (retry === undefined) return [];
+  const counts = { attempts: retry.attempts, maxAttempts: retry.max_attempts };
+  if (retry.retry_at === null) {
+    return [{ type: "task.failed", ...stepFields(e), nativeStatus: "failed", status: "failed", statusReason: "retry_exhausted", payload: counts }];
+  }
+  return [{ type: "task.retrying", ...stepFields(e), nativeStatus: e.event_type === "task_step_failed" ? "failed" : "pending", status: "retrying", statusReason: "retry_policy", payload: { ...counts, retryAt: retry.retry_at } }];
 }
 
 /** The attempt an attempt-closing event closed, when the WAL recorded it. */

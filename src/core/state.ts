@@ -1,5 +1,5 @@
 /** @module The in-memory task DAG and the derived indexes that keep the hot path free of whole-DAG scans. */
-import type { Attempt, Step, StepStatus, Task, WorkerRun } from "./records.js";
+import type { Action, Attempt, Step, StepStatus, Task, WorkerRun } from "./records.js";
 import { HELD_STEP_STATUSES, STEP_STATUSES, TERMINAL_TASK_STATUSES } from "./records.js";
 import { ReadyQueue } from "./ready-queue.js";
 
@@ -38,6 +38,12 @@ export interface DagIndex {
   readonly activeRuns: Set<string>;
   /** Runs a task-level stop asked to cancel and not yet ended: their deadlines outlive the task. */
   readonly cancellingRuns: Set<string>;
+  /** Open actions, in the order they were asked. */
+  readonly openActions: Set<string>;
+  /** step id → its open action: while there is one, the step's lease does not expire. */
+  readonly stepActions: Map<string, string>;
+  /** Steps waiting for a retry their policy scheduled (retry_at set). */
+  readonly retrying: Set<string>;
 }
 
 /** A task DAG as the core holds it: records plus derived indexes. */
@@ -46,6 +52,8 @@ export interface DagState {
   readonly steps: Map<string, Step>;
   readonly runs: Map<string, WorkerRun>;
   readonly attempts: Map<string, Attempt>;
+  /** Human actions, open and resolved, in the order they were asked. */
+  readonly actions: Map<string, Action>;
   /** Latest progress per step id; the key "" holds task-level progress. */
   readonly progress: Map<string, ProgressRecord>;
   last_wal_seq: number;
@@ -64,6 +72,7 @@ export function emptyState(): DagState {
     steps: new Map(),
     runs: new Map(),
     attempts: new Map(),
+    actions: new Map(),
     progress: new Map(),
     last_wal_seq: 0,
     next_ordinal: 0,
@@ -76,6 +85,9 @@ export function emptyState(): DagState {
       held: new Set(),
       activeRuns: new Set(),
       cancellingRuns: new Set(),
+      openActions: new Set(),
+      stepActions: new Map(),
+      retrying: new Set(),
     },
   };
 }
@@ -103,6 +115,7 @@ export function indexStep(state: DagState, step: Step): void {
   if (step.required && step.status !== "completed") index.requiredNotCompleted += 1;
   if (step.status === "ready") addReady(state, step);
   if (HELD_STEP_STATUSES.has(step.status)) index.held.add(step.step_id);
+  if (step.retry_at !== null) index.retrying.add(step.step_id);
   for (const dep of step.depends_on_step_ids) addDependent(state, dep, step.step_id);
   index.unmetDeps.set(step.step_id, countUnmet(state.steps, step));
 }
@@ -127,6 +140,7 @@ export function unindexStep(state: DagState, step: Step): void {
   if (step.required && step.status !== "completed") index.requiredNotCompleted -= 1;
   if (step.status === "ready") removeReady(state, step);
   index.held.delete(step.step_id);
+  index.retrying.delete(step.step_id);
   for (const dep of step.depends_on_step_ids) removeDependent(state, dep, step.step_id);
   index.unmetDeps.delete(step.step_id);
 }
@@ -206,5 +220,11 @@ export function rebuildIndex(state: DagState): DagIndex {
     if (run.status === "active") fresh.index.activeRuns.add(run.run_id);
     if (run.status === "cancelling") fresh.index.cancellingRuns.add(run.run_id);
   }
+  for (const action of state.actions.values()) {
+    if (action.status !== "open") continue;
+    fresh.index.openActions.add(action.action_id);
+    if (action.step_id !== null) fresh.index.stepActions.set(action.step_id, action.action_id);
+  }
+  for (const step of state.steps.values()) if (step.retry_at !== null) fresh.index.retrying.add(step.step_id);
   return fresh.index;
 }

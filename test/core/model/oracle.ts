@@ -157,6 +157,10 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
     }
     case "reconcile_leases":
     case "update_task":
+    case "pause_task":
+    case "resume_task":
+    case "request_action":
+    case "respond_action":
       return {};
   }
 }

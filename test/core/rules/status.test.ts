@@ -7,8 +7,8 @@ import { Harness, observer, orchestrator, step, TASK } from "../harness.js";
 import { type Cmd, types, stepIds, payload, upd, setStep, optional, consistent, rejects, done, put, ids } from "./support.js";
 
 describe("Status", () => {
-  it("task statuses are pending, running, blocked, completed, failed, cancelled", () => {
-    expect([...TASK_STATUSES]).toEqual(["pending", "running", "blocked", "completed", "failed", "cancelled"]);
+  it("task statuses are 003's pending, running, blocked, completed, failed, cancelled, plus 001's paused", () => {
+    expect([...TASK_STATUSES]).toEqual(["pending", "running", "blocked", "paused", "completed", "failed", "cancelled"]);
   });
 
   it("step statuses are pending, ready, claimed, running, blocked, completed, failed, cancelled", () => {
