@@ -141,8 +141,10 @@ export class IdempotentWrites {
       case "dispatched":
         // The worker token is minted by the route from this run record (signing is async; the commit is not).
         return { run_id: value.run_id, agent_id: value.agent_id, run: structuredClone(state.runs.get(value.run_id)) };
-      case "action":
-        return { action_id: value.action_id, action: structuredClone(state.actions.get(value.action_id)) };
+      case "action": {
+        const action = structuredClone(state.actions.get(value.action_id)!);
+        return { action_id: action.action_id, status: action.status, expires_at: action.expires_at, action };
+      }
       case "none":
         return {};
     }

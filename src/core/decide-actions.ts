@@ -123,7 +123,7 @@ export function decideRespondAction(state: DagState, cmd: CommandOf<"respond_act
     resolved_by_role: ctx.actor.role,
     lease_expires_at: leaseAfterResolution(state, action, ctx.now),
   });
-  return accept(em);
+  return accept(em, { kind: "action", action_id: action.action_id });
 }
 
 /** Step events that end the claim a step-level action was asked under. */
