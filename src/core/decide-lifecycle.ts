@@ -7,7 +7,7 @@ import { closing, heldStepOf, TASK_STOP_REASONS } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { requireLiveTask, requireOrchestrator } from "./guards.js";
 import { type Step, TERMINAL_STEP_STATUSES } from "./records.js";
-import { type DagState, dependenciesCompleted, stepsCompleteable } from "./state.js";
+import { type DagState, dependenciesCompleted, missingRequiredArtifacts, stepsCompleteable } from "./state.js";
 
 function stepsInOrder(state: DagState, keep: (s: Step) => boolean): Step[] {
   return [...state.steps.values()].filter(keep).sort((a, b) => a.ordinal - b.ordinal);
@@ -44,7 +44,13 @@ function emitCancelRequests(state: DagState, em: Emitter, ctx: DecideContext, re
 
 /** Why the task cannot be completed now, or null (the `completeable` diagnostic of 003). */
 export function notCompleteableReason(state: DagState): RuntimeError | null {
-  if (stepsCompleteable(state)) return null;
+  if (stepsCompleteable(state)) {
+    const missing = missingRequiredArtifacts(state);
+    if (missing.length === 0) return null;
+    return runtimeError("task_not_completeable", `acceptance requires artifacts no completed step produced: ${missing.slice(0, 10).join(", ")}`, {
+      missing_artifacts: missing.slice(0, 50),
+    });
+  }
   const { index } = state;
   const required = stepsInOrder(state, (s) => s.required && s.status !== "completed").map((s) => s.step_id);
   return runtimeError("task_not_completeable", "every required step must be completed and no step claimed or running", {

@@ -4,8 +4,9 @@
  * DAG (or of one page of it: its steps, runs and attempts) in the draft's camelCase; facts the runtime does not
  * hold are said to be unknown or not applicable.
  */
-import { ATTEMPT_STATUS_MAP, STEP_STATUS_MAP, TASK_STATUS_MAP } from "./normalize.js";
-import type { Attempt, Step, WorkerRun } from "./records.js";
+import { ATTEMPT_STATUS_MAP, normalizedStepStatus, normalizedTaskStatus, STEP_STATUS_MAP } from "./normalize.js";
+import type { Action, Attempt, ErrorFact, Step, Task, WorkerRun } from "./records.js";
+import { effectivePolicy } from "./retry-policy.js";
 import type { DagState } from "./state.js";
 import { allItems, type TaskPageItems } from "./task-page.js";
 import { diagnostics } from "./views.js";
@@ -48,6 +49,42 @@ export function attemptRecord(state: DagState, a: Attempt) {
     lastError: a.last_error === null ? null : { code: a.last_error },
     completionSummary: a.result_summary,
     stepSnapshot: a.step_snapshot,
+    retryPolicy: step === undefined ? null : retryPolicyRecord(state, step),
+  });
+}
+
+/** The retry policy governing a step, in the draft's camelCase, with where it comes from. */
+function retryPolicyRecord(state: DagState, step: Step) {
+  const policy = effectivePolicy(state, step);
+  if (policy === null) return null;
+  return defined({
+    source: step.retry_policy === null ? "task_default" : "step",
+    maxAttempts: policy.max_attempts,
+    initialIntervalMs: policy.initial_interval_ms,
+    backoffCoefficient: policy.backoff_coefficient,
+    maxIntervalMs: policy.max_interval_ms,
+    nonRetryableReasons: policy.non_retryable_reasons,
+    attemptsMade: step.retry_attempts,
+    retryAt: step.retry_at,
+  });
+}
+
+/** An action in the draft's camelCase: what a person is asked, and how it was resolved. */
+export function actionRecord(a: Action) {
+  return defined({
+    actionId: a.action_id,
+    taskId: a.task_id,
+    stepId: a.step_id,
+    kind: a.kind,
+    prompt: a.prompt,
+    inputSchema: a.input_schema,
+    status: a.status,
+    decision: a.decision,
+    requestedBy: a.requested_by_agent_id,
+    createdAt: a.created_at,
+    expiresAt: a.expires_at,
+    resolvedAt: a.resolved_at,
+    resolvedBy: a.resolved_by === null ? null : { agentId: a.resolved_by.agent_id, role: a.resolved_by.role },
   });
 }
 
@@ -61,8 +98,16 @@ export function attemptRecords(state: DagState, items: TaskPageItems = allItems(
 
 /** What keeps a step (of the page's steps) from moving: its own block or failure, or dependencies that are not completing. */
 export function blockedSteps(state: DagState, items: TaskPageItems = allItems(state)) {
-  const out: { stepId: string; nativeStatus: string; status: string; reason: string | null; blockers: { stepId: string; nativeStatus: string }[]; requiredAction: string }[] = [];
+  const out: { stepId: string; nativeStatus: string; status: string; reason: string | null; blockers: { stepId: string; nativeStatus: string }[]; requiredAction: string; actionIds?: string[] }[] = [];
   for (const step of items.steps) {
+    const actionId = state.index.stepActions.get(step.step_id);
+    if (actionId !== undefined) {
+      // Waiting for a person: the action to answer is the blocker (seed 001 blocked_tasks: required action ids).
+      const status = normalizedStepStatus(state, step);
+      out.push({ stepId: step.step_id, nativeStatus: step.status, status, reason: "waiting_for_action", blockers: [], requiredAction: "respond_action", actionIds: [actionId] });
+      continue;
+    }
+    if (step.status === "failed" && step.retry_at !== null) continue;
     if (step.status === "blocked" || step.status === "failed") {
       out.push({ stepId: step.step_id, nativeStatus: step.status, status: STEP_STATUS_MAP[step.status], reason: step.status_reason, blockers: [], requiredAction: "reopen_step or change the DAG" });
       continue;
@@ -94,7 +139,7 @@ function producedArtifacts(steps: readonly Step[]) {
 export function taskGraph(state: DagState, items: TaskPageItems = allItems(state)) {
   const steps = items.steps;
   return {
-    nodes: steps.map((s) => ({ stepId: s.step_id, title: s.title, nativeStatus: s.status, status: STEP_STATUS_MAP[s.status], required: s.required, workerPoolId: s.worker_pool_id })),
+    nodes: steps.map((s) => ({ stepId: s.step_id, title: s.title, nativeStatus: s.status, status: normalizedStepStatus(state, s), required: s.required, workerPoolId: s.worker_pool_id })),
     edges: steps.flatMap((s) => s.depends_on_step_ids.map((dep) => ({ kind: "blocked_by", from: s.step_id, to: dep }))),
     spawnedWorkers: items.runs.map((r) => defined({ kind: "spawned_subagent", runId: r.run_id, agentId: r.agent_id, workerPoolId: r.worker_pool_id, status: r.status, stepId: r.current_step_id, cancelRequest: cancelRequestRecord(r) })),
     producedArtifacts: producedArtifacts(steps),
@@ -108,19 +153,28 @@ export function taskRecord(state: DagState, items: TaskPageItems = allItems(stat
   const total = state.steps.size;
   const taskProgress = state.progress.get("");
   const current = [...state.runs.values()].find((r) => r.status === "active" && r.current_step_id !== null);
-  const started = [...state.attempts.values()][0]?.started_at ?? null;
   return defined({
     taskId: task.task_id,
     sessionId: task.session_id,
+    threadId: task.thread_id,
     parentTaskId: task.parent_task_id,
+    rootTaskId: task.root_task_id,
     title: task.title,
     objective: task.objective ?? task.summary,
     taskKind: task.task_kind,
-    visibility: "internal",
-    status: TASK_STATUS_MAP[task.status],
+    taskFamily: task.task_family,
+    // Not said by the orchestrator: unknown, never a guess.
+    visibility: task.visibility ?? "unknown",
+    status: normalizedTaskStatus(state),
     nativeStatus: task.status,
     priority: task.priority === null ? null : String(task.priority),
-    owner: { agentId: task.created_by_agent_id, runId: task.created_by_run_id },
+    requestedBy: task.requested_by === null ? null : { id: task.requested_by },
+    owner: task.owner === null ? { agentId: task.created_by_agent_id, runId: task.created_by_run_id } : { id: task.owner },
+    assignee: task.assignee === null ? null : { id: task.assignee },
+    scope: task.scope,
+    constraints: task.constraints,
+    taskProfile: task.task_profile,
+    acceptance: acceptanceRecord(state, task),
     currentRunId: current?.run_id ?? null,
     progress: defined({
       percent: total === 0 ? 0 : Math.round((c.completed / total) * 100),
@@ -130,16 +184,33 @@ export function taskRecord(state: DagState, items: TaskPageItems = allItems(stat
       counters: taskProgress?.counters ?? null,
       diagnostics: diagnostics(state),
     }),
-    relationships: items.steps.map((s) => ({ kind: "child_step", targetId: s.step_id, status: STEP_STATUS_MAP[s.status] })),
+    relationships: items.steps.map((s) => ({ kind: "child_step", targetId: s.step_id, status: normalizedStepStatus(state, s) })),
     artifacts: producedArtifacts(items.steps).map((a) => ({ artifactId: a.artifactId, stepId: a.stepId })),
     // Delivery of results to a parent or channel is not something this runtime does.
     deliveryState: { status: "not_applicable" },
     statusReason: task.status_reason,
+    lastError: task.last_error === null ? null : errorRecord(task.last_error),
     createdAt: task.created_at,
     updatedAt: task.updated_at,
-    startedAt: started,
+    startedAt: task.started_at,
     endedAt: task.ended_at,
   });
+}
+
+/** Seed 001's acceptance as the snapshot's list of objects: the criteria, and each required artifact with whether a completed step produced it. */
+function acceptanceRecord(state: DagState, task: Task) {
+  const acceptance = task.acceptance;
+  if (acceptance === null) return null;
+  const produced = new Set(producedArtifacts([...state.steps.values()]).map((a) => a.artifactId));
+  return [
+    ...(acceptance.criteria === undefined ? [] : [{ kind: "criteria", criteria: acceptance.criteria }]),
+    ...(acceptance.required_artifacts ?? []).map((id) => ({ kind: "required_artifact", artifactId: id, satisfied: produced.has(id) })),
+  ];
+}
+
+/** A failure fact in the draft's camelCase. */
+function errorRecord(e: ErrorFact) {
+  return defined({ code: e.code, message: e.message, stepId: e.step_id, attemptId: e.attempt_id, at: e.at });
 }
 
 /** The 001 read model of one task (or of one page of it): record, graph, attempts, blocked steps, delivery state. */
@@ -149,6 +220,8 @@ export function taskReadModel(state: DagState, items: TaskPageItems = allItems(s
     taskGraph: taskGraph(state, items),
     attempts: attemptRecords(state, items),
     blockedTasks: blockedSteps(state, items),
+    /** Open actions: what the task waits for people to answer. */
+    openActions: [...state.index.openActions].map((id) => actionRecord(state.actions.get(id)!)),
     deliveryState: { status: "not_applicable" },
   };
 }

@@ -197,6 +197,23 @@ export function stepsCompleteable(state: DagState): boolean {
   return state.index.requiredNotCompleted === 0 && state.index.held.size === 0;
 }
 
+/**
+ * The task's `acceptance.required_artifacts` that no completed step has produced (seed 001: completion binds to
+ * artifact facts). Scans the steps only when the task names required artifacts.
+ */
+export function missingRequiredArtifacts(state: DagState): string[] {
+  const required = state.task?.acceptance?.required_artifacts;
+  if (required === undefined || required.length === 0) return [];
+  const produced = new Set<string>();
+  for (const step of state.steps.values()) if (step.status === "completed") for (const id of step.artifact_ids) produced.add(id);
+  return required.filter((id) => !produced.has(id));
+}
+
+/** `completeable` of 003 and seed 001 together: the steps allow it and every required artifact is produced. */
+export function taskCompleteable(state: DagState): boolean {
+  return stepsCompleteable(state) && missingRequiredArtifacts(state).length === 0;
+}
+
 /** True when the task is completed, failed or cancelled. */
 export function isTerminalTask(task: Task): boolean {
   return TERMINAL_TASK_STATUSES.has(task.status);

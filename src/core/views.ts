@@ -5,14 +5,15 @@ import { runtimeError } from "./errors.js";
 import { checkScope } from "./guards.js";
 import { err, ok, type Result } from "./result.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, TERMINAL_STEP_STATUSES, type Task, type WorkerRun } from "./records.js";
-import { type DagState, isTerminalTask, stepsCompleteable } from "./state.js";
+import { normalizedTaskStatus, type NormalizedStatus } from "./normalize.js";
+import { type DagState, isTerminalTask, taskCompleteable } from "./state.js";
 import { allItems, type TaskPageItems } from "./task-page.js";
 
 /** Diagnostics of 003 "Status": derived facts, never written to the WAL. */
 export interface Diagnostics {
-  /** Every required step completed and none claimed or running. */
+  /** Every required step completed, none claimed or running, and every artifact acceptance requires produced. */
   readonly completeable: boolean;
-  /** Nothing ready, claimed or running, yet pending, blocked or failed steps remain. */
+  /** Nothing ready, claimed, running or waiting for a scheduled retry, yet pending, blocked or failed steps remain. */
   readonly stalled: boolean;
 }
 
@@ -21,9 +22,9 @@ export function diagnostics(state: DagState): Diagnostics {
   const task = state.task;
   if (task === null || isTerminalTask(task)) return { completeable: false, stalled: false };
   const c = state.index.statusCounts;
-  const moving = c.ready + c.claimed + c.running;
+  const moving = c.ready + c.claimed + c.running + state.index.retrying.size;
   return {
-    completeable: stepsCompleteable(state),
+    completeable: taskCompleteable(state),
     stalled: moving === 0 && c.pending + c.blocked + c.failed > 0,
   };
 }
@@ -33,7 +34,13 @@ export interface TaskSummary {
   readonly task_id: string;
   readonly title: string;
   readonly status: Task["status"];
+  /** Seed 001's status: paused, waiting_permission / waiting_input (an open task-level action), or the native one's. */
+  readonly normalized_status: NormalizedStatus;
   readonly step_counts: Record<StepStatus, number>;
+  /** Open actions, task- and step-level: people the task waits for. */
+  readonly open_actions: number;
+  /** Steps waiting for a retry their policy scheduled. */
+  readonly retrying_steps: number;
   readonly total_steps: number;
   readonly active_runs: number;
   /** Runs a task-level fail/cancel asked to cancel that have not ended yet (003: waited for until a deadline). */
@@ -59,7 +66,10 @@ export function taskSummary(state: DagState): TaskSummary {
     task_id: task.task_id,
     title: task.title,
     status: task.status,
+    normalized_status: normalizedTaskStatus(state),
     step_counts: { ...state.index.statusCounts },
+    open_actions: state.index.openActions.size,
+    retrying_steps: state.index.retrying.size,
     total_steps: state.steps.size,
     active_runs: state.index.activeRuns.size,
     cancelling_runs: state.index.cancellingRuns.size,
@@ -89,9 +99,16 @@ export function taskView(state: DagState, items: TaskPageItems = allItems(state)
     attempts: items.attempts,
     runs: items.runs,
     progress: steps.length === state.steps.size ? [...state.progress.values()] : pageProgress(state, steps),
+    actions: steps.length === state.steps.size ? [...state.actions.values()] : pageActions(state, steps),
     diagnostics: diagnostics(state),
     wal_seq: state.last_wal_seq,
   };
+}
+
+/** The actions of these steps and the task's own, in the order they were asked. */
+function pageActions(state: DagState, steps: readonly Step[]) {
+  const ids = new Set(steps.map((s) => s.step_id));
+  return [...state.actions.values()].filter((a) => a.step_id === null || ids.has(a.step_id));
 }
 
 /** The progress records of these steps and the task's own, in the order they were first reported. */
