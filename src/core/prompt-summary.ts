@@ -4,7 +4,8 @@
  */
 import type { Actor } from "./context.js";
 import type { WalEvent } from "./events.js";
-import { DEFAULT_WORKER_POOL, type Step } from "./records.js";
+import { normalizedTaskStatus } from "./normalize.js";
+import { type Action, DEFAULT_WORKER_POOL, type Step } from "./records.js";
 import type { DagState } from "./state.js";
 import { diagnostics } from "./views.js";
 
@@ -28,7 +29,11 @@ const FOOTER_RESERVE = 40;
 const stepLine = (s: Step) =>
   `- ${s.step_id} [${s.status}${s.required ? "" : ", optional"}${s.worker_pool_id === DEFAULT_WORKER_POOL ? "" : `, pool ${s.worker_pool_id}`}] ${s.title}` +
   (s.claimed_by_agent_id === null ? "" : ` (held by ${s.claimed_by_agent_id})`) +
-  (s.status_reason === null ? "" : ` — ${s.status_reason}`);
+  (s.status_reason === null ? "" : ` — ${s.status_reason}`) +
+  (s.retry_at === null ? "" : ` (retry at ${s.retry_at})`);
+
+const actionLine = (a: Action) =>
+  `- ${a.action_id} [${a.kind}${a.step_id === null ? ", task" : `, step ${a.step_id}`}] ${JSON.stringify(a.prompt.slice(0, 200))} (expires ${a.expires_at})`;
 
 /**
  * Builds the summary for `actor`. Sections are filled in priority order until the budget is spent:
@@ -39,8 +44,9 @@ export function promptSummary(state: DagState, actor: Actor, recent: readonly Wa
   const task = state.task!;
   const c = state.index.statusCounts;
   const d = diagnostics(state);
+  const normalized = normalizedTaskStatus(state);
   const header = [
-    `Task ${task.task_id} "${task.title}" is ${task.status}.`,
+    `Task ${task.task_id} "${task.title}" is ${task.status}${normalized.startsWith("waiting_") ? ` (${normalized})` : ""}.`,
     `Steps: ${state.steps.size} total — ${c.ready} ready, ${c.claimed + c.running} running, ${c.blocked} blocked, ${c.pending} pending, ${c.completed} completed, ${c.failed} failed, ${c.cancelled} cancelled.`,
     `Diagnostics: completeable=${d.completeable}, stalled=${d.stalled}.`,
   ].join("\n");
@@ -51,7 +57,9 @@ export function promptSummary(state: DagState, actor: Actor, recent: readonly Wa
   const mineIds = new Set(mine.map((s) => s.step_id));
   const sections: { name: string; title: string; lines: string[] }[] = [
     { name: "your_steps", title: "Your claimed/running steps:", lines: mine.map(stepLine) },
+    { name: "open_actions", title: "Open actions (waiting for a person):", lines: [...state.index.openActions].map((id) => actionLine(state.actions.get(id)!)) },
     { name: "blocked", title: "Blocked steps:", lines: all.filter((s) => s.status === "blocked").map(stepLine) },
+    { name: "retrying", title: "Steps waiting for a retry:", lines: all.filter((s) => s.retry_at !== null).map(stepLine) },
     { name: "running", title: "Running/claimed steps:", lines: all.filter((s) => (s.status === "claimed" || s.status === "running") && !mineIds.has(s.step_id)).map(stepLine) },
     {
       name: "ready",
