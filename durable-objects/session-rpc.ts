@@ -2,7 +2,7 @@
  * @module The session object's RPC surface as its callers see it (routes, the task object, the bindings in
  * src/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
  */
-import type { IndexEntry, SessionSnapshot, TaskListPage } from "../src/contract/index.js";
+import type { IndexEntry, SessionActionPage, SessionSnapshot, TaskListPage } from "../src/contract/index.js";
 import type { Idempotency } from "./idempotency-store.js";
 import type { RpcResult } from "./rpc-result.js";
 
@@ -32,6 +32,8 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   streamEvents(afterSeq: number): Promise<RpcResult<ReadableStream<Uint8Array>>>;
   /** agent.task_list. */
   listTasks(query: TaskListQuery): Promise<TaskListPage>;
+  /** The session's inbox: open actions of all its tasks, newest first. */
+  listOpenActions(query: { limit?: number; offset?: number }): Promise<SessionActionPage>;
   /** The session snapshot; null when no session of this id was created. */
   snapshot(): Promise<SessionSnapshot | null>;
 }

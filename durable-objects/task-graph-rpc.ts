@@ -2,8 +2,8 @@
  * @module The task object's RPC surface as its callers see it (routes, the session object, the bindings in
  * src/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
  */
-import type { AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
-import type { Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
+import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
+import type { Action, Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
 import type { Idempotency } from "./idempotency-store.js";
 import type { RpcResult } from "./rpc-result.js";
 import type { TaskCursor } from "./sse-frames.js";
@@ -35,6 +35,10 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   streamEvents(actor: Actor, cursor: TaskCursor): Promise<RpcResult<ReadableStream<Uint8Array>>>;
   /** The compact Task DAG summary for a prompt (003 "Prompt Context"). */
   summary(actor: Actor, tokenBudget: number): Promise<RpcResult<PromptSummary>>;
+  /** agent.task_actions: the task's human actions, oldest first, optionally only open or only resolved ones. */
+  listActions(actor: Actor, query: { status?: "open" | "resolved"; limit?: number; offset?: number }): Promise<RpcResult<ActionPage>>;
+  /** agent.task_action: one action; with `waitMs` > 0 it answers once the action is resolved or the wait ends. */
+  getAction(actor: Actor, actionId: string, waitMs: number): Promise<RpcResult<{ action: Action }>>;
   /** The session index entry; null when no task was created. */
   indexEntry(): Promise<IndexEntry | null>;
 }

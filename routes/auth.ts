@@ -55,7 +55,7 @@ export function requireAdmin(c: Context<AppEnv>): void {
 /** A token caller in session `sid` (any role), or 403. Admin tokens do not act inside sessions. */
 export function requireSessionActor(c: Context<AppEnv>, sid: string): Actor {
   const caller = c.get("caller");
-  if (caller.kind !== "token") fail("permission_denied", "use a session token (orchestrator, worker or observer) for this operation");
+  if (caller.kind !== "token") fail("permission_denied", "use a session token (orchestrator, worker, observer or approver) for this operation");
   if (caller.claims.sid !== sid) fail("permission_denied", "the token belongs to another session");
   return caller.actor;
 }

@@ -2,14 +2,21 @@
 import { z } from "zod";
 import { ERROR_CODES, MAX_DOCUMENT_DEPTH, MAX_JSON_BYTES, MAX_JSON_DEPTH } from "../src/core/index.js";
 import {
+  ActionGetQueryParams,
+  ActionListQueryParams,
   CancelRunBody,
   CreateSessionBody,
   CreateTaskBody,
   DispatchWorkerBody,
   FinishRunBody,
   MintTokenBody,
+  PauseBody,
   ProgressBody,
   ReasonBody,
+  RequestActionBody,
+  RespondActionBody,
+  ResumeBody,
+  SessionActionsQueryParams,
   StepQueryParams,
   SummaryQueryParams,
   TaskListQueryParams,
@@ -20,7 +27,7 @@ import {
 import { BatchBody, EmptyBody, EventsQueryParams, TaskGetQueryParams } from "./schemas.js";
 
 /** Who may call an operation. */
-export type Role = "admin" | "orchestrator" | "worker" | "observer";
+export type Role = "admin" | "orchestrator" | "worker" | "observer" | "approver";
 
 /** One operation of the HTTP API. */
 export interface Operation {
@@ -42,12 +49,13 @@ export interface Operation {
 
 const S = "/v1/sessions/{sid}";
 const T = `${S}/tasks/{tid}`;
-const inScope: readonly Role[] = ["orchestrator", "worker", "observer"];
+/** Every session token may read: an approver reads like an observer. */
+const inScope: readonly Role[] = ["orchestrator", "worker", "observer", "approver"];
 
 /** Every v1 operation, in API.md's order. */
 export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: "/v1/sessions", operationId: "createSession", tool: "create_session", roles: ["admin"], summary: "Create a session; returns orchestrator and observer tokens.", body: CreateSessionBody },
-  { method: "post", path: `${S}/tokens`, operationId: "mintToken", tool: "mint_token", roles: ["admin", "orchestrator"], summary: "Mint an orchestrator or observer token.", body: MintTokenBody },
+  { method: "post", path: `${S}/tokens`, operationId: "mintToken", tool: "mint_token", roles: ["admin", "orchestrator"], summary: "Mint an orchestrator, observer or approver token.", body: MintTokenBody },
   { method: "get", path: S, operationId: "getSession", tool: "get_session", roles: inScope, summary: "Session snapshot with task_summary counts." },
   { method: "get", path: `${S}/tasks`, operationId: "listTasks", tool: "agent.task_list", roles: inScope, summary: "List tasks: active by default; include_terminal adds terminal ones, newest first.", query: TaskListQueryParams },
   { method: "post", path: `${S}/tasks`, operationId: "createTask", tool: "agent.task_create", roles: ["orchestrator"], summary: "Create a task DAG.", body: CreateTaskBody },
@@ -63,13 +71,21 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: `${T}/workers`, operationId: "dispatchWorker", tool: "agent.dispatch_worker", roles: ["orchestrator"], summary: "Start a worker run; returns its token.", body: DispatchWorkerBody },
   { method: "post", path: `${T}/runs/{run}/finish`, operationId: "finishRun", tool: "finish_worker_run", roles: ["worker", "orchestrator"], summary: "End a worker run; a still-held step fails with the fallback reason. A run a task's fail/cancel asked to cancel ends with its result.", body: FinishRunBody },
   { method: "post", path: `${T}/runs/{run}/cancel`, operationId: "cancelRun", tool: "cancel_worker_run", roles: ["orchestrator"], summary: "Cancel a worker run (its held step fails with worker_cancelled).", body: CancelRunBody },
+  { method: "post", path: `${T}/pause`, operationId: "pauseTask", tool: "agent.task_pause", roles: ["orchestrator"], summary: "Pause the task: no dispatch and no claim (409 task_not_dispatchable) until resumed; held steps go on and their leases still run.", body: PauseBody },
+  { method: "post", path: `${T}/resume`, operationId: "resumeTask", tool: "agent.task_resume", roles: ["orchestrator"], summary: "Resume a paused task: back to pending, then ready steps and running as before.", body: ResumeBody },
+  { method: "post", path: `${T}/steps/{step}/actions`, operationId: "requestStepAction", tool: "agent.request_action", roles: ["worker", "orchestrator"], summary: "Ask a person about a held step (kind approval or input): 201 with action_id, status open and expires_at; the step's lease does not expire while the action is open and restarts when it is resolved. One open action per step.", body: RequestActionBody },
+  { method: "post", path: `${T}/actions`, operationId: "requestTaskAction", tool: "agent.request_action", roles: ["orchestrator"], summary: "Ask a person about the whole task (e.g. approve the plan): 201 with action_id, status open and expires_at; the task waits for permission or input while it is open.", body: RequestActionBody },
+  { method: "get", path: `${T}/actions`, operationId: "listTaskActions", tool: "agent.task_actions", roles: inScope, summary: "The task's human actions, oldest first, optionally only open or only resolved ones; paginated.", query: ActionListQueryParams },
+  { method: "get", path: `${T}/actions/{action_id}`, operationId: "getTaskAction", tool: "agent.task_action", roles: inScope, summary: "One human action; with wait_ms (at most 30,000) it answers as soon as the action is resolved, or with the still-open action when the wait ends.", query: ActionGetQueryParams },
+  { method: "post", path: `${T}/actions/{action_id}/respond`, operationId: "respondAction", tool: "agent.respond_action", roles: ["orchestrator", "approver"], summary: "Resolve an open action: approved, rejected or submitted (input checked against its input_schema, 400 validation_error otherwise); an answer to a resolved one is 409 action_resolved.", body: RespondActionBody },
+  { method: "get", path: `${S}/actions`, operationId: "listSessionActions", tool: "session_actions", roles: inScope, summary: "The session's inbox: open actions of all its tasks with their task's title, newest first; paginated.", query: SessionActionsQueryParams },
   { method: "get", path: `${T}/steps`, operationId: "querySteps", tool: "agent.task_query_steps", roles: inScope, summary: "Query steps (workers: ready steps in their scope, limit 5).", query: StepQueryParams },
   { method: "post", path: `${T}/steps/{step}/claim`, operationId: "claimStep", tool: "agent.task_claim_step", roles: ["worker"], summary: "Claim a ready step under a lease.", body: EmptyBody },
   { method: "post", path: `${T}/steps/claim-next`, operationId: "claimNextStep", tool: "agent.task_claim_next", roles: ["worker"], summary: "Claim the first claimable step in scope, or answer no_step_claimed.", body: EmptyBody },
   { method: "post", path: `${T}/steps/{step}/status`, operationId: "updateStepStatus", tool: "agent.task_update_step", roles: ["worker", "orchestrator"], summary: "Update a step's execution status and results.", body: UpdateStepBody },
   { method: "post", path: `${T}/steps/{step}/progress`, operationId: "appendProgress", tool: "append_task_progress", roles: ["worker", "orchestrator"], summary: "Report progress; renews the caller's lease.", body: ProgressBody },
-  { method: "post", path: `${T}/batch`, operationId: "batch", tool: "batch", roles: ["orchestrator", "worker"], summary: "Group commit: commands in order, one transaction, one result each (each with its own token).", body: BatchBody },
-  { method: "get", path: `${T}/socket`, operationId: "commandSocket", tool: "command_socket", roles: ["orchestrator", "worker"], summary: "WebSocket upgrade (token as Bearer or ?access_token=): batch bodies as frames {id, commands}, each answered by {id, results} in arrival order, or {id, status, error} for a frame refused whole; every command carries its own token.", stream: "websocket" },
+  { method: "post", path: `${T}/batch`, operationId: "batch", tool: "batch", roles: ["orchestrator", "worker", "approver"], summary: "Group commit: commands in order, one transaction, one result each (each with its own token).", body: BatchBody },
+  { method: "get", path: `${T}/socket`, operationId: "commandSocket", tool: "command_socket", roles: ["orchestrator", "worker", "approver"], summary: "WebSocket upgrade (token as Bearer or ?access_token=): batch bodies as frames {id, commands}, each answered by {id, results} in arrival order, or {id, status, error} for a frame refused whole; every command carries its own token.", stream: "websocket" },
   { method: "get", path: `${T}/summary`, operationId: "getTaskSummary", tool: "task_summary", roles: inScope, summary: "Compact DAG summary for a prompt, within token_budget.", query: SummaryQueryParams },
   { method: "get", path: `${T}/wal`, operationId: "exportWal", tool: "task_wal", roles: inScope, summary: "The WAL as JSON Lines after after_seq.", query: WalQueryParams },
   { method: "get", path: `${T}/events`, operationId: "streamTaskEvents", tool: "task_events", roles: inScope, summary: "Server-Sent Events of the task's runtime events (id: the event's sequence, strictly increasing); resumes exactly from Last-Event-ID or after_seq (a wal_seq); ends with an end frame once the task is terminal.", query: EventsQueryParams, stream: "sse" },

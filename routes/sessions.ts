@@ -1,8 +1,16 @@
-/** @module Session routes: create sessions, mint tokens, the session snapshot, task list and task create. */
+/** @module Session routes: create sessions, mint tokens, the session snapshot, task list, task create and the inbox of open actions. */
 import { Hono } from "hono";
 import { monotonicFactory } from "ulid";
 import { mintToken } from "../src/auth/tokens.js";
-import { type AnyWriteAnswer as WriteAnswer, CreateSessionBody, CreateTaskBody, MintTokenBody, TaskListQueryParams } from "../src/contract/index.js";
+import {
+  type AnyWriteAnswer as WriteAnswer,
+  CreateSessionBody,
+  CreateTaskBody,
+  DEFAULT_ACTION_PAGE_LIMIT,
+  MintTokenBody,
+  SessionActionsQueryParams,
+  TaskListQueryParams,
+} from "../src/contract/index.js";
 import { readConfig, taskObjectName } from "../src/env.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
 import { type AppEnv, requireAdmin, requireSessionActor } from "./auth.js";
@@ -69,6 +77,14 @@ sessionRoutes.get("/:sid/tasks", async (c) => {
     limit: query.limit ?? 50,
     offset: query.offset ?? 0,
   });
+  return c.json(page);
+});
+
+sessionRoutes.get("/:sid/actions", async (c) => {
+  const sid = c.req.param("sid");
+  requireSessionActor(c, sid);
+  const query = validate(SessionActionsQueryParams, c.req.query());
+  const page = await c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid)).listOpenActions({ limit: query.limit ?? DEFAULT_ACTION_PAGE_LIMIT, offset: query.offset ?? 0 });
   return c.json(page);
 });
 

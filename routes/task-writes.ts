@@ -1,7 +1,20 @@
 /** @module Task writes: which command each write path means, shared by the single routes and the batch route. */
 import type { z } from "zod";
 import { mintToken } from "../src/auth/tokens.js";
-import { type AnyWriteAnswer as WriteAnswer, CancelRunBody, DispatchWorkerBody, FinishRunBody, ProgressBody, ReasonBody, UpdateStepBody, UpdateTaskBody } from "../src/contract/index.js";
+import {
+  type AnyWriteAnswer as WriteAnswer,
+  CancelRunBody,
+  DispatchWorkerBody,
+  FinishRunBody,
+  PauseBody,
+  ProgressBody,
+  ReasonBody,
+  RequestActionBody,
+  RespondActionBody,
+  ResumeBody,
+  UpdateStepBody,
+  UpdateTaskBody,
+} from "../src/contract/index.js";
 import type { RuntimeError, WorkerRun } from "../src/core/index.js";
 import { runtimeError } from "../src/core/index.js";
 import { type Env, readConfig } from "../src/env.js";
@@ -49,6 +62,11 @@ const WRITES: readonly WriteRoute[] = [
     },
   },
   { method: "POST", pattern: new RegExp(`^/steps/${SEGMENT}/progress$`), body: ProgressBody, status: 200, build: (m, b) => ({ command: { type: "append_progress", step_id: m[0], ...b } }) },
+  { method: "POST", pattern: /^\/pause$/, body: PauseBody, status: 200, build: (_m, b) => ({ command: { type: "pause_task", ...b } }) },
+  { method: "POST", pattern: /^\/resume$/, body: ResumeBody, status: 200, build: (_m, b) => ({ command: { type: "resume_task", ...b } }) },
+  { method: "POST", pattern: new RegExp(`^/steps/${SEGMENT}/actions$`), body: RequestActionBody, status: 201, build: (m, b) => ({ command: { type: "request_action", step_id: m[0], ...b } }) },
+  { method: "POST", pattern: /^\/actions$/, body: RequestActionBody, status: 201, build: (_m, b) => ({ command: { type: "request_action", ...b } }) },
+  { method: "POST", pattern: new RegExp(`^/actions/${SEGMENT}/respond$`), body: RespondActionBody, status: 200, build: (m, b) => ({ command: { type: "respond_action", action_id: m[0], ...b } }) },
 ];
 
 /** Resolves a write (method, path after the task prefix, parsed body) to its command; 404 or 400 otherwise. */

@@ -1,6 +1,15 @@
 /** @module Task routes: agent.task_* tools over HTTP, each a call to the task's Durable Object. */
 import { type Context, Hono } from "hono";
-import { type AnyWriteAnswer as WriteAnswer, StepQueryParams, SummaryQueryParams, WalQueryParams } from "../src/contract/index.js";
+import {
+  ActionGetQueryParams,
+  ActionIdParam,
+  ActionListQueryParams,
+  type AnyWriteAnswer as WriteAnswer,
+  DEFAULT_ACTION_PAGE_LIMIT,
+  StepQueryParams,
+  SummaryQueryParams,
+  WalQueryParams,
+} from "../src/contract/index.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
 import { type AppEnv, requireTaskActor } from "./auth.js";
 import { idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
@@ -63,6 +72,20 @@ taskRoutes.get("/:sid/tasks/:tid/summary", async (c) => {
   const { actor, stub } = target(c);
   const q = validate(SummaryQueryParams, c.req.query());
   return answer(c, (await stub.summary(actor, q.token_budget ?? 2_000)) as RpcResult<unknown>);
+});
+
+taskRoutes.get("/:sid/tasks/:tid/actions", async (c) => {
+  const { actor, stub } = target(c);
+  const q = validate(ActionListQueryParams, c.req.query());
+  const query = { ...(q.status === undefined ? {} : { status: q.status }), limit: q.limit ?? DEFAULT_ACTION_PAGE_LIMIT, offset: q.offset ?? 0 };
+  return answer(c, (await stub.listActions(actor, query)) as RpcResult<unknown>);
+});
+
+taskRoutes.get("/:sid/tasks/:tid/actions/:action_id", async (c) => {
+  const { actor, stub } = target(c);
+  const actionId = validate(ActionIdParam, c.req.param("action_id"));
+  const q = validate(ActionGetQueryParams, c.req.query());
+  return answer(c, (await stub.getAction(actor, actionId, q.wait_ms ?? 0)) as RpcResult<unknown>);
 });
 
 taskRoutes.post("/:sid/tasks/:tid/batch", async (c) => {

@@ -2,8 +2,11 @@
 import { sign, verify } from "hono/jwt";
 import { z } from "zod";
 
-/** Roles a token can carry (API.md "Auth"); admin is the static ADMIN_TOKEN, never a JWT. */
-export const TokenRoleSchema = z.enum(["orchestrator", "worker", "observer"]);
+/**
+ * Roles a token can carry (API.md "Auth"); admin is the static ADMIN_TOKEN, never a JWT. An approver reads like
+ * an observer and may answer human actions, nothing else.
+ */
+export const TokenRoleSchema = z.enum(["orchestrator", "worker", "observer", "approver"]);
 
 /** Claims of a runtime token. Worker tokens are scoped to one task and one run. */
 export const TokenClaimsSchema = z.object({

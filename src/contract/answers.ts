@@ -1,8 +1,8 @@
 /**
  * @module Answer types the service builds and the SDK returns: the session index row, the task list page, the
- * session snapshot, the write answer and a batch result. Types only.
+ * session snapshot, the write answer, a batch result and the pages of human actions. Types only.
  */
-import type { NormalizedTaskStatus, StepStatus, TaskStatus, TaskSummary } from "../core/index.js";
+import type { Action, NormalizedTaskStatus, StepStatus, TaskStatus, TaskSummary } from "../core/index.js";
 
 /** What every write answers with (003 "Tool Return Shape"); each operation's answer adds its own fields. */
 export interface WriteAnswer {
@@ -101,4 +101,25 @@ export interface SessionSnapshot {
   tasks: CompactTask[];
   blockedTasks: { taskId: string; nativeStatus: TaskStatus; blockedSteps: number; failedSteps: number; requiredAction: string }[];
   deliveryState: { status: string };
+}
+
+/** A page of one task's human actions (GET .../tasks/{tid}/actions), oldest first. */
+export interface ActionPage {
+  readonly actions: Action[];
+  readonly total: number;
+  readonly limit: number;
+  readonly offset: number;
+  readonly next_offset: number | null;
+}
+
+/** An open action in the session's inbox, with the title of its task. */
+export type InboxAction = Action & { readonly task_title: string };
+
+/** A page of the session's inbox of open actions (GET /v1/sessions/{sid}/actions), newest first. */
+export interface SessionActionPage {
+  readonly actions: InboxAction[];
+  readonly total: number;
+  readonly limit: number;
+  readonly offset: number;
+  readonly next_offset: number | null;
 }

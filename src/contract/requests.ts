@@ -14,11 +14,15 @@ import {
   FinishRunSchema,
   IdSchema,
   JsonObjectSchema,
+  PauseTaskSchema,
+  RequestActionSchema,
+  RespondActionSchema,
+  ResumeTaskSchema,
   StepStatusSchema,
   UpdateStepSchema,
   UpdateTaskSchema,
 } from "../core/index.js";
-import { MAX_STEP_QUERY_LIMIT, MAX_TASK_LIST_LIMIT, MAX_WAL_PAGE_LIMIT } from "./limits.js";
+import { MAX_ACTION_PAGE_LIMIT, MAX_ACTION_WAIT_MS, MAX_STEP_QUERY_LIMIT, MAX_TASK_LIST_LIMIT, MAX_WAL_PAGE_LIMIT } from "./limits.js";
 
 /** POST /v1/sessions. */
 export const CreateSessionBody = z.strictObject({
@@ -29,7 +33,7 @@ export const CreateSessionBody = z.strictObject({
 
 /** POST /v1/sessions/{sid}/tokens. */
 export const MintTokenBody = z.strictObject({
-  role: z.enum(["orchestrator", "observer"]),
+  role: z.enum(["orchestrator", "observer", "approver"]),
   agent_id: z.string().min(1).max(128).optional(),
   ttl_seconds: z.number().int().min(60).max(30 * 86_400).optional(),
 });
@@ -50,6 +54,14 @@ export const CancelRunBody = CancelRunSchema.omit({ type: true, run_id: true });
 export const UpdateStepBody = UpdateStepSchema.omit({ type: true, step_id: true }).extend({ claim_next: z.boolean().optional() });
 /** POST .../steps/{step}/progress (append_task_progress). */
 export const ProgressBody = AppendProgressSchema.omit({ type: true, step_id: true });
+/** POST .../pause (agent.task_pause). */
+export const PauseBody = PauseTaskSchema.omit({ type: true });
+/** POST .../resume (agent.task_resume). */
+export const ResumeBody = ResumeTaskSchema.omit({ type: true });
+/** POST .../steps/{step}/actions and POST .../actions (agent.request_action): the step, if any, is the path's. */
+export const RequestActionBody = RequestActionSchema.omit({ type: true, step_id: true });
+/** POST .../actions/{action_id}/respond (agent.respond_action). */
+export const RespondActionBody = RespondActionSchema.omit({ type: true, action_id: true });
 
 /** A `true`/`false` query parameter. */
 export const boolParam = z.enum(["true", "false"]).transform((v) => v === "true");
@@ -86,5 +98,30 @@ export const WalQueryParams = z.strictObject({
 /** GET .../summary query. */
 export const SummaryQueryParams = z.strictObject({
   token_budget: intParam(100, 100_000).optional(),
+  access_token: z.string().optional(),
+});
+
+/** An action id in a path: what the runtime mints (`act_` and a lowercase ULID) or anything as plain. */
+export const ActionIdParam = z.string().regex(/^[a-z0-9_-]{1,128}$/, "must be an action id");
+
+/** GET .../tasks/{tid}/actions query (agent.task_actions). */
+export const ActionListQueryParams = z.strictObject({
+  status: z.enum(["open", "resolved"]).optional(),
+  limit: intParam(1, MAX_ACTION_PAGE_LIMIT).optional(),
+  offset: intParam(0, 1_000_000).optional(),
+  access_token: z.string().optional(),
+});
+
+/** GET .../tasks/{tid}/actions/{action_id} query (agent.task_action): `wait_ms` long-polls for the resolution. */
+export const ActionGetQueryParams = z.strictObject({
+  wait_ms: intParam(0, MAX_ACTION_WAIT_MS).optional(),
+  access_token: z.string().optional(),
+});
+
+/** GET /v1/sessions/{sid}/actions query (the session's inbox): open actions only. */
+export const SessionActionsQueryParams = z.strictObject({
+  status: z.literal("open").optional(),
+  limit: intParam(1, MAX_ACTION_PAGE_LIMIT).optional(),
+  offset: intParam(0, 1_000_000).optional(),
   access_token: z.string().optional(),
 });

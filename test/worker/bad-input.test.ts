@@ -25,7 +25,7 @@ const RUNS = 4;
 // Each route's valid request would succeed against it (bar complete and reopen, which the task's state
 // refuses), so a mutant that slipped through a check would show as a 2xx or a write, not as a 409.
 
-type Caller = "admin" | "orch" | "worker" | "idle" | "observer";
+type Caller = "admin" | "orch" | "worker" | "idle" | "observer" | "approver";
 
 interface Fixture {
   readonly s: TestSession;
@@ -36,6 +36,8 @@ interface Fixture {
   readonly t: string;
   /** A worker run holding step `a`. */
   readonly worker: { token: string; run_id: string };
+  /** An open task-level action (a step-level one would hold step `a` up, which the step writes use). */
+  readonly actionId: string;
   readonly tokens: Record<Caller, string>;
   readonly forged: string;
   readonly expired: string;
@@ -79,6 +81,8 @@ beforeAll(async () => {
   const worker = await dispatch(s, t, { max_steps: 2 });
   const idle = await dispatch(s, t);
   expectOk(await call("POST", `${t}/steps/a/claim`, worker.token));
+  const action = expectOk(await call("POST", `${t}/actions`, s.orch, { kind: "approval", prompt: "Approve the plan?" }), 201);
+  const approver = expectOk(await call("POST", `/v1/sessions/${s.sid}/tokens`, s.orch, { role: "approver" }), 201);
   const now = Math.floor(Date.now() / 1000);
   const claims = { role: "orchestrator", sid: s.sid, sub: "orchestrator", run: "orun_x" };
   fx = {
@@ -87,7 +91,8 @@ beforeAll(async () => {
     tid,
     t,
     worker,
-    tokens: { admin: ADMIN, orch: s.orch, worker: worker.token, idle: idle.token, observer: s.observer },
+    actionId: action.action_id,
+    tokens: { admin: ADMIN, orch: s.orch, worker: worker.token, idle: idle.token, observer: s.observer, approver: approver.token },
     forged: await signClaims({ ...claims, iat: now, exp: now + 3600 }, "another-secret"),
     expired: await signClaims({ ...claims, iat: now - 7200, exp: now - 3600 }),
   };
@@ -116,6 +121,21 @@ interface RouteCase {
 const reason = () => ({ reason: "a reason" });
 const lifecycle: RouteCase = { caller: "orch", body: reason, badBodies: () => [{ reason: "x".repeat(8_001) }, { reason: null }] };
 const events: RouteCase = { caller: "orch", badQuery: { after_seq: ["-1", "abc", "1.5", "999999", "9007199254740993"] } };
+const actionRequest = (kind: "approval" | "input") => () => ({ kind, prompt: "Which source?", ...(kind === "input" ? { input_schema: { type: "object" } } : {}), timeout_ms: 60_000 });
+const badActionRequests = () => [
+  { kind: "question", prompt: "p" },
+  { kind: "approval", prompt: "" },
+  { kind: "approval" },
+  { kind: "approval", prompt: "p", timeout_ms: 999 },
+  { kind: "approval", prompt: "p", timeout_ms: 1.5 },
+  { kind: "approval", prompt: "p", timeout_ms: 31 * 86_400_000 },
+  { kind: "input", prompt: "p", input_schema: [] },
+  { kind: "input", prompt: "p", input_schema: { k: JSON.parse(deepText(MAX_JSON_DEPTH)) } },
+  { kind: "approval", prompt: "x".repeat(8_001) },
+  // The step is the path's, never the body's.
+  { kind: "approval", prompt: "p", step_id: "a" },
+];
+const pageQuery = { limit: ["0", "501", "abc", "1.5", "-1"], offset: ["-1", "abc", "1000001"] };
 
 /** One entry per operationId of the catalog (a test below fails when an operation has none). */
 const ROUTES: Readonly<Record<string, RouteCase>> = {
@@ -188,6 +208,18 @@ const ROUTES: Readonly<Record<string, RouteCase>> = {
   },
   finishRun: { caller: "worker", body: () => ({ outcome: "finished", result: { ok: true } }), free: ["result"], badBodies: () => [{ outcome: "done" }, { outcome: "finished", result: JSON.parse(deepText(MAX_JSON_DEPTH + 1)) }, { outcome: "finished", result: "x".repeat(MAX_JSON_BYTES) }] },
   cancelRun: { caller: "orch", body: reason },
+  pauseTask: lifecycle,
+  resumeTask: lifecycle,
+  requestStepAction: { caller: "worker", body: actionRequest("input"), badBodies: badActionRequests },
+  requestTaskAction: { caller: "orch", body: actionRequest("approval"), badBodies: badActionRequests },
+  listTaskActions: { caller: "orch", badQuery: { status: ["closed", "OPEN", "", "expired"], ...pageQuery } },
+  getTaskAction: { caller: "orch", badQuery: { wait_ms: ["-1", "30001", "abc", "1.5", "1e3", ""] } },
+  respondAction: {
+    caller: "orch",
+    body: () => ({ decision: "approved", comment: "looks right" }),
+    badBodies: () => [{}, { decision: "expired" }, { decision: "withdrawn" }, { decision: "maybe" }, { decision: "approved", comment: "x".repeat(8_001) }, { decision: "approved", action_id: "act_x" }, { decision: "submitted", input: "x".repeat(MAX_JSON_BYTES) }],
+  },
+  listSessionActions: { caller: "orch", badQuery: { status: ["resolved", "closed", ""], ...pageQuery } },
   querySteps: {
     caller: "orch",
     badQuery: {
@@ -303,7 +335,8 @@ const SHAPE: Fixture = {
   tid: "t",
   t: "/t",
   worker: { token: "w", run_id: "r" },
-  tokens: { admin: "a", orch: "o", worker: "w", idle: "i", observer: "v" },
+  actionId: "act",
+  tokens: { admin: "a", orch: "o", worker: "w", idle: "i", observer: "v", approver: "p" },
   forged: "f",
   expired: "e",
 };
@@ -437,7 +470,7 @@ const KINDS: readonly Kind[] = [
       // Tokens whose role the operation does not admit (a batch's own token only needs to be in scope: its
       // commands carry theirs).
       if (op.operationId !== "batch") {
-        const roleTokens = { admin: f.tokens.admin, orchestrator: f.s.orch, worker: f.worker.token, observer: f.s.observer };
+        const roleTokens = { admin: f.tokens.admin, orchestrator: f.s.orch, worker: f.worker.token, observer: f.s.observer, approver: f.tokens.approver };
         for (const [role, token] of Object.entries(roleTokens)) {
           if (!op.roles.includes(role as Operation["roles"][number])) bad.push({ note: `the ${role}`, headers: { authorization: `Bearer ${token}` } });
         }
@@ -467,7 +500,7 @@ interface Answer {
 }
 
 function pathOf(op: Operation, c: RouteCase, f: Fixture, params: Readonly<Record<string, string>> = {}): string {
-  const defaults: Record<string, string> = { sid: f.s.sid, tid: f.tid, run: f.worker.run_id, step: op.operationId === "claimStep" ? "c" : "a" };
+  const defaults: Record<string, string> = { sid: f.s.sid, tid: f.tid, run: f.worker.run_id, step: op.operationId === "claimStep" ? "c" : "a", action_id: f.actionId };
   return op.path.replace(/\{(\w+)\}/g, (_m, name: string) => params[name] ?? defaults[name]!);
 }
 
@@ -673,6 +706,7 @@ function badCommandArb(op: Operation, f: Fixture): fc.Arbitrary<{ note: string; 
     { note: "an expired token", override: { token: f.expired } },
     { note: "another session's token", override: { token: f.other.orch } },
     { note: "the observer's token", override: { token: f.s.observer } },
+    ...(op.operationId === "respondAction" ? [] : [{ note: "the approver's token", override: { token: f.tokens.approver } }]),
     { note: "an Idempotency-Key too long", override: { idempotency_key: "k".repeat(256) } },
     { note: "an unknown field", override: { extra: 1 } },
     ...(step === undefined ? [] : [{ note: "a step the caller does not hold", override: { path: pathOf(op, c, f).replace(`/steps/${step}/`, "/steps/b/") } }]),

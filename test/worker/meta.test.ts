@@ -15,6 +15,19 @@ describe("public and self-describing routes", () => {
     expect(res.body.components.schemas.Error.properties.error.properties.code.enum).toEqual(expect.arrayContaining(["storage_error", "internal_error", "rate_limited", "validation_error"]));
   });
 
+  it("Should describe pause, resume and the human-action routes with their bodies and queries", async () => {
+    const { paths } = (await call("GET", "/openapi.json")).body;
+    const T = "/v1/sessions/{sid}/tasks/{tid}";
+    for (const [path, method] of [[`${T}/pause`, "post"], [`${T}/resume`, "post"], [`${T}/steps/{step}/actions`, "post"], [`${T}/actions`, "post"], [`${T}/actions`, "get"], [`${T}/actions/{action_id}`, "get"], [`${T}/actions/{action_id}/respond`, "post"], ["/v1/sessions/{sid}/actions", "get"]] as const) {
+      expect(paths[path]?.[method], `${method} ${path}`).toBeDefined();
+    }
+    expect(paths[`${T}/actions`].post.requestBody.content["application/json"].schema.required).toEqual(expect.arrayContaining(["kind", "prompt"]));
+    expect(paths[`${T}/actions/{action_id}/respond`].post.requestBody.content["application/json"].schema.properties.decision.enum).toEqual(["approved", "rejected", "submitted"]);
+    const waitMs = paths[`${T}/actions/{action_id}`].get.parameters.find((p: { name: string }) => p.name === "wait_ms");
+    expect(waitMs).toMatchObject({ in: "query", required: false });
+    expect(paths[`${T}/actions/{action_id}/respond`].post.description).toContain("Roles: orchestrator, approver");
+  });
+
   it("Should serve the docs page without a token", async () => {
     const res = await call("GET", "/docs");
     expect(res.status).toBe(200);

@@ -1,5 +1,5 @@
 /** @module Extra helpers for the service tests: error-envelope assertions, WAL reads, tokens, task objects, polling. */
-import { env, SELF } from "cloudflare:test";
+import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { sign } from "hono/jwt";
 import { expect } from "vitest";
 import type { WalEvent } from "../../src/core/index.js";
@@ -101,4 +101,30 @@ let counter = 0;
 export function uniqueId(prefix = "t"): string {
   counter += 1;
   return `${prefix}${counter.toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+}
+
+/** Mints a session token of `role` with the session's orchestrator token. */
+export async function mintRole(s: { sid: string; orch: string }, role: "orchestrator" | "observer" | "approver", agentId?: string): Promise<string> {
+  const res = await SELF.fetch(`${BASE}/v1/sessions/${s.sid}/tokens`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${s.orch}`, "content-type": "application/json" },
+    body: JSON.stringify({ role, ...(agentId === undefined ? {} : { agent_id: agentId }) }),
+  });
+  const body = (await res.json()) as { token: string };
+  expect(res.status, JSON.stringify(body)).toBe(201);
+  return body.token;
+}
+
+/** The task's whole WAL export as text: equal before and after a refused request when it wrote nothing. */
+export async function walExport(taskPath: string, token: string): Promise<string> {
+  const res = await walText(taskPath, token);
+  expect(res.status, res.text).toBe(200);
+  return res.text;
+}
+
+/** Moves the task object's alarm far past the test, so that only the test runs it (with runDurableObjectAlarm). */
+export async function holdAlarm(stub: DurableObjectStub): Promise<void> {
+  await runInDurableObject(stub, async (_instance, state) => {
+    await state.storage.setAlarm(Date.now() + 600_000);
+  });
 }
