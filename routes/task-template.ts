@@ -35,4 +35,16 @@ readiness, claims and leases. Workers you dispatch claim ready steps and report 
 2. Workers call claim-next, work, report progress (it renews the lease), then set completed/failed/blocked.
 3. A failed or blocked step needs you: reopen_step, change the DAG (task_update ops), or add a replacement.
 4. When every required step is completed (diagnostics.completeable), call complete; fail or cancel stop it all.
+
+## Flaky work, people, and nights off
+- retry_policy on a step (or default_retry_policy on the task): {"max_attempts": 3, "initial_interval_ms": 1000,
+  "backoff_coefficient": 2, "max_interval_ms": 30000}. A worker's failure, a timeout or a lost worker is retried
+  by the runtime after the backoff; once attempts are used up the step fails with retry_exhausted. List reasons
+  that retrying cannot fix in non_retryable_reasons.
+- Ask a person instead of guessing: a worker opens an action on its step ({"kind": "approval", "prompt": "Deploy to
+  production?"} or {"kind": "input", "prompt": ..., "input_schema": {...}}); its lease waits with it. You may open a
+  task-level action, e.g. to approve the plan before dispatching. An approver or you answer it.
+- pause stops dispatch and claims (work in flight goes on); resume picks up where it stopped.
+- acceptance: {"criteria": "...", "required_artifacts": ["report.pdf"]}: complete is refused until a completed step
+  produced every required artifact.
 `;

@@ -46,6 +46,8 @@ describe("public and self-describing routes", () => {
     expect(res.status).toBe(200);
     expect(res.body.role).toBe("user");
     expect(res.body.content).toContain("depends_on_step_ids");
+    // The guide teaches the lifecycle tools too: retries, human actions, pause and acceptance artifacts.
+    for (const word of ["retry_policy", "approval", "pause", "required_artifacts"]) expect(res.body.content).toContain(word);
   });
 
   it("Should answer 401 for the template without a token", async () => {
