@@ -16,11 +16,15 @@ export interface OpenActionFields {
   readonly open_action_count: number;
 }
 
-/** An index entry with the task's open actions. */
+/** An index entry with the task's open actions, as a task object pushes it. */
 export type IndexEntryWithActions = IndexEntry & OpenActionFields;
 
-/** A listed task whose entry may carry open actions (entries pushed before actions existed do not). */
-export type ListedTaskWithActions = ListedTask & Partial<OpenActionFields>;
+/**
+ * A task as the session lists it: the entry without its open actions, which the session keeps in its inbox
+ * (one row each: a hundred actions with 64 KB input schemas would not fit one row), with their count. Entries
+ * pushed before actions existed have no count.
+ */
+export type ListedTaskWithActions = ListedTask & Partial<Pick<OpenActionFields, "open_action_count">>;
 
 /** A page of GET .../tasks/{tid}/actions: the task's actions, oldest first. */
 export interface ActionPage {

@@ -142,7 +142,9 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const row = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE task_id = ?", entry.task_id).toArray()[0];
     const previous = row?.entry == null ? null : (JSON.parse(row.entry) as IndexEntry);
     if (previous !== null && previous.wal_seq >= entry.wal_seq) return;
-    const values = [JSON.stringify(entry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at] as const;
+    // The open actions go to the inbox, a row each; the entry row and the event log keep their count only.
+    const { open_actions: open = [], ...listedEntry } = entry as Partial<IndexEntryWithActions> & IndexEntry;
+    const values = [JSON.stringify(listedEntry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at] as const;
     if (row === undefined) {
       const seq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n;
       this.sql.exec(
@@ -152,14 +154,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     } else {
       this.sql.exec("UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ? WHERE task_id = ?", ...values, entry.task_id);
     }
-    this.replaceActions(entry);
-    this.appendEvent(entry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
+    this.replaceActions(entry, open);
+    this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
   }
 
   /** The task's rows of the inbox become the open actions its entry reports (none, from an entry without them). */
-  private replaceActions(entry: IndexEntry): void {
+  private replaceActions(entry: IndexEntry, open: readonly Action[]): void {
     this.sql.exec("DELETE FROM actions WHERE task_id = ?", entry.task_id);
-    const open = (entry as Partial<IndexEntryWithActions>).open_actions ?? [];
     for (const action of open) {
       const row = { ...action, task_title: entry.title };
       this.sql.exec("INSERT OR REPLACE INTO actions (action_id, task_id, created_at, data) VALUES (?, ?, ?, ?)", action.action_id, entry.task_id, action.created_at, JSON.stringify(row));
@@ -253,7 +254,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const session = await this.describe();
     if (session === null) return null;
     const rows = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE state = 'confirmed' ORDER BY seq").toArray().map((r) => this.listed(r));
-    return buildSessionSnapshot(session, rows);
+    const actionIds = new Map<string, string[]>();
+    for (const a of this.sql.exec<{ task_id: string; action_id: string }>("SELECT task_id, action_id FROM actions ORDER BY created_at, action_id")) {
+      const ids = actionIds.get(a.task_id) ?? [];
+      ids.push(a.action_id);
+      actionIds.set(a.task_id, ids);
+    }
+    return buildSessionSnapshot(session, rows, actionIds);
   }
 
   /** An entry is stale when it still shows held steps or live runs past the task's own next deadline. */

@@ -35,10 +35,10 @@ function openActionCount(t: ListedTaskWithActions): number {
 }
 
 /** Blocked tasks: tasks waiting on people (their open actions to answer), blocked tasks, tasks with blocked or failed steps. */
-function blockedTasks(active: readonly ListedTaskWithActions[]): BlockedTask[] {
+function blockedTasks(active: readonly ListedTaskWithActions[], openActionIds: ReadonlyMap<string, readonly string[]>): BlockedTask[] {
   const listed: BlockedTask[] = [];
   for (const t of active) {
-    const actionIds = (t.open_actions ?? []).map((a) => a.action_id);
+    const actionIds = [...(openActionIds.get(t.task_id) ?? [])];
     const stuck = t.native_status === "blocked" || t.step_counts.blocked + t.step_counts.failed > 0;
     if (!stuck && openActionCount(t) === 0) continue;
     const requiredAction = openActionCount(t) > 0
@@ -57,7 +57,12 @@ function blockedTasks(active: readonly ListedTaskWithActions[]): BlockedTask[] {
  * (schemaVersion, sessionId, threads, taskSummary, tasks, blockedTasks, deliveryState). This runtime has no
  * threads: `threads` is empty.
  */
-export function buildSessionSnapshot(session: { session_id: string; created_at: string }, rows: readonly ListedTaskWithActions[]): SessionSnapshotWithActions {
+export function buildSessionSnapshot(
+  session: { session_id: string; created_at: string },
+  rows: readonly ListedTaskWithActions[],
+  /** Each task's open actions in the inbox, oldest first. */
+  openActionIds: ReadonlyMap<string, readonly string[]> = new Map(),
+): SessionSnapshotWithActions {
   const terminal = rows.filter((t) => t.terminal).sort((a, b) => b.updated_at.localeCompare(a.updated_at));
   const active = rows.filter((t) => !t.terminal);
   const summary = {
@@ -90,7 +95,7 @@ export function buildSessionSnapshot(session: { session_id: string; created_at: 
       recentTerminal: summary.recent_terminal.map((t) => compactTask(session.session_id, t)),
     },
     tasks: rows.map((t) => compactTask(session.session_id, t)),
-    blockedTasks: blockedTasks(active),
+    blockedTasks: blockedTasks(active, openActionIds),
     deliveryState: { status: "not_applicable" },
   };
 }

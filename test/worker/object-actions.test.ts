@@ -18,10 +18,12 @@ const orchestrator = (sid: string): Actor => ({ role: "orchestrator", session_id
 /** An approver of a session. */
 const approver = (sid: string): Actor => ({ role: "approver", session_id: sid, agent_id: "approver-1", run_id: null });
 
-/** The task's object, typed by its class so the action reads are visible. */
-const taskObject = (sid: string, tid: string) => taskStub(sid, tid) as unknown as DurableObjectStub<TaskGraphObject>;
-/** The session's object. */
-const sessionObject = (sid: string) => bindings.SESSIONS.get(bindings.SESSIONS.idFromName(sid)) as unknown as DurableObjectStub<SessionObject>;
+/** The RPC methods of a task object these tests call, typed as the class declares them. */
+type TaskActionsRpc = Pick<TaskGraphObject, "execute" | "listActions" | "getAction">;
+/** The task's object (its stub, called over RPC). */
+const taskObject = (sid: string, tid: string) => taskStub(sid, tid) as unknown as TaskActionsRpc;
+/** The session's object (its stub, called over RPC). */
+const sessionObject = (sid: string) => bindings.SESSIONS.get(bindings.SESSIONS.idFromName(sid)) as unknown as Pick<SessionObject, "listOpenActions">;
 
 /** A task whose steps are each claimed by a worker run of its own (`w` holds the last), so actions may be asked on them. */
 async function heldTask(s: TestSession, stepIds: string[]) {
@@ -169,21 +171,24 @@ describe("action.resolved on the task's command sockets", () => {
 });
 
 describe("the task object's alarm", () => {
-  it("Should expire an action with no request arriving, and the session's inbox and index entry show it", async () => {
+  it("Should expire an action with no request arriving, tell the task's sockets, and the session's inbox and index entry show it", async () => {
     const s = await newSession();
     const { tid, t, object } = await heldTask(s, ["a"]);
     const id = await ask(s, tid, "a", { timeout_ms: 1_000 });
     await eventually(async () => expect((await listed(s, tid)).open_action_count).toBe(1));
     const read = await object.getAction(orchestrator(s.sid), id, 0);
     if (!read.ok) throw new Error(read.error.message);
+    const sock = await openSocket(t, s.orch);
     await holdAlarm(s, tid);
     await sleep(Date.parse(read.value.action.expires_at) - Date.now() + 50);
     expect(await runDurableObjectAlarm(taskStub(s.sid, tid))).toBe(true);
     // The WAL export does not reconcile: this event is the alarm's.
     const last = (await walOf(t, s.orch)).at(-1)!;
     expect(last).toMatchObject({ event_type: "action_resolved", actor_agent_id: "system", payload: { action_id: id, decision: "expired" } });
+    expect(await sock.next()).toMatchObject({ event: "action.resolved", task_id: tid, action: { action_id: id, decision: "expired" } });
+    sock.ws.close(1000);
     await eventually(async () => {
-      expect(await listed(s, tid)).toMatchObject({ open_action_count: 0, open_actions: [] });
+      expect(await listed(s, tid)).toMatchObject({ open_action_count: 0 });
       expect((await sessionObject(s.sid).listOpenActions({})).total).toBe(0);
     });
   });
