@@ -58,14 +58,18 @@ export class IndexOutbox {
    */
   noteCommit(now: number): void {
     if (!this.behind()) return;
-    const state = this.state();
-    const urgent = state.task!.status !== this.pushedStatus || openActionsVersion(state) !== this.pushedActions;
-    if (urgent && this.inFlight === null) {
+    if (this.urgent() && this.inFlight === null) {
       this.due(now + this.retryDelay);
       void this.push();
     } else {
       this.due(now + INDEX_PUSH_DEBOUNCE_MS);
     }
+  }
+
+  /** True when the index lacks a change of task status or of open actions (pushed at once, not debounced). */
+  private urgent(): boolean {
+    const state = this.state();
+    return state.task!.status !== this.pushedStatus || openActionsVersion(state) !== this.pushedActions;
   }
 
   /** Pushes now when a push is due (the alarm calls this); resolves when it settled. */
@@ -86,8 +90,10 @@ export class IndexOutbox {
     const state = this.state();
     const entry = indexEntryOf(state);
     const actions = openActionsVersion(state);
+    let acknowledged = false;
     this.inFlight = this.send(entry)
       .then(() => {
+        acknowledged = true;
         this.pushedSeq = Math.max(this.pushedSeq, entry.wal_seq);
         this.pushedStatus = entry.native_status;
         this.pushedActions = actions;
@@ -107,6 +113,8 @@ export class IndexOutbox {
       })
       .finally(() => {
         this.inFlight = null;
+        // A status or action change committed while this push was in flight goes now, not when the debounce ends.
+        if (acknowledged && this.behind() && this.urgent()) this.noteCommit(Date.now());
       });
     return this.inFlight;
   }

@@ -258,6 +258,18 @@ describe("the session's inbox of open actions", () => {
     await eventually(async () => expect((await sessionObject(s.sid).listOpenActions({})).actions.map((a) => a.action_id)).toEqual([id]));
   });
 
+  it("Should push a change of open actions committed while the previous push is in flight as soon as that push answers", async () => {
+    const s = await newSession();
+    const { tid } = await heldTask(s, ["a", "b"]);
+    const first = await ask(s, tid, "a");
+    const inbox = sessionObject(s.sid);
+    await eventually(async () => expect((await inbox.listOpenActions({})).total).toBe(1));
+    // Sent together: the answer commits while the push of the new action is still on its way to the session.
+    const [second] = await Promise.all([ask(s, tid, "b"), respond(s, tid, first)]);
+    await runInDurableObject(taskStub(s.sid, tid), (_o, state) => state.storage.deleteAlarm());
+    await eventually(async () => expect((await inbox.listOpenActions({})).actions.map((a) => a.action_id)).toEqual([second]));
+  });
+
   it("Should show the normalized task status in the index entry: waiting_permission, then paused", async () => {
     const s = await newSession();
     const { tid } = await heldTask(s, ["a"]);
