@@ -74,7 +74,7 @@ export function buildSessionSnapshot(
     blocked: active.filter((t) => t.native_status === "blocked").length,
     stale: rows.filter((t) => t.index_state === "stale").length,
     open_actions: active.reduce((n, t) => n + openActionCount(t), 0),
-    recent_terminal: terminal.slice(0, RECENT_TERMINAL) as ListedTask[],
+    recent_terminal: terminal.slice(0, RECENT_TERMINAL),
   };
   const updatedAt = rows.reduce((latest, t) => (t.updated_at > latest ? t.updated_at : latest), session.created_at);
   return {
