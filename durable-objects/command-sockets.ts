@@ -4,6 +4,7 @@
  * frames waiting may hold. The frame protocol itself (parsing, per-command tokens, answers, status codes) is
  * the routes' (routes/task-socket.ts): this is the transport that carries it to the object's group commit.
  */
+import type { Action } from "../src/core/index.js";
 import type { Env, RuntimeConfig } from "../src/env.js";
 import { answerFrame, type SocketScope, upgradeNotFound, upgradeRefused, upgradeScope } from "../routes/task-socket.js";
 import type { RpcResult } from "./rpc-result.js";
@@ -78,6 +79,29 @@ export class CommandSockets {
       if (--lane.queued === 0 && this.lanes.get(socket) === lane) this.lanes.delete(socket);
     });
     await run.catch(() => undefined);
+  }
+
+  /**
+   * After a commit that resolved actions: one unsolicited `{"event":"action.resolved","task_id","action"}` frame
+   * per action to every open socket of the task (answer frames keep `{id, results}`, so clients tell them apart).
+   * Sent outside the lanes: a push neither waits behind nor counts against a socket's queued frames. A socket
+   * that is closing (closed for its queue, or by its client) is skipped.
+   */
+  pushActionsResolved(taskId: string, actions: readonly Action[]): void {
+    const sockets = this.host.ctx.getWebSockets();
+    if (sockets.length === 0 || actions.length === 0) return;
+    const frames = actions.map((action) => JSON.stringify({ event: "action.resolved", task_id: taskId, action }));
+    for (const socket of sockets) {
+      if (socket.readyState !== WebSocket.OPEN) continue;
+      for (const frame of frames) {
+        try {
+          socket.send(frame);
+        } catch {
+          // The client is gone; the resolution is in the WAL and in GET .../actions/{action_id}.
+          break;
+        }
+      }
+    }
   }
 
   /** The object's `webSocketClose`: forgets the lane and completes the close handshake. */

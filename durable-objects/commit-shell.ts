@@ -6,6 +6,7 @@
  */
 import { monotonicFactory } from "ulid";
 import {
+  type Action,
   type Actor,
   apply,
   type Command,
@@ -53,6 +54,8 @@ export interface CommitShellParts {
   readonly limits: CoreLimits;
   /** Sends the task's entry to its session index (the session object's upsertTask). */
   readonly pushIndex: (entry: IndexEntry) => Promise<void>;
+  /** Told after a commit that resolved actions (answered, expired or withdrawn): their records as now resolved. */
+  readonly actionsResolved?: (actions: readonly Action[]) => void;
 }
 
 /** The commit path, memory and alarm of one task object; single writer. */
@@ -200,8 +203,10 @@ export class CommitShell {
    * Step 4 of the commit path: the committed events, as SSE frames encoded once, to every live subscriber;
    * after a terminal event, the `end` frame and close. Still synchronous with the commit, so a subscriber's
    * switch from history to live (also synchronous) never falls between an append and its publication.
+   * Actions the commit resolved go to whoever waits on them (long-polls, command sockets).
    */
   private publish(events: readonly WalEvent[]): void {
+    this.publishResolvedActions(events);
     const hub = this.parts.hub;
     if (hub.liveCount === 0 || events.length === 0) return;
     let frames = "";
@@ -209,6 +214,25 @@ export class CommitShell {
     hub.publish(frames);
     const task = this.current.task;
     if (task !== null && isTerminalTask(task)) hub.endAll(endFrame(task.status, this.current.last_wal_seq));
+  }
+
+  /** The actions these committed events resolved, as memory now holds them, to the shell's listener. */
+  private publishResolvedActions(events: readonly WalEvent[]): void {
+    const listener = this.parts.actionsResolved;
+    if (listener === undefined) return;
+    let resolved: Action[] | null = null;
+    for (const e of events) {
+      if (e.event_type !== "action_resolved") continue;
+      const action = this.current.actions.get(e.payload.action_id);
+      if (action !== undefined) (resolved ??= []).push(action);
+    }
+    if (resolved === null) return;
+    try {
+      listener(resolved);
+    } catch (e) {
+      // The commit stands; a listener's fault must not turn it into an error answer.
+      reportIncident(e, "task object: publishing resolved actions");
+    }
   }
 
   /** Decides one command and applies its events to memory at once; the unit writes them. */

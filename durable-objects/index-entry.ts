@@ -1,9 +1,9 @@
-/** @module What a task object tells its session's index about the task: the contract's IndexEntry, the row task_list pages through. */
-import type { IndexEntry } from "../src/contract/index.js";
-import { type DagState, isTerminalTask, nextDeadline, normalizeTaskStatus } from "../src/core/index.js";
+/** @module What a task object tells its session's index about the task: the contract's IndexEntry (the row task_list pages through) with the task's open actions. */
+import { type Action, type DagState, isTerminalTask, nextDeadline, normalizedTaskStatus } from "../src/core/index.js";
+import { type IndexEntryWithActions, MAX_ENTRY_OPEN_ACTIONS } from "./action-types.js";
 
-/** The index entry of a DAG that has a task. */
-export function indexEntryOf(state: DagState): IndexEntry {
+/** The index entry of a DAG that has a task; `status` is the normalized one, so paused and waiting tasks show as such. */
+export function indexEntryOf(state: DagState): IndexEntryWithActions {
   const task = state.task!;
   let lost = 0;
   for (const a of state.attempts.values()) if (a.status === "lost") lost += 1;
@@ -13,7 +13,7 @@ export function indexEntryOf(state: DagState): IndexEntry {
     wal_name: task.wal_name,
     title: task.title,
     native_status: task.status,
-    status: normalizeTaskStatus(task.status),
+    status: normalizedTaskStatus(state),
     step_counts: { ...state.index.statusCounts },
     total_steps: state.steps.size,
     active_runs: state.index.activeRuns.size,
@@ -23,5 +23,26 @@ export function indexEntryOf(state: DagState): IndexEntry {
     updated_at: task.updated_at,
     wal_seq: state.last_wal_seq,
     next_deadline_at: deadline === null ? null : new Date(deadline).toISOString(),
+    open_actions: oldestOpenActions(state),
+    open_action_count: state.index.openActions.size,
   };
+}
+
+/** The task's open actions, oldest first (the order they were asked), at most MAX_ENTRY_OPEN_ACTIONS. */
+function oldestOpenActions(state: DagState): Action[] {
+  const open: Action[] = [];
+  for (const id of state.index.openActions) {
+    if (open.length === MAX_ENTRY_OPEN_ACTIONS) break;
+    open.push(structuredClone(state.actions.get(id)!));
+  }
+  return open;
+}
+
+/**
+ * Which open actions the task has, as a value that changes exactly when that set does: every change asks one
+ * (the count of actions ever asked grows) or resolves one (the open count falls against it), and neither
+ * count ever goes back. Cheap enough to compare after every commit.
+ */
+export function openActionsVersion(state: DagState): string {
+  return `${state.actions.size}/${state.index.openActions.size}`;
 }

@@ -5,7 +5,7 @@
  */
 import type { IndexEntry } from "../src/contract/index.js";
 import type { DagState } from "../src/core/index.js";
-import { indexEntryOf } from "./index-entry.js";
+import { indexEntryOf, openActionsVersion } from "./index-entry.js";
 import type { Sql } from "./wal-store.js";
 
 /** How long count-only index changes are gathered before one push. */
@@ -22,6 +22,8 @@ export class IndexOutbox {
   private pushedSeq = 0;
   /** The task status the index last acknowledged (unknown after a restart: the first push goes at once). */
   private pushedStatus: string | null = null;
+  /** Which open actions the index last acknowledged (openActionsVersion; unknown after a restart). */
+  private pushedActions: string | null = null;
   private inFlight: Promise<void> | null = null;
   private retryDelay = INDEX_RETRY_MS;
   /** When the next push is due, for the object's alarm; null when the index holds everything. */
@@ -48,19 +50,26 @@ export class IndexOutbox {
   }
 
   /**
-   * After a commit. A change of task status (created, running, blocked, terminal) is pushed at once, with a
-   * retry due in case the push never answers; count-only changes are due after INDEX_PUSH_DEBOUNCE_MS, so a
-   * busy task costs its session one push per window, not one per step. Either way the due time is set
-   * before the caller arms the alarm, in the same turn as the commit.
+   * After a commit. A change of task status (created, running, paused, blocked, terminal) or of its open
+   * actions (the session's inbox: a person waits to see them) is pushed at once, with a retry due in case the
+   * push never answers; count-only changes are due after INDEX_PUSH_DEBOUNCE_MS, so a busy task costs its
+   * session one push per window, not one per step. Either way the due time is set before the caller arms the
+   * alarm, in the same turn as the commit.
    */
   noteCommit(now: number): void {
     if (!this.behind()) return;
-    if (this.state().task!.status !== this.pushedStatus && this.inFlight === null) {
+    if (this.urgent() && this.inFlight === null) {
       this.due(now + this.retryDelay);
       void this.push();
     } else {
       this.due(now + INDEX_PUSH_DEBOUNCE_MS);
     }
+  }
+
+  /** True when the index lacks a change of task status or of open actions (pushed at once, not debounced). */
+  private urgent(): boolean {
+    const state = this.state();
+    return state.task!.status !== this.pushedStatus || openActionsVersion(state) !== this.pushedActions;
   }
 
   /** Pushes now when a push is due (the alarm calls this); resolves when it settled. */
@@ -78,11 +87,16 @@ export class IndexOutbox {
   /** One push in flight at a time; the acknowledged wal_seq is stored when it answers. */
   private push(): Promise<void> {
     if (this.inFlight !== null) return this.inFlight;
-    const entry = indexEntryOf(this.state());
+    const state = this.state();
+    const entry = indexEntryOf(state);
+    const actions = openActionsVersion(state);
+    let acknowledged = false;
     this.inFlight = this.send(entry)
       .then(() => {
+        acknowledged = true;
         this.pushedSeq = Math.max(this.pushedSeq, entry.wal_seq);
         this.pushedStatus = entry.native_status;
+        this.pushedActions = actions;
         this.retryDelay = INDEX_RETRY_MS;
         try {
           this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", PUSHED_SEQ_KEY, String(this.pushedSeq));
@@ -99,6 +113,8 @@ export class IndexOutbox {
       })
       .finally(() => {
         this.inFlight = null;
+        // A status or action change committed while this push was in flight goes now, not when the debounce ends.
+        if (acknowledged && this.behind() && this.urgent()) this.noteCommit(Date.now());
       });
     return this.inFlight;
   }

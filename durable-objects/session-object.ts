@@ -1,11 +1,13 @@
 /**
  * @module SessionObject: one per session. Reserves task ids and wal names atomically, and keeps the task
- * index that agent.task_list pages through. Never on the hot path of a claim or a step update.
+ * index that agent.task_list pages through and the inbox of open actions its tasks report. Never on the hot
+ * path of a claim or a step update.
  */
 import { DurableObject } from "cloudflare:workers";
 import { monotonicFactory } from "ulid";
 import type { IndexEntry, ListedTask, SessionSnapshot, TaskListPage } from "../src/contract/index.js";
-import { RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../src/core/index.js";
+import { type Action, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../src/core/index.js";
+import type { IndexEntryWithActions, SessionActionPage } from "./action-types.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import { buildSessionSnapshot } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
@@ -20,6 +22,9 @@ const RESERVATION_CHECK_MS = 60_000;
 export const SESSION_EVENT_LOG_ROWS = 10_000;
 /** Log rows read per page while a session stream catches up. */
 const STREAM_PAGE = 200;
+/** Inbox actions per page when the caller names no limit, and the most it may name. */
+const INBOX_PAGE_DEFAULT = 50;
+const INBOX_PAGE_MAX = 500;
 
 type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };
 
@@ -57,6 +62,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
       this.sql.exec("CREATE TABLE IF NOT EXISTS create_keys (key TEXT PRIMARY KEY, hash TEXT NOT NULL, task_id TEXT NOT NULL, created_at_ms INTEGER NOT NULL)");
       // The session event log: one row per index change, `data` the snapshot.updated event as streamed.
       this.sql.exec("CREATE TABLE IF NOT EXISTS session_events (seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL)");
+      // The inbox: the open actions each task's latest entry reports, `data` the action with its task's title.
+      this.sql.exec("CREATE TABLE IF NOT EXISTS actions (action_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, created_at TEXT NOT NULL, data TEXT NOT NULL)");
+      this.sql.exec("CREATE INDEX IF NOT EXISTS actions_by_created ON actions (created_at, action_id)");
+      this.sql.exec("CREATE INDEX IF NOT EXISTS actions_by_task ON actions (task_id)");
       this.lastEventSeq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM session_events").one().n;
     });
   }
@@ -125,12 +134,17 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     if (dropped > 0) this.sql.exec("DELETE FROM create_keys WHERE task_id = ?", taskId);
   }
 
-  /** Records what a task object says of its task; an older push (lower wal_seq) never overwrites a newer one. */
+  /**
+   * Records what a task object says of its task and replaces its open actions in the inbox (no await between:
+   * one implicit transaction); an older push (lower wal_seq) never overwrites a newer one.
+   */
   async upsertTask(entry: IndexEntry): Promise<void> {
     const row = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE task_id = ?", entry.task_id).toArray()[0];
     const previous = row?.entry == null ? null : (JSON.parse(row.entry) as IndexEntry);
     if (previous !== null && previous.wal_seq >= entry.wal_seq) return;
-    const values = [JSON.stringify(entry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at] as const;
+    // The open actions go to the inbox, a row each; the entry row and the event log keep their count only.
+    const { open_actions: open = [], ...listedEntry } = entry as Partial<IndexEntryWithActions> & IndexEntry;
+    const values = [JSON.stringify(listedEntry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at] as const;
     if (row === undefined) {
       const seq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n;
       this.sql.exec(
@@ -140,7 +154,27 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     } else {
       this.sql.exec("UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ? WHERE task_id = ?", ...values, entry.task_id);
     }
-    this.appendEvent(entry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
+    this.replaceActions(entry, open);
+    this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
+  }
+
+  /** The task's rows of the inbox become the open actions its entry reports (none, from an entry without them). */
+  private replaceActions(entry: IndexEntry, open: readonly Action[]): void {
+    this.sql.exec("DELETE FROM actions WHERE task_id = ?", entry.task_id);
+    for (const action of open) {
+      const row = { ...action, task_title: entry.title };
+      this.sql.exec("INSERT OR REPLACE INTO actions (action_id, task_id, created_at, data) VALUES (?, ?, ?, ?)", action.action_id, entry.task_id, action.created_at, JSON.stringify(row));
+    }
+  }
+
+  /** GET /v1/sessions/{sid}/actions?status=open: the open actions of the session's tasks, newest first, each with its task's title. */
+  async listOpenActions(query: { limit?: number; offset?: number }): Promise<SessionActionPage> {
+    const limit = Math.min(Math.max(Math.trunc(query.limit ?? INBOX_PAGE_DEFAULT), 1), INBOX_PAGE_MAX);
+    const offset = Math.max(Math.trunc(query.offset ?? 0), 0);
+    const total = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM actions").one().n;
+    const rows = this.sql.exec<{ data: string }>("SELECT data FROM actions ORDER BY created_at DESC, action_id DESC LIMIT ? OFFSET ?", limit, offset).toArray();
+    const actions = rows.map((r) => JSON.parse(r.data) as Action & { task_title: string });
+    return { actions, total, limit, offset, next_offset: offset + actions.length < total ? offset + actions.length : null };
   }
 
   /**
@@ -220,7 +254,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const session = await this.describe();
     if (session === null) return null;
     const rows = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE state = 'confirmed' ORDER BY seq").toArray().map((r) => this.listed(r));
-    return buildSessionSnapshot(session, rows);
+    const actionIds = new Map<string, string[]>();
+    for (const a of this.sql.exec<{ task_id: string; action_id: string }>("SELECT task_id, action_id FROM actions ORDER BY created_at, action_id")) {
+      const ids = actionIds.get(a.task_id) ?? [];
+      ids.push(a.action_id);
+      actionIds.set(a.task_id, ids);
+    }
+    return buildSessionSnapshot(session, rows, actionIds);
   }
 
   /** An entry is stale when it still shows held steps or live runs past the task's own next deadline. */

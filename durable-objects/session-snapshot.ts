@@ -1,6 +1,7 @@
 /** @module The session read model of seeds 001/004 in the Agent Runtime snapshot shape, from index entries (pure). */
 import { RUNTIME_EVENT_SCHEMA_VERSION } from "../src/core/index.js";
 import type { CompactTask, ListedTask, SessionSnapshot } from "../src/contract/index.js";
+import type { ListedTaskWithActions } from "./action-types.js";
 
 /** Terminal tasks listed as recent. */
 const RECENT_TERMINAL = 10;
@@ -19,12 +20,49 @@ export function compactTask(sessionId: string, t: ListedTask): CompactTask {
   };
 }
 
+/** A blocked task of the snapshot: what holds it up, and the actions a person must answer (waiting tasks). */
+export type BlockedTask = SessionSnapshot["blockedTasks"][number] & { actionIds: string[] };
+
+/** The session snapshot with the open actions counted: `task_summary.open_actions`, blocked tasks' `actionIds`. */
+export type SessionSnapshotWithActions = Omit<SessionSnapshot, "task_summary" | "blockedTasks"> & {
+  task_summary: SessionSnapshot["task_summary"] & { open_actions: number };
+  blockedTasks: BlockedTask[];
+};
+
+/** How many actions of the task are open (0 for an entry pushed before actions existed). */
+function openActionCount(t: ListedTaskWithActions): number {
+  return t.open_action_count ?? 0;
+}
+
+/** Blocked tasks: tasks waiting on people (their open actions to answer), blocked tasks, tasks with blocked or failed steps. */
+function blockedTasks(active: readonly ListedTaskWithActions[], openActionIds: ReadonlyMap<string, readonly string[]>): BlockedTask[] {
+  const listed: BlockedTask[] = [];
+  for (const t of active) {
+    const actionIds = [...(openActionIds.get(t.task_id) ?? [])];
+    const stuck = t.native_status === "blocked" || t.step_counts.blocked + t.step_counts.failed > 0;
+    if (!stuck && openActionCount(t) === 0) continue;
+    const requiredAction = openActionCount(t) > 0
+      ? `respond to ${openActionCount(t) === 1 ? "the open action" : `the ${openActionCount(t)} open actions`}`
+      : t.native_status === "blocked"
+        ? "reopen the task"
+        : "reopen or replace the blocked and failed steps";
+    listed.push({ taskId: t.task_id, nativeStatus: t.native_status, blockedSteps: t.step_counts.blocked, failedSteps: t.step_counts.failed, requiredAction, actionIds });
+  }
+  return listed;
+}
+
 /**
- * The session snapshot: snake_case `task_summary` counts (active, terminal, failed, lost, waiting, blocked,
- * stale, recent terminal) and the Agent Runtime snapshot fields (schemaVersion, sessionId, threads,
- * taskSummary, tasks, blockedTasks, deliveryState). This runtime has no threads: `threads` is empty.
+ * The session snapshot: snake_case `task_summary` counts (active, terminal, failed, lost, waiting — pending
+ * or with open actions —, blocked, stale, open actions, recent terminal) and the Agent Runtime snapshot fields
+ * (schemaVersion, sessionId, threads, taskSummary, tasks, blockedTasks, deliveryState). This runtime has no
+ * threads: `threads` is empty.
  */
-export function buildSessionSnapshot(session: { session_id: string; created_at: string }, rows: readonly ListedTask[]): SessionSnapshot {
+export function buildSessionSnapshot(
+  session: { session_id: string; created_at: string },
+  rows: readonly ListedTaskWithActions[],
+  /** Each task's open actions in the inbox, oldest first. */
+  openActionIds: ReadonlyMap<string, readonly string[]> = new Map(),
+): SessionSnapshotWithActions {
   const terminal = rows.filter((t) => t.terminal).sort((a, b) => b.updated_at.localeCompare(a.updated_at));
   const active = rows.filter((t) => !t.terminal);
   const summary = {
@@ -32,9 +70,10 @@ export function buildSessionSnapshot(session: { session_id: string; created_at: 
     terminal: terminal.length,
     failed: rows.filter((t) => t.native_status === "failed").length,
     lost: active.filter((t) => t.lost_attempts > 0).length,
-    waiting: active.filter((t) => t.native_status === "pending").length,
+    waiting: active.filter((t) => t.native_status === "pending" || openActionCount(t) > 0).length,
     blocked: active.filter((t) => t.native_status === "blocked").length,
     stale: rows.filter((t) => t.index_state === "stale").length,
+    open_actions: active.reduce((n, t) => n + openActionCount(t), 0),
     recent_terminal: terminal.slice(0, RECENT_TERMINAL),
   };
   const updatedAt = rows.reduce((latest, t) => (t.updated_at > latest ? t.updated_at : latest), session.created_at);
@@ -56,15 +95,7 @@ export function buildSessionSnapshot(session: { session_id: string; created_at: 
       recentTerminal: summary.recent_terminal.map((t) => compactTask(session.session_id, t)),
     },
     tasks: rows.map((t) => compactTask(session.session_id, t)),
-    blockedTasks: active
-      .filter((t) => t.native_status === "blocked" || t.step_counts.blocked + t.step_counts.failed > 0)
-      .map((t) => ({
-        taskId: t.task_id,
-        nativeStatus: t.native_status,
-        blockedSteps: t.step_counts.blocked,
-        failedSteps: t.step_counts.failed,
-        requiredAction: t.native_status === "blocked" ? "reopen the task" : "reopen or replace the blocked and failed steps",
-      })),
+    blockedTasks: blockedTasks(active, openActionIds),
     deliveryState: { status: "not_applicable" },
   };
 }

@@ -2,12 +2,15 @@
  * @module TaskGraphObject: one task DAG, its WAL, leases and idempotency records, as the Worker deploys it.
  * The class only composes its parts and names its RPC surface (TaskGraphRpc): the commit shell
  * (commit-shell.ts: replay → decide → append → apply → publish, the alarm), the writes
- * (idempotent-writes.ts), the reads (task-reads.ts) and the command sockets (command-sockets.ts).
+ * (idempotent-writes.ts), the reads (task-reads.ts), the long-polls on actions (action-waiters.ts) and the
+ * command sockets (command-sockets.ts).
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
 import type { AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
+import type { ActionPage } from "./action-types.js";
+import { type ActionAnswer, ActionWaiters } from "./action-waiters.js";
 import { CommandSockets } from "./command-sockets.js";
 import { CommitShell } from "./commit-shell.js";
 import type { Idempotency } from "./idempotency-store.js";
@@ -17,7 +20,7 @@ import type { RpcResult } from "./rpc-result.js";
 import type { TaskCursor } from "./sse-frames.js";
 import { SseHub } from "./sse-hub.js";
 import type { BatchItem, TaskGraphRpc } from "./task-graph-rpc.js";
-import { TaskReads } from "./task-reads.js";
+import { type ActionQuery, TaskReads } from "./task-reads.js";
 
 /** One task DAG (named `<session_id>/<task_id>`). */
 export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc {
@@ -29,6 +32,8 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   private readonly writes: IdempotentWrites;
   private readonly reads: TaskReads;
   private readonly sockets: CommandSockets;
+  /** Long-polls of GET .../actions/{action_id}?wait_ms=; answered by the shell after the commit resolving their action. */
+  private readonly waiters = new ActionWaiters();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -41,9 +46,13 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
       hub: this.hub,
       limits: this.config.limits,
       pushIndex: (entry) => sessions.get(sessions.idFromName(this.shell.state.task!.session_id)).upsertTask(entry),
+      actionsResolved: (actions) => {
+        this.waiters.resolve(actions);
+        this.sockets.pushActionsResolved(this.shell.state.task!.task_id, actions);
+      },
     });
     this.writes = new IdempotentWrites(this.shell, (sessionId) => sessions.get(sessions.idFromName(sessionId)));
-    this.reads = new TaskReads(this.shell, this.hub, new LargeReads(this.config.maxLargeReads));
+    this.reads = new TaskReads(this.shell, this.hub, new LargeReads(this.config.maxLargeReads), this.waiters);
     this.sockets = new CommandSockets({
       ctx,
       env,
@@ -103,6 +112,16 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   /** The compact Task DAG summary for a prompt (003 "Prompt Context"), after reconciling leases. */
   async summary(actor: Actor, tokenBudget: number): Promise<RpcResult<PromptSummary>> {
     return this.reads.summary(actor, tokenBudget);
+  }
+
+  /** GET .../tasks/{tid}/actions: the task's actions, oldest first, filtered by status and paged. */
+  async listActions(actor: Actor, query: ActionQuery): Promise<RpcResult<ActionPage>> {
+    return this.reads.listActions(actor, query);
+  }
+
+  /** GET .../tasks/{tid}/actions/{action_id}?wait_ms=: one action, long-polled until it resolves or the wait ends. */
+  async getAction(actor: Actor, actionId: string, waitMs: number): Promise<ActionAnswer> {
+    return this.reads.getAction(actor, actionId, waitMs);
   }
 
   /** The session index entry, for the session's clean-up of reservations; null when no task was created. */

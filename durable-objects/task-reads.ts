@@ -1,9 +1,11 @@
 /**
  * @module A task object's reads: the DAG (whole, paged, or streamed when large), step queries, WAL pages, the
- * event stream with its catch-up, the prompt summary and the session index entry. Each is served from the
- * commit shell's memory (or its WAL), after the shell's guard and, where 003 asks, reconciled leases.
+ * event stream with its catch-up, the prompt summary, the task's actions (one of them long-polled) and the
+ * session index entry. Each is served from the commit shell's memory (or its WAL), after the shell's guard
+ * and, where 003 asks, reconciled leases.
  */
 import {
+  type Action,
   type Actor,
   isTerminalTask,
   LARGE_PAGE_ITEMS,
@@ -19,6 +21,8 @@ import {
   taskGetPage,
   type TaskGetRequest,
 } from "../src/core/index.js";
+import type { ActionPage } from "./action-types.js";
+import { type ActionAnswer, type ActionWaiters, MAX_ACTION_WAIT_MS } from "./action-waiters.js";
 import type { CommitShell } from "./commit-shell.js";
 import type { IndexEntry } from "../src/contract/index.js";
 import { indexEntryOf } from "./index-entry.js";
@@ -30,6 +34,16 @@ import { readWal, readWalTail } from "./wal-store.js";
 
 /** WAL events read per page while an event stream catches up on history. */
 const STREAM_PAGE = 100;
+/** Actions per page of GET .../actions when the caller names no limit, and the most it may name. */
+const ACTION_PAGE_DEFAULT = 50;
+const ACTION_PAGE_MAX = 500;
+
+/** Filters and paging of GET .../tasks/{tid}/actions. */
+export interface ActionQuery {
+  readonly status?: "open" | "resolved";
+  readonly limit?: number;
+  readonly offset?: number;
+}
 
 /** The reads of one task object. */
 export class TaskReads {
@@ -39,6 +53,8 @@ export class TaskReads {
     private readonly hub: SseHub,
     /** Large GET answers being streamed out (bounded by TASK_MAX_LARGE_READS). */
     private readonly largeReads: LargeReads,
+    /** Long-polls on actions (the shell's publish answers them). */
+    private readonly waiters: ActionWaiters,
   ) {}
 
   /** Which task the object holds (null before its task is created, or when its WAL is broken). */
@@ -131,6 +147,42 @@ export class TaskReads {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
     return ok(promptSummary(this.shell.state, actor, readWalTail(this.shell.sql, 20), tokenBudget));
+  }
+
+  /** GET .../tasks/{tid}/actions after reconciling leases (and expiries): the task's actions, oldest first. */
+  listActions(actor: Actor, query: ActionQuery): RpcResult<ActionPage> {
+    const ready = this.readable(actor);
+    if (ready !== null) return err(ready);
+    const limit = Math.min(Math.max(Math.trunc(query.limit ?? ACTION_PAGE_DEFAULT), 1), ACTION_PAGE_MAX);
+    const offset = Math.max(Math.trunc(query.offset ?? 0), 0);
+    const matching: Action[] = [];
+    for (const action of this.shell.state.actions.values()) if (query.status === undefined || action.status === query.status) matching.push(action);
+    const actions = matching.slice(offset, offset + limit).map((a) => structuredClone(a));
+    const total = matching.length;
+    return ok({ actions, total, limit, offset, next_offset: offset + actions.length < total ? offset + actions.length : null });
+  }
+
+  /**
+   * GET .../tasks/{tid}/actions/{action_id}?wait_ms=: the action, at once when it is resolved or `waitMs` is 0;
+   * otherwise as soon as a commit resolves it, or still open when the wait ends. Past MAX_ACTION_WAITERS waits
+   * at once, rate_limited. A wait lives only in memory; the resolution is in the WAL, so a poll lost with an
+   * evicted object is simply asked again.
+   */
+  async getAction(actor: Actor, actionId: string, waitMs: number): Promise<ActionAnswer> {
+    const now = this.currentAction(actor, actionId);
+    if (!now.ok || now.value.action.status === "resolved" || !(waitMs > 0)) return now;
+    const full = this.waiters.full();
+    if (full !== null) return err(full);
+    return this.waiters.wait(actionId, Math.min(waitMs, MAX_ACTION_WAIT_MS), () => this.currentAction(actor, actionId));
+  }
+
+  /** One action as memory holds it, after reconciling (an action past its expiry is answered expired). */
+  private currentAction(actor: Actor, actionId: string): ActionAnswer {
+    const ready = this.readable(actor);
+    if (ready !== null) return err(ready);
+    const action = this.shell.state.actions.get(actionId);
+    if (action === undefined) return err(runtimeError("not_found", `no action ${actionId}`, { action_id: actionId }));
+    return ok({ action: structuredClone(action) });
   }
 
   /** The session index entry, for the session's clean-up of reservations; null when no task was created. */
