@@ -1,7 +1,7 @@
 /**
  * The SDK's lifecycle calls against the real service through SELF.fetch: `ctx.ask` in a worker handler answered
- * by an approver, the long-poll wait through dropped requests, pause and resume, the approver's inbox, and retry
- * policies with `orchestrate`.
+ * by an approver, the long-poll wait through dropped requests, pause and resume, and the approver's inbox
+ * (retry policies: client-lifecycle-retry.test.ts).
  */
 import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -257,41 +257,5 @@ describe("an approver client", () => {
     expect(await rejection(s.approver.pauseTask(t.path))).toMatchObject({ code: "tool_not_available", status: 403 });
     expect(await rejection(s.approver.requestTaskAction(t.path, { kind: "approval", prompt: "Mine?" }))).toMatchObject({ code: "tool_not_available", status: 403 });
     expect(await rejection(s.approver.createTask(s.sid, { task_id: "x", wal_name: "x", title: "x", steps: [] }))).toMatchObject({ code: "tool_not_available", status: 403 });
-  });
-});
-
-describe("retry policies and seed 001's record through the SDK", () => {
-  it("Should store the record fields and policies given to createTask and return them in the DAG", async () => {
-    const policy = { max_attempts: 3, initial_interval_ms: 500, backoff_coefficient: 2, max_interval_ms: 2_000 };
-    const t = await newTask(S, [step("a", [], { retry_policy: policy })], {
-      objective: "Ship the report",
-      visibility: "background",
-      priority: 2,
-      acceptance: { criteria: "two pages" },
-      metadata: { team: "research" },
-      default_retry_policy: { ...policy, max_attempts: 2 },
-    });
-    const view = await S.orch.getTask(t.path);
-    expect(view.task).toMatchObject({ objective: "Ship the report", visibility: "background", priority: 2, acceptance: { criteria: "two pages" }, metadata: { team: "research" }, default_retry_policy: { max_attempts: 2 } });
-    expect(view.steps[0]).toMatchObject({ retry_policy: policy, retry_attempts: 0, retry_at: null });
-  });
-
-  it("Should let the runtime retry a failed attempt under orchestrate, which neither reopens it nor calls the task stalled", async () => {
-    const t = await newTask(S, [step("a", [], { retry_policy: { max_attempts: 3, initial_interval_ms: 0, backoff_coefficient: 2, max_interval_ms: 100 } })]);
-    let attempts = 0;
-    const result = await orchestrate(S.orch, t.path, {
-      handler: () => {
-        attempts += 1;
-        if (attempts === 1) throw new Error("flaky source");
-        return { result_summary: "second time lucky" };
-      },
-      pollMs: 20,
-    });
-    expect(result.status).toBe("completed");
-    const wal = (await S.orch.walExport(t.path)).events;
-    const reopens = wal.filter((e) => e.event_type === "task_step_reopened");
-    expect(reopens).toHaveLength(1);
-    expect(reopens[0]!.payload).toMatchObject({ by_retry_policy: true });
-    expect(result.view.steps[0]).toMatchObject({ status: "completed", attempt_ids: [expect.any(String), expect.any(String)] });
   });
 });
