@@ -10,6 +10,23 @@ import type { Action } from "./types.js";
 /** The longest wait one GET .../actions/{action_id}?wait_ms= may ask for. */
 export const MAX_ACTION_WAIT_MS = 30_000;
 
+/**
+ * Sends a write again after a retryable failure its own tries did not overcome, with the same Idempotency-Key
+ * (the caller's `send` carries it): a request that did land answers with its first answer, so this never writes
+ * twice. Gives up after `retry.attempts` sends in a row fail.
+ */
+export async function resend<T>(send: () => Promise<T>, retry: RetryPolicy, signal: AbortSignal | undefined): Promise<T> {
+  for (let sent = 1; ; sent++) {
+    try {
+      return await send();
+    } catch (e) {
+      if (signal?.aborted === true) throw abortReason(signal);
+      if (!(e instanceof RuntimeApiError) || !e.retryable || sent >= retry.attempts) throw e;
+      await sleep(Math.min(retry.maxDelayMs, e.retryAfterMs ?? backoffDelay(sent, retry)), signal);
+    }
+  }
+}
+
 /** A poll that answers before this while the action is still open is not asked again at once (a server that does not hold polls). */
 const MIN_POLL_SPACING_MS = 1_000;
 

@@ -8,8 +8,8 @@
 import { MAX_STEP_QUERY_LIMIT } from "../contract/limits.js";
 import { MAX_TEXT } from "../core/index.js";
 import { isRuntimeApiError, RuntimeApiError } from "./errors.js";
-import type { WaitForActionOptions } from "./action-wait.js";
-import { linkedController } from "./retry.js";
+import { resend, type WaitForActionOptions } from "./action-wait.js";
+import { DEFAULT_RETRY, linkedController } from "./retry.js";
 import type {
   Action,
   ActionAnswer,
@@ -211,7 +211,8 @@ async function workStep<W extends WorkerLoopCalls>(worker: W, claim: Claimed, ha
       asks += 1;
       const idempotencyKey = askKey(worker.runId, claim.attempt_id, step.step_id, asks);
       try {
-        const answer = await worker.requestAction(step.step_id, request, { idempotencyKey, signal: controller.signal });
+        // Sent again with the same key after failures the transport's own tries did not overcome: one action, however often sent.
+        const answer = await resend(() => worker.requestAction(step.step_id, request, { idempotencyKey, signal: controller.signal }), DEFAULT_RETRY, controller.signal);
         // A replayed request answers with the action as it was first opened: wait for it either way.
         return answer.action.status === "resolved" ? answer.action : await worker.waitForAction(answer.action_id, { signal: controller.signal });
       } catch (e) {

@@ -65,13 +65,13 @@ function failing(match: (method: string, url: URL, body: string) => boolean, tim
   return { fetch, failed: () => failed, seen: () => seen };
 }
 
-/** A fetch that sends the first request `match` selects but throws its answer away (a dropped response). */
-function droppingFirstAnswer(match: (method: string, body: string) => boolean): FetchLike {
-  let dropped = false;
+/** A fetch that sends the first `times` requests `match` selects but throws their answers away (dropped responses). */
+function droppingAnswers(match: (method: string, body: string) => boolean, times: number): FetchLike {
+  let dropped = 0;
   return async (input, init) => {
     const res = await selfFetch(input, init);
-    if (!dropped && match(init?.method ?? "GET", typeof init?.body === "string" ? init.body : "")) {
-      dropped = true;
+    if (dropped < times && match(init?.method ?? "GET", typeof init?.body === "string" ? init.body : "")) {
+      dropped += 1;
       await res.body?.cancel();
       throw new TypeError("Network connection lost.");
     }
@@ -97,8 +97,9 @@ beforeAll(async () => {
 describe("ctx.ask: a worker handler asks a person", () => {
   it("Should open one approval on the held step and resolve with the approver's decision and comment", async () => {
     const t = await newTask(S, [step("deploy")]);
-    // The answer to the request that opens the action is lost once: the retry must not open a second action.
-    const orch = client(S.orch.token!, { fetch: droppingFirstAnswer((m, body) => m === "POST" && body.includes("Deploy?")) });
+    // The answers to the request that opens the action are lost four times, more than one call's three tries:
+    // ask sends it again, and none of the five sends opens a second action.
+    const orch = client(S.orch.token!, { fetch: droppingAnswers((m, body) => m === "POST" && body.includes("Deploy?"), 4), retry: { ...FAST_RETRY, attempts: 3 } });
     const worker = await orch.dispatchWorker(t.path, { agent_id: "deployer" });
     const asked: Action[] = [];
     const running = worker.run(async (_step, ctx) => {
@@ -201,23 +202,26 @@ describe("pauseTask / resumeTask", () => {
     expect(await worker.claimNext()).toMatchObject({ step: { step_id: "a" } });
   });
 
-  it("Should let orchestrate wait out a pause instead of giving up", async () => {
+  it("Should let orchestrate wait out a pause, dispatching nobody until the task is resumed", async () => {
     const t = await newTask(S, [step("a")]);
     await S.orch.pauseTask(t.path);
     let reads = 0;
+    let dispatches = 0;
     const counting: FetchLike = (input, init) => {
-      if ((init?.method ?? "GET") === "GET" && new URL(input).pathname === t.path) reads += 1;
+      const path = new URL(input).pathname;
+      if ((init?.method ?? "GET") === "GET" && path === t.path) reads += 1;
+      // A dispatch goes alone or inside a group-committed batch.
+      if (path === `${t.path}/workers` || (typeof init?.body === "string" && init.body.includes(`${t.path}/workers`))) dispatches += 1;
       return selfFetch(input, init);
     };
-    let resumed = false;
-    const done = orchestrate(client(S.orch.token!, { fetch: counting }), t.path, { handler: () => ({ result_summary: resumed ? "after resume" : "while paused" }), pollMs: 20 });
-    // Several reads of the paused task: orchestrate saw it paused and kept waiting.
+    const done = orchestrate(client(S.orch.token!, { fetch: counting }), t.path, { handler: () => ({ result_summary: "done" }), pollMs: 20 });
+    // Several reads of the paused task: orchestrate saw it paused and kept waiting, without dispatching.
     await eventually(async () => expect(reads).toBeGreaterThan(3), 10_000);
-    resumed = true;
+    expect(dispatches).toBe(0);
     await S.orch.resumeTask(t.path);
     const result = await done;
     expect(result.status).toBe("completed");
-    expect(result.view.steps[0]!.result_summary).toBe("after resume");
+    expect(dispatches).toBe(1);
   });
 });
 
