@@ -1,12 +1,13 @@
 /**
  * @module The live demo: an orchestrator and its workers drive a realistic task DAG through the client SDK
  * while the task's event stream prints what happens. One worker per ready step (seed 003's default); one
- * step fails once and is reopened; one worker dies holding its step, whose lease expires and comes back.
+ * step's first attempt fails and its retry policy retries it; one worker dies holding its step, whose lease
+ * expires and comes back; the last step asks a person for approval, which the demo's approver gives.
  *
  *   npm run demo -- --url http://127.0.0.1:8787   against a running server (npm start runs this for you)
  *   npm run demo -- --quick                        starts its own server, runs a short demo, stops, exits 0
  */
-import { isRuntimeApiError, RuntimeClient } from "../src/client/index.js";
+import { isRuntimeApiError, RuntimeClient, type WorkerClient } from "../src/client/index.js";
 import type { RuntimeEvent, TaskView } from "../src/client/index.js";
 import { parseCli } from "./bench/harness/cli.js";
 import { defaultAdminToken, type DevServer, sleep, startDevServer, stopDevServer } from "./dev-server.js";
@@ -23,9 +24,14 @@ const STEPS = [
   { step_id: "research-customers", title: "Research customers", summary: "Five sourced facts on customers", depends_on_step_ids: ["plan"] },
   { step_id: "explore-trends", title: "Look for outliers", summary: "Optional exploration", depends_on_step_ids: ["plan"], required: false },
   { step_id: "synthesis", title: "Write the synthesis", summary: "Two pages citing the research", depends_on_step_ids: ["research-pricing", "research-competitors", "research-customers"] },
+  { step_id: "publish", title: "Publish the report", summary: "Deploy it once a person approves", depends_on_step_ids: ["synthesis"] },
 ];
-/** The step whose first attempt fails (the orchestrator reopens it once). */
+/** The step whose first attempt fails: its retry policy has the runtime retry it after 0.5 s. */
 const FLAKY_STEP = "research-competitors";
+/** The retry policy of FLAKY_STEP: up to 3 attempts, 0.5 s then 1 s then at most 2 s apart. */
+const FLAKY_RETRY = { max_attempts: 3, initial_interval_ms: 500, backoff_coefficient: 2, max_interval_ms: 2_000 };
+/** The step whose worker asks a person before it goes on. */
+const APPROVAL_STEP = "publish";
 /** The step the first worker claims and then dies holding. */
 const DOOMED_STEP = "plan";
 
@@ -80,7 +86,7 @@ function describe(e: RuntimeEvent): string {
   const subject = e.stepId === undefined ? "task" : e.stepId;
   const who = e.runId === undefined ? "" : dim(` run …${e.runId.slice(-6)}`);
   const reason = e.statusReason === undefined ? "" : dim(` (${e.statusReason})`);
-  const color = e.type.endsWith("failed") || e.type === "task.lost" ? red : e.type.endsWith("completed") ? green : e.type === "task.retrying" ? yellow : (t: string) => t;
+  const color = e.type.endsWith("failed") || e.type === "task.lost" ? red : e.type.endsWith("completed") ? green : e.type === "task.retrying" || e.type.startsWith("action.") ? yellow : (t: string) => t;
   return `${dim(`#${String(e.sequence).padStart(4)}`)} ${color(e.type.padEnd(24))} ${subject}${who}${reason}`;
 }
 
@@ -111,6 +117,8 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   const admin = new RuntimeClient({ baseUrl: base, token: opts.adminToken ?? defaultAdminToken() });
   const session = await admin.createSession({ orchestrator_agent_id: "demo-orchestrator" });
   const orch = admin.withToken(session.orchestrator.token);
+  // The person in the loop: a token that reads the session and answers its actions, nothing else.
+  const approver = admin.withToken((await orch.mintApproverToken(session.session_id, { agent_id: "demo-reviewer" })).token);
   const taskId = `market-report-${Date.now().toString(36)}`;
   const task = { sessionId: session.session_id, taskId };
   const leaseMs = opts.quick ? 1_500 : 4_000;
@@ -120,12 +128,13 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
     wal_name: taskId,
     title: "Q3 market report",
     summary: "Fan-out research, an optional exploration, a fan-in synthesis",
-    steps: STEPS,
+    steps: STEPS.map((step) => (step.step_id === FLAKY_STEP ? { ...step, retry_policy: FLAKY_RETRY } : step)),
     step_lease_timeout_ms: leaseMs,
   });
   const taskUrl = `${base}/v1/sessions/${session.session_id}/tasks/${taskId}`;
   console.log(bold(`\nTask ${taskId}: ${STEPS.length} steps, leases of ${leaseMs / 1000} s`));
-  console.log(dim(`  plan → research ×3 (+ optional explore-trends) → synthesis; ${FLAKY_STEP} fails once; the worker on ${DOOMED_STEP} dies\n`));
+  console.log(dim(`  plan → research ×3 (+ optional explore-trends) → synthesis → publish; the worker on ${DOOMED_STEP} dies;`));
+  console.log(dim(`  ${FLAKY_STEP} fails once and its retry policy retries it; ${APPROVAL_STEP} waits for a person's approval\n`));
 
   const attemptsOf = new Map<string, number>();
   const reopened = new Set<string>();
@@ -141,6 +150,7 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
       (async () => {
         const worker = await orch.dispatchWorker(task, { allowed_step_ids: [stepId], agent_id: `worker-${stepId.split("-").pop()}-${attempt}` });
         const name = worker.agentId ?? worker.runId;
+        if (stepId === APPROVAL_STEP) return await publishAfterApproval(worker, name);
         const claim = await worker.claimStep(stepId).catch((e: unknown) => {
           if (isRuntimeApiError(e)) return undefined; // someone else took it, or the task moved on
           throw e;
@@ -170,12 +180,43 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
     );
   };
 
+  /** The approval step's worker loop: claims the step, asks "Deploy?" with ctx.ask, publishes once a person approved. */
+  const publishAfterApproval = async (worker: WorkerClient, name: string) => {
+    await worker.run(async (step, ctx) => {
+        const stepId = step.step_id;
+        board.set(name, stepId, 10, "waiting for approval");
+        const answer = await ctx.ask({ kind: "approval", prompt: "Deploy?" });
+        board.log(answer.decision === "approved" ? green(`  ✓ ${name} got "${answer.decision}" (${answer.comment ?? "no comment"}): it goes on`) : red(`  ✗ ${name} got "${answer.decision}"`));
+        if (answer.decision !== "approved") throw new Error(`deploy ${answer.decision}`);
+        for (let percent = 40; percent <= 100; percent += 30) {
+          await sleep(workMs / 3);
+          board.set(name, stepId, percent, "deploying");
+        }
+        board.remove(name);
+        return { result_summary: "report published", artifact_ids: ["report.pdf"] };
+    });
+  };
+
+  /** The demo's approver: sees the question in the session's inbox, takes a visible moment, approves. */
+  const approve = async (actionId: string) => {
+    await sleep(opts.quick ? 500 : 2_000);
+    const inbox = await approver.sessionActions(session.session_id);
+    const item = inbox.actions.find((a) => a.action_id === actionId);
+    board.log(yellow(`  ☐ the reviewer reads "${item?.prompt ?? "Deploy?"}" in the inbox (${inbox.total} open) and approves`));
+    await approver.respondAction(task, actionId, { decision: "approved", comment: "ship it" });
+  };
+
   let completing = false;
   let finalStatus = "unknown";
   for await (const event of orch.subscribe(task)) {
     board.log(describe(event));
     if (event.type === "task.queued" && event.stepId !== undefined) dispatchFor(event.stepId);
-    if (event.type === "task.attempt.failed" && event.stepId !== undefined && event.nativeStatus === "failed" && !reopened.has(event.stepId)) {
+    if (event.type === "action.required" && event.actionId !== undefined) {
+      board.log(yellow(`  ⏸ ${event.stepId ?? "the task"} waits for a person: "${String(event.payload.prompt ?? "")}" (its lease holds meanwhile)`));
+      workers.push(approve(event.actionId));
+    }
+    // A step with a retry policy is retried by the runtime; the orchestrator reopens others once.
+    if (event.type === "task.attempt.failed" && event.stepId !== undefined && event.stepId !== FLAKY_STEP && event.nativeStatus === "failed" && !reopened.has(event.stepId)) {
       reopened.add(event.stepId);
       board.log(yellow(`  ↻ the orchestrator reopens ${event.stepId} once`));
       void orch.updateTask(task, [{ op: "reopen_step", step_id: event.stepId, reason: "retry once" }]);

@@ -139,7 +139,9 @@ export class CommandSocket {
     }
     const pending = typeof frame.id === "number" ? this.waiting.get(frame.id) : undefined;
     if (pending === undefined) {
-      // An error about a frame the service could not read (no id): every frame in flight is suspect.
+      // An error about a frame the service could not read (no id): every frame in flight is suspect. Frames
+      // the service sends unasked (`{event: "action.resolved", …}`) answer no command: this socket closes when
+      // idle, so it is no place to wait for them (waitForAction is).
       if (frame.error !== undefined) this.failAll(errorFromEnvelope(typeof frame.status === "number" ? frame.status : 400, { error: frame.error }));
       return;
     }

@@ -8,6 +8,7 @@ export { type ApiRequest, type FetchLike, newIdempotencyKey, Transport, type Tra
 export { type BatchingOptions } from "./group-commit.js";
 export { MAX_BATCH_COMMANDS } from "../contract/limits.js";
 export { type CommandSocketOptions, type WebSocketConstructor, type WebSocketLike } from "./command-socket.js";
+export { MAX_ACTION_WAIT_MS, type WaitForActionOptions } from "./action-wait.js";
 export { backoffDelay, DEFAULT_RETRY, retryAfterDelay, type RetryOptions } from "./retry.js";
 export { EventSubscription, isAfterId, type SubscribeOptions } from "./event-stream.js";
 export { type SseFrame, SseParser } from "./sse-parser.js";

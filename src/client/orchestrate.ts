@@ -3,8 +3,9 @@
  * `worker.run`, handles failed steps (default: reopen once, then fail the task), and completes the task when
  * it is completeable. It re-reads the task whenever one of its workers ends, an event arrives on the task's
  * stream, or `pollMs` passes (so it works, more slowly to notice others' changes, without the stream).
+ * A step its retry policy will retry is left to the runtime; a paused task is waited on, not given up.
  */
-import { MAX_TEXT, TERMINAL_TASK_STATUSES } from "../core/index.js";
+import { MAX_TEXT, RETRY_EXHAUSTED, TERMINAL_TASK_STATUSES } from "../core/index.js";
 import { isRuntimeApiError } from "./errors.js";
 import { taskPath } from "./paths.js";
 import { abortReason, linkedController, sleep } from "./retry.js";
@@ -48,8 +49,8 @@ export interface OrchestrateResult {
   readonly errors: unknown[];
 }
 
-/** The default failure policy: reopen once, then fail the task. */
-export const reopenOnce: StepFailedHandler = (_step, { reopened }) => (reopened === 0 ? "reopen" : "fail");
+/** The default failure policy: reopen once, then fail the task; a step whose retry policy is used up fails the task at once. */
+export const reopenOnce: StepFailedHandler = (step, { reopened }) => (reopened === 0 && step.status_reason !== RETRY_EXHAUSTED ? "reopen" : "fail");
 
 /** Resolves a waiter now, or the next one if none waits. */
 class Wakeup {
@@ -151,7 +152,8 @@ export async function orchestrate(client: RuntimeClient, task: TaskRef, opts: Or
           if (!isRuntimeApiError(e, "task_not_completeable")) throw e;
         }
       }
-      const ready = view.task.status === "blocked" ? [] : view.steps.filter((s) => s.status === "ready");
+      const held = view.task.status === "blocked" || view.task.status === "paused";
+      const ready = held ? [] : view.steps.filter((s) => s.status === "ready");
       if (opts.workerCount === undefined) {
         const fresh = ready.filter((s) => !running.has(s.step_id));
         const workers = await Promise.all(fresh.map((s) => dispatch({ worker_pool_id: s.worker_pool_id, allowed_step_ids: [s.step_id], max_steps: 1 })));
@@ -166,7 +168,9 @@ export async function orchestrate(client: RuntimeClient, task: TaskRef, opts: Or
         const workers = await Promise.all(wanted.map((pool) => dispatch({ worker_pool_id: pool, max_steps: opts.maxSteps ?? Math.max(1, view.steps.length) })));
         workers.forEach((w, i) => w !== undefined && launch(w.runId, wanted[i]!, w));
       }
-      if (running.size === 0 && ready.length === 0 && (view.diagnostics.stalled || view.task.status === "blocked")) {
+      // A paused task waits for its resume, and a step waiting for its retry will be reopened by the runtime.
+      const waiting = view.task.status === "paused" || view.steps.some((s) => s.retry_at !== null);
+      if (running.size === 0 && ready.length === 0 && !waiting && (view.diagnostics.stalled || view.task.status === "blocked")) {
         status = "stalled";
         break;
       }
@@ -185,7 +189,8 @@ export async function orchestrate(client: RuntimeClient, task: TaskRef, opts: Or
   /** Decides each newly failed step; true when the task changed (re-read it). */
   async function handleFailures(current: TaskView): Promise<boolean> {
     for (const step of current.steps) {
-      if (step.status !== "failed") continue;
+      // A failure its retry policy will retry is not the orchestrator's to decide (retry_at: the runtime reopens it).
+      if (step.status !== "failed" || step.retry_at !== null) continue;
       const key = `${step.step_id}#${step.attempt_ids.length}`;
       if (decided.has(key)) continue;
       decided.add(key);

@@ -1,14 +1,31 @@
 /**
  * @module The worker loop: claim-next, run the handler, mark the step completed (or failed with the error's
  * message) while taking the next step in the same call, until nothing is claimable; then finish the run.
- * The handler's `ctx.signal` aborts when the run loses its step (cancelled, lease expired, task closed).
+ * The handler's `ctx.signal` aborts when the run loses its step (cancelled, lease expired, task closed); its
+ * `ctx.ask` asks a person and waits for the answer.
  * It knows its worker only by the calls it makes (WorkerLoopCalls), not as the WorkerClient that runs it.
  */
 import { MAX_STEP_QUERY_LIMIT } from "../contract/limits.js";
 import { MAX_TEXT } from "../core/index.js";
 import { isRuntimeApiError, RuntimeApiError } from "./errors.js";
-import { linkedController } from "./retry.js";
-import type { CallOptions, ClaimNextAnswer, Claimed, FinishRunInput, NextClaim, ProgressInput, Step, StepPage, StepQuery, UpdateStepAnswer, UpdateStepInput } from "./types.js";
+import { resend, type WaitForActionOptions } from "./action-wait.js";
+import { DEFAULT_RETRY, linkedController } from "./retry.js";
+import type {
+  Action,
+  ActionAnswer,
+  CallOptions,
+  ClaimNextAnswer,
+  Claimed,
+  FinishRunInput,
+  NextClaim,
+  ProgressInput,
+  RequestActionInput,
+  Step,
+  StepPage,
+  StepQuery,
+  UpdateStepAnswer,
+  UpdateStepInput,
+} from "./types.js";
 
 /** What the loop calls on its worker (a WorkerClient has all of it). */
 export interface WorkerLoopCalls {
@@ -20,6 +37,8 @@ export interface WorkerLoopCalls {
   appendProgress(stepId: string, body?: ProgressInput, opts?: CallOptions): Promise<unknown>;
   querySteps(query?: StepQuery, opts?: CallOptions): Promise<StepPage>;
   finish(body?: FinishRunInput, opts?: CallOptions): Promise<unknown>;
+  requestAction(stepId: string, body: RequestActionInput, opts?: CallOptions): Promise<ActionAnswer>;
+  waitForAction(actionId: string, opts?: WaitForActionOptions): Promise<Action>;
 }
 
 /** What a handler may hand back for its step. */
@@ -37,6 +56,14 @@ export interface StepContextOf<W> {
   readonly worker: W;
   /** Reports progress and renews the lease; throws (and aborts `signal`) once the step is no longer the run's. */
   progress(progress: ProgressInput): Promise<void>;
+  /**
+   * Asks a person about this step (an approval, or input checked against `input_schema`) and resolves with the
+   * resolved action: its `decision` (approved, rejected, submitted, or expired / withdrawn by the runtime),
+   * `input` and `comment`. The step's lease holds meanwhile. A request retried after a lost answer returns the
+   * same action, never a second one; the wait outlives dropped connections. Rejects (and aborts `signal`)
+   * once the step is no longer the run's.
+   */
+  ask(request: RequestActionInput): Promise<Action>;
 }
 
 /** Works one step of worker `W`: return to complete it, throw to fail it (StepHandler for a WorkerClient). */
@@ -166,6 +193,7 @@ async function workStep<W extends WorkerLoopCalls>(worker: W, claim: Claimed, ha
     controller.abort(e);
     return true;
   };
+  let asks = 0;
   const ctx: StepContextOf<W> = {
     step,
     attemptId: claim.attempt_id,
@@ -174,6 +202,19 @@ async function workStep<W extends WorkerLoopCalls>(worker: W, claim: Claimed, ha
     progress: async (progress) => {
       try {
         await worker.appendProgress(step.step_id, progress, opts.signal === undefined ? {} : { signal: opts.signal });
+      } catch (e) {
+        lose(e);
+        throw e;
+      }
+    },
+    ask: async (request) => {
+      asks += 1;
+      const idempotencyKey = askKey(worker.runId, claim.attempt_id, step.step_id, asks);
+      try {
+        // Sent again with the same key after failures the transport's own tries did not overcome: one action, however often sent.
+        const answer = await resend(() => worker.requestAction(step.step_id, request, { idempotencyKey, signal: controller.signal }), DEFAULT_RETRY, controller.signal);
+        // A replayed request answers with the action as it was first opened: wait for it either way.
+        return answer.action.status === "resolved" ? answer.action : await worker.waitForAction(answer.action_id, { signal: controller.signal });
       } catch (e) {
         lose(e);
         throw e;
@@ -226,6 +267,14 @@ async function workStep<W extends WorkerLoopCalls>(worker: W, claim: Claimed, ha
     if (reason === undefined) throw e;
     return { kind: "stopped", reason };
   }
+}
+
+/**
+ * The Idempotency-Key of a handler's `ask` number `ordinal` on one claim: the same ask of the same claim always
+ * sends the same key, so the service answers a repeat with the action it opened the first time.
+ */
+export function askKey(runId: string, attemptId: string, stepId: string, ordinal: number): string {
+  return `ask:${runId}:${attemptId}:${stepId}:${ordinal}`;
 }
 
 function resultFields(result: unknown): StepResult {

@@ -5,6 +5,7 @@
  * other, so they share a module, and the operations live here.
  */
 import type { RuntimeEvent } from "../core/index.js";
+import { MAX_ACTION_WAIT_MS, pollUntilResolved, type WaitForActionOptions } from "./action-wait.js";
 import { isRuntimeApiError } from "./errors.js";
 import { EventSubscription, frameJson, type SubscribeOptions } from "./event-stream.js";
 import { seg, sessionPath, taskPath } from "./paths.js";
@@ -12,6 +13,11 @@ import { retryAfterDelay, sleep } from "./retry.js";
 import { joinTaskPages } from "./task-pages.js";
 import { type ApiRequest, Transport, type TransportOptions } from "./transport.js";
 import type {
+  Action,
+  ActionAnswer,
+  ActionInbox,
+  ActionListQuery,
+  ActionPage,
   CallOptions,
   CancelRunInput,
   ClaimNextAnswer,
@@ -19,11 +25,15 @@ import type {
   CreateSessionInput,
   CreateTaskInput,
   FinishRunInput,
+  GetActionQuery,
   MintTokenInput,
   PatchOpInput,
+  PauseInput,
   ProgressInput,
   PromptSummary,
   ReasonInput,
+  RequestActionInput,
+  RespondActionInput,
   SessionCreated,
   SessionSnapshot,
   SessionEvent,
@@ -49,7 +59,7 @@ import { parseWalPage } from "./wal-page.js";
 
 /** How to build a RuntimeClient: where the runtime is, the caller's token, fetch, retries and batching. */
 export interface RuntimeClientOptions extends TransportOptions {
-  /** The bearer token of every call (admin, orchestrator, worker or observer). */
+  /** The bearer token of every call (admin, orchestrator, worker, observer or approver). */
   readonly token?: string;
 }
 
@@ -75,9 +85,19 @@ export class RuntimeCalls {
     return this.write("POST", "/v1/sessions", body, opts);
   }
 
-  /** POST /v1/sessions/{sid}/tokens (admin, orchestrator): an orchestrator or observer token. */
+  /** POST /v1/sessions/{sid}/tokens (admin, orchestrator): an orchestrator, observer or approver token. */
   mintToken(sessionId: string, body: MintTokenInput, opts?: CallOptions): Promise<TokenMinted> {
     return this.write("POST", `${sessionPath(sessionId)}/tokens`, body, opts);
+  }
+
+  /** POST /v1/sessions/{sid}/tokens `{role: "approver"}`: a token that reads the session and answers its actions. */
+  mintApproverToken(sessionId: string, body: Omit<MintTokenInput, "role"> = {}, opts?: CallOptions): Promise<TokenMinted> {
+    return this.mintToken(sessionId, { ...body, role: "approver" }, opts);
+  }
+
+  /** GET /v1/sessions/{sid}/actions: the session's inbox of open actions, newest first, each with its task's title. */
+  sessionActions(sessionId: string, query: ActionListQuery = {}, opts?: CallOptions): Promise<ActionInbox> {
+    return this.read(`${sessionPath(sessionId)}/actions`, { ...query }, opts);
   }
 
   /** GET /v1/sessions/{sid}: the session snapshot. */
@@ -164,6 +184,52 @@ export class RuntimeCalls {
   /** POST .../reopen: a blocked task back to pending. */
   reopenTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
     return this.write("POST", `${taskPath(task)}/reopen`, body, opts);
+  }
+
+  /** POST .../pause (orchestrator): no dispatch and no claim until resumed; held steps go on. */
+  pauseTask(task: TaskRef, body: PauseInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/pause`, body, opts);
+  }
+
+  /** POST .../resume (orchestrator): a paused task back to pending, its ready steps claimable again. */
+  resumeTask(task: TaskRef, body: PauseInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/resume`, body, opts);
+  }
+
+  // ---- humans in the loop -------------------------------------------------------------------------
+
+  /** POST .../actions (orchestrator): a task-level action, e.g. approve the plan before dispatch. */
+  requestTaskAction(task: TaskRef, body: RequestActionInput, opts?: CallOptions): Promise<ActionAnswer> {
+    return this.write("POST", `${taskPath(task)}/actions`, body, opts);
+  }
+
+  /** POST .../steps/{step}/actions (the step's holder, or the orchestrator): the step waits, its lease held, until a person answers. */
+  requestStepAction(task: TaskRef, stepId: string, body: RequestActionInput, opts?: CallOptions): Promise<ActionAnswer> {
+    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/actions`, body, opts);
+  }
+
+  /** GET .../actions: the task's actions, oldest first, optionally only the open or the resolved ones. */
+  listActions(task: TaskRef, query: ActionListQuery = {}, opts?: CallOptions): Promise<ActionPage> {
+    return this.read(`${taskPath(task)}/actions`, { ...query }, opts);
+  }
+
+  /** GET .../actions/{action_id}: the action; with `waitMs` (≤ 30,000) the answer waits until it is resolved or the wait ends. */
+  async getAction(task: TaskRef, actionId: string, opts: CallOptions & GetActionQuery = {}): Promise<Action> {
+    const { waitMs, ...call } = opts;
+    const query = waitMs === undefined ? undefined : { wait_ms: Math.max(0, Math.min(MAX_ACTION_WAIT_MS, Math.floor(waitMs))) };
+    const answer = await this.read<{ action: Action }>(`${taskPath(task)}/actions/${seg(actionId)}`, query, call);
+    return answer.action;
+  }
+
+  /** The action once it is resolved: long-polls of up to 30 s, polled through dropped connections (see action-wait.ts). */
+  waitForAction(task: TaskRef, actionId: string, opts: WaitForActionOptions = {}): Promise<Action> {
+    const path = taskPath(task);
+    return pollUntilResolved((waitMs, signal) => this.getAction(path, actionId, { waitMs, ...(signal === undefined ? {} : { signal }) }), this.transport.retry, opts);
+  }
+
+  /** POST .../actions/{action_id}/respond (orchestrator, approver): approved, rejected or submitted (with `input`). */
+  respondAction(task: TaskRef, actionId: string, body: RespondActionInput, opts?: CallOptions): Promise<ActionAnswer> {
+    return this.write("POST", `${taskPath(task)}/actions/${seg(actionId)}/respond`, body, opts);
   }
 
   /** POST .../runs/{run}/finish: end a run (a step it still holds fails with 003's fallback reason). */

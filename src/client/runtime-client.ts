@@ -5,18 +5,25 @@
  * bound to one worker run's token and task, with the claim/complete loop (run-worker.ts). The two classes name
  * each other, so they share this module.
  */
+import type { WaitForActionOptions } from "./action-wait.js";
 import { taskPath } from "./paths.js";
 import { RuntimeCalls } from "./runtime-calls.js";
 import { runWorker, type StepContextOf, type StepResult, type WorkerRunOptions, type WorkerRunReport } from "./run-worker.js";
 import type {
+  Action,
+  ActionAnswer,
+  ActionListQuery,
+  ActionPage,
   CallOptions,
   ClaimNextAnswer,
   ClaimStepAnswer,
   DispatchAnswer,
   DispatchWorkerInput,
   FinishRunInput,
+  GetActionQuery,
   ProgressInput,
   PromptSummary,
+  RequestActionInput,
   Step,
   StepPage,
   StepQuery,
@@ -124,6 +131,26 @@ export class WorkerClient {
   /** Report progress on the held step (renews its lease). */
   appendProgress(stepId: string, body: ProgressInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
     return this.client.appendProgress(this.task, stepId, body, opts);
+  }
+
+  /** Ask a person about the held step: its lease holds until the action is resolved (in a handler, `ctx.ask` does this and waits). */
+  requestAction(stepId: string, body: RequestActionInput, opts?: CallOptions): Promise<ActionAnswer> {
+    return this.client.requestStepAction(this.task, stepId, body, opts);
+  }
+
+  /** One action of the task; with `waitMs` (≤ 30,000) the answer waits until it is resolved or the wait ends. */
+  getAction(actionId: string, opts?: CallOptions & GetActionQuery): Promise<Action> {
+    return this.client.getAction(this.task, actionId, opts);
+  }
+
+  /** The action once a person (or its expiry) resolved it, long-polling through dropped connections. */
+  waitForAction(actionId: string, opts?: WaitForActionOptions): Promise<Action> {
+    return this.client.waitForAction(this.task, actionId, opts);
+  }
+
+  /** The task's actions, oldest first. */
+  listActions(query?: ActionListQuery, opts?: CallOptions): Promise<ActionPage> {
+    return this.client.listActions(this.task, query, opts);
   }
 
   /** End this run (`outcome: "finished"` by default); a step it still holds fails with 003's fallback. */

@@ -25,10 +25,11 @@ import type {
   WalQueryParams,
   WriteAnswer,
 } from "../contract/index.js";
-import type { RuntimeError, Step, StepStatus, TaskGetAnswer, TaskStatus, WalEvent, WorkerRun } from "../core/index.js";
+import type { Action, RequestActionSchema, RespondActionSchema, RuntimeError, Step, StepStatus, TaskGetAnswer, TaskStatus, WalEvent, WorkerRun } from "../core/index.js";
 
 export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskPageInfo, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
 export type { ErrorCode, PatchOp, RuntimeError } from "../core/index.js";
+export type { Action, ActionDecision, ActionKind, RetryPolicy } from "../core/index.js";
 export type { IndexEntry, ListedTask, SessionSnapshot, TaskListPage, WriteAnswer };
 
 /** A task, as its path (`/v1/sessions/{sid}/tasks/{tid}`) or its ids. */
@@ -44,8 +45,8 @@ export interface CallOptions {
 
 /** POST /v1/sessions body. */
 export type CreateSessionInput = z.input<typeof CreateSessionBody>;
-/** POST /v1/sessions/{sid}/tokens body. */
-export type MintTokenInput = z.input<typeof MintTokenBody>;
+/** POST /v1/sessions/{sid}/tokens body; `approver` mints a token that reads the session and answers its actions. */
+export type MintTokenInput = Omit<z.input<typeof MintTokenBody>, "role"> & { readonly role: z.input<typeof MintTokenBody>["role"] | "approver" };
 /** POST /v1/sessions/{sid}/tasks body (agent.task_create). */
 export type CreateTaskInput = z.input<typeof CreateTaskBody>;
 /** One patch operation of PATCH .../tasks/{tid} (agent.task_update). */
@@ -62,6 +63,13 @@ export type CancelRunInput = z.input<typeof CancelRunBody>;
 export type UpdateStepInput = z.input<typeof UpdateStepBody>;
 /** POST .../steps/{step}/progress body (append_task_progress). */
 export type ProgressInput = z.input<typeof ProgressBody>;
+/** `{reason?}` of pause and resume. */
+export type PauseInput = ReasonInput;
+// The action bodies are the core commands' minus what the path names, as the routes validate them.
+/** POST .../steps/{step}/actions and POST .../actions body: `{kind, prompt, input_schema?, timeout_ms?}`. */
+export type RequestActionInput = Omit<z.input<typeof RequestActionSchema>, "type" | "step_id">;
+/** POST .../actions/{action_id}/respond body: `{decision, input?, comment?}`. */
+export type RespondActionInput = Omit<z.input<typeof RespondActionSchema>, "type" | "action_id">;
 
 type Query<S extends z.ZodType> = Omit<z.output<S>, "access_token">;
 /** GET /v1/sessions/{sid}/tasks filters. */
@@ -89,7 +97,7 @@ export interface SessionCreated {
 
 /** POST /v1/sessions/{sid}/tokens answer. */
 export interface TokenMinted extends MintedToken {
-  readonly role: "orchestrator" | "observer";
+  readonly role: "orchestrator" | "observer" | "approver";
   readonly agent_id: string;
   readonly run_id: string | null;
 }
@@ -147,6 +155,42 @@ export interface WalPage {
   readonly last_wal_seq: number;
 }
 
+/** The answer of request_action and respond_action: the write answer plus the action, its id, status and expiry. */
+export type ActionAnswer = WriteAnswer & {
+  readonly action_id: string;
+  readonly status: Action["status"];
+  readonly expires_at: string;
+  readonly action: Action;
+};
+
+/** GET .../tasks/{tid}/actions and GET /v1/sessions/{sid}/actions query. */
+export interface ActionListQuery {
+  readonly status?: Action["status"];
+  /** 1–500 (default 50). */
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+/** A page of actions, `next_offset` null on the last one. */
+export interface ActionPage<A extends Action = Action> {
+  readonly actions: A[];
+  readonly total: number;
+  readonly limit: number;
+  readonly offset: number;
+  readonly next_offset: number | null;
+}
+
+/** An open action of the session inbox, with its task's title. */
+export type InboxAction = Action & { readonly task_title: string };
+
+/** GET /v1/sessions/{sid}/actions answer: the session's open actions, newest first. */
+export type ActionInbox = ActionPage<InboxAction>;
+
+/** GET .../actions/{action_id} query: `waitMs` (0–30,000) long-polls until the action is resolved. */
+export interface GetActionQuery {
+  readonly waitMs?: number;
+}
+
 /** GET /v1/task-template answer. */
 export interface TaskTemplate {
   readonly role: "user";
@@ -163,7 +207,7 @@ export interface ToolDescription {
 
 /** GET /v1/tools answer. */
 export interface ToolList {
-  readonly role: "admin" | "orchestrator" | "worker" | "observer";
+  readonly role: "admin" | "orchestrator" | "worker" | "observer" | "approver";
   readonly tools: ToolDescription[];
 }
 
