@@ -1,6 +1,6 @@
 /** @module What a task object tells its session's index about the task: the contract's IndexEntry (the row task_list pages through) with the task's open actions. */
 import { type Action, type DagState, isTerminalTask, nextDeadline, normalizedTaskStatus } from "../src/core/index.js";
-import { type IndexEntryWithActions, MAX_ENTRY_OPEN_ACTIONS } from "./action-types.js";
+import { type IndexEntryWithActions, MAX_ENTRY_OPEN_ACTIONS } from "./open-actions.js";
 
 /** The index entry of a DAG that has a task; `status` is the normalized one, so paused and waiting tasks show as such. */
 export function indexEntryOf(state: DagState): IndexEntryWithActions {

@@ -1,7 +1,6 @@
 /** @module The session read model of seeds 001/004 in the Agent Runtime snapshot shape, from index entries (pure). */
 import { RUNTIME_EVENT_SCHEMA_VERSION } from "../src/core/index.js";
 import type { CompactTask, ListedTask, SessionSnapshot } from "../src/contract/index.js";
-import type { ListedTaskWithActions } from "./action-types.js";
 
 /** Terminal tasks listed as recent. */
 const RECENT_TERMINAL = 10;
@@ -20,22 +19,15 @@ export function compactTask(sessionId: string, t: ListedTask): CompactTask {
   };
 }
 
-/** A blocked task of the snapshot: what holds it up, and the actions a person must answer (waiting tasks). */
-export type BlockedTask = SessionSnapshot["blockedTasks"][number] & { actionIds: string[] };
-
-/** The session snapshot with the open actions counted: `task_summary.open_actions`, blocked tasks' `actionIds`. */
-export type SessionSnapshotWithActions = Omit<SessionSnapshot, "task_summary" | "blockedTasks"> & {
-  task_summary: SessionSnapshot["task_summary"] & { open_actions: number };
-  blockedTasks: BlockedTask[];
-};
+type BlockedTask = SessionSnapshot["blockedTasks"][number];
 
 /** How many actions of the task are open (0 for an entry pushed before actions existed). */
-function openActionCount(t: ListedTaskWithActions): number {
+function openActionCount(t: ListedTask): number {
   return t.open_action_count ?? 0;
 }
 
 /** Blocked tasks: tasks waiting on people (their open actions to answer), blocked tasks, tasks with blocked or failed steps. */
-function blockedTasks(active: readonly ListedTaskWithActions[], openActionIds: ReadonlyMap<string, readonly string[]>): BlockedTask[] {
+function blockedTasks(active: readonly ListedTask[], openActionIds: ReadonlyMap<string, readonly string[]>): BlockedTask[] {
   const listed: BlockedTask[] = [];
   for (const t of active) {
     const actionIds = [...(openActionIds.get(t.task_id) ?? [])];
@@ -59,10 +51,10 @@ function blockedTasks(active: readonly ListedTaskWithActions[], openActionIds: R
  */
 export function buildSessionSnapshot(
   session: { session_id: string; created_at: string },
-  rows: readonly ListedTaskWithActions[],
+  rows: readonly ListedTask[],
   /** Each task's open actions in the inbox, oldest first. */
   openActionIds: ReadonlyMap<string, readonly string[]> = new Map(),
-): SessionSnapshotWithActions {
+): SessionSnapshot {
   const terminal = rows.filter((t) => t.terminal).sort((a, b) => b.updated_at.localeCompare(a.updated_at));
   const active = rows.filter((t) => !t.terminal);
   const summary = {

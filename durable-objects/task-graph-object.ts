@@ -9,7 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
 import type { AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
-import type { ActionPage } from "./action-types.js";
+import type { ActionPage } from "../src/contract/index.js";
 import { type ActionAnswer, ActionWaiters } from "./action-waiters.js";
 import { CommandSockets } from "./command-sockets.js";
 import { CommitShell } from "./commit-shell.js";

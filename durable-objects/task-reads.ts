@@ -21,7 +21,7 @@ import {
   taskGetPage,
   type TaskGetRequest,
 } from "../src/core/index.js";
-import type { ActionPage } from "./action-types.js";
+import type { ActionPage } from "../src/contract/index.js";
 import { type ActionAnswer, type ActionWaiters, MAX_ACTION_WAIT_MS } from "./action-waiters.js";
 import type { CommitShell } from "./commit-shell.js";
 import type { IndexEntry } from "../src/contract/index.js";

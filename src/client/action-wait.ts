@@ -3,12 +3,13 @@
  * dropped poll is not the end of the wait: the poll is asked again with the same action id, backing off per the
  * transport's retry policy, and the wait gives up only after that many polls in a row fail.
  */
+import { MAX_ACTION_WAIT_MS } from "../contract/limits.js";
 import { RuntimeApiError } from "./errors.js";
 import { abortReason, backoffDelay, type RetryPolicy, sleep } from "./retry.js";
 import type { Action } from "./types.js";
 
 /** The longest wait one GET .../actions/{action_id}?wait_ms= may ask for. */
-export const MAX_ACTION_WAIT_MS = 30_000;
+export { MAX_ACTION_WAIT_MS };
 
 /**
  * Sends a write again after a retryable failure its own tries did not overcome, with the same Idempotency-Key

@@ -5,6 +5,7 @@
  */
 import type { z } from "zod";
 import type {
+  ActionPage,
   CancelRunBody,
   CreateSessionBody,
   CreateTaskBody,
@@ -15,6 +16,9 @@ import type {
   MintTokenBody,
   ProgressBody,
   ReasonBody,
+  RequestActionBody,
+  RespondActionBody,
+  SessionActionPage,
   SessionSnapshot,
   StepQueryParams,
   SummaryQueryParams,
@@ -25,7 +29,7 @@ import type {
   WalQueryParams,
   WriteAnswer,
 } from "../contract/index.js";
-import type { Action, RequestActionSchema, RespondActionSchema, RuntimeError, Step, StepStatus, TaskGetAnswer, TaskStatus, WalEvent, WorkerRun } from "../core/index.js";
+import type { Action, RuntimeError, Step, StepStatus, TaskGetAnswer, TaskStatus, WalEvent, WorkerRun } from "../core/index.js";
 
 export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskPageInfo, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
 export type { ErrorCode, PatchOp, RuntimeError } from "../core/index.js";
@@ -65,11 +69,10 @@ export type UpdateStepInput = z.input<typeof UpdateStepBody>;
 export type ProgressInput = z.input<typeof ProgressBody>;
 /** `{reason?}` of pause and resume. */
 export type PauseInput = ReasonInput;
-// The action bodies are the core commands' minus what the path names, as the routes validate them.
 /** POST .../steps/{step}/actions and POST .../actions body: `{kind, prompt, input_schema?, timeout_ms?}`. */
-export type RequestActionInput = Omit<z.input<typeof RequestActionSchema>, "type" | "step_id">;
+export type RequestActionInput = z.input<typeof RequestActionBody>;
 /** POST .../actions/{action_id}/respond body: `{decision, input?, comment?}`. */
-export type RespondActionInput = Omit<z.input<typeof RespondActionSchema>, "type" | "action_id">;
+export type RespondActionInput = z.input<typeof RespondActionBody>;
 
 type Query<S extends z.ZodType> = Omit<z.output<S>, "access_token">;
 /** GET /v1/sessions/{sid}/tasks filters. */
@@ -171,20 +174,9 @@ export interface ActionListQuery {
   readonly offset?: number;
 }
 
-/** A page of actions, `next_offset` null on the last one. */
-export interface ActionPage<A extends Action = Action> {
-  readonly actions: A[];
-  readonly total: number;
-  readonly limit: number;
-  readonly offset: number;
-  readonly next_offset: number | null;
-}
-
-/** An open action of the session inbox, with its task's title. */
-export type InboxAction = Action & { readonly task_title: string };
-
+export type { ActionPage, InboxAction } from "../contract/index.js";
 /** GET /v1/sessions/{sid}/actions answer: the session's open actions, newest first. */
-export type ActionInbox = ActionPage<InboxAction>;
+export type ActionInbox = SessionActionPage;
 
 /** GET .../actions/{action_id} query: `waitMs` (0–30,000) long-polls until the action is resolved. */
 export interface GetActionQuery {

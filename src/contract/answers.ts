@@ -40,6 +40,8 @@ export interface IndexEntry {
   readonly wal_seq: number;
   /** When the task's own alarm is due; an index entry still claiming held steps past it is stale. */
   readonly next_deadline_at: string | null;
+  /** How many of the task's actions are open (absent in entries pushed before actions existed). */
+  readonly open_action_count?: number;
 }
 
 /** One row of agent.task_list: the index entry plus whether it may lag the task. */
@@ -82,6 +84,8 @@ export interface SessionSnapshot {
     waiting: number;
     blocked: number;
     stale: number;
+    /** Open actions across the active tasks: people the session waits for. */
+    open_actions: number;
     recent_terminal: ListedTask[];
   };
   schemaVersion: string;
@@ -99,7 +103,8 @@ export interface SessionSnapshot {
     recentTerminal: CompactTask[];
   };
   tasks: CompactTask[];
-  blockedTasks: { taskId: string; nativeStatus: TaskStatus; blockedSteps: number; failedSteps: number; requiredAction: string }[];
+  /** Tasks held up: blocked, with blocked or failed steps, or waiting on people (`actionIds`: the open actions to answer). */
+  blockedTasks: { taskId: string; nativeStatus: TaskStatus; blockedSteps: number; failedSteps: number; requiredAction: string; actionIds: string[] }[];
   deliveryState: { status: string };
 }
 

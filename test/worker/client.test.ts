@@ -135,6 +135,14 @@ const METHOD_OF: Record<string, keyof RuntimeClient | "transport"> = {
   streamSessionEvents: "subscribeSession",
   getTaskSummary: "summary",
   exportWal: "walExport",
+  pauseTask: "pauseTask",
+  resumeTask: "resumeTask",
+  requestStepAction: "requestStepAction",
+  requestTaskAction: "requestTaskAction",
+  listTaskActions: "listActions",
+  getTaskAction: "getAction",
+  respondAction: "respondAction",
+  listSessionActions: "sessionActions",
 };
 
 describe("RuntimeClient: one typed method per operation", () => {

@@ -241,7 +241,9 @@ describe("an open action and the alarm", () => {
     expect(wal.map((e) => [e.event_type, e.actor_agent_id])).toEqual([["action_resolved", "system"]]);
     expect(wal[0]!.payload).toMatchObject({ action_id: asked.action_id, decision: "expired" });
     const got = expectOk(await call("GET", `${t}/actions/${asked.action_id}`, S.observer));
-    expect(got.action).toMatchObject({ action_id: asked.action_id, status: "resolved", decision: "expired", resolved_at: asked.expires_at });
+    expect(got.action).toMatchObject({ action_id: asked.action_id, status: "resolved", decision: "expired", resolved_at: wal[0]!.created_at });
+    // Resolved by the alarm once due: never before expires_at.
+    expect(Date.parse(got.action.resolved_at)).toBeGreaterThanOrEqual(Date.parse(asked.expires_at));
     await expectRefusedWritingNothing(t, () => call("POST", `${t}/actions/${asked.action_id}/respond`, approver, { decision: "approved" }), 409, "action_resolved");
   });
 });

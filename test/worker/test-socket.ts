@@ -1,4 +1,7 @@
-/** @module A command socket for the service tests: opens `GET .../socket` through SELF and hands out its answer frames in order. */
+/**
+ * @module A command socket for the service tests: opens `GET .../socket` through SELF and hands out its answer
+ * frames in order; the frames the object pushes unasked (`{event, …}`, e.g. action.resolved) are kept apart.
+ */
 import { SELF } from "cloudflare:test";
 import { expect } from "vitest";
 import { BASE } from "./support.js";
@@ -10,6 +13,8 @@ export interface TestSocket {
   send(frame: unknown): void;
   /** The next answer frame, parsed. */
   next(): Promise<any>;
+  /** Frames the object pushed unasked, in arrival order. */
+  readonly events: any[];
   /** Sends a frame and waits for its answer. */
   ask(frame: unknown): Promise<any>;
   closed: Promise<{ code: number; reason: string }>;
@@ -23,9 +28,14 @@ export async function openSocket(taskPath: string, token: string, how: "header" 
   const ws = res.webSocket!;
   ws.accept();
   const inbox: any[] = [];
+  const events: any[] = [];
   const waiters: ((v: any) => void)[] = [];
   ws.addEventListener("message", (e) => {
     const frame = JSON.parse(e.data as string);
+    if (typeof frame.event === "string") {
+      events.push(frame);
+      return;
+    }
     const w = waiters.shift();
     if (w === undefined) inbox.push(frame);
     else w(frame);
@@ -37,6 +47,7 @@ export async function openSocket(taskPath: string, token: string, how: "header" 
     ws,
     send,
     next,
+    events,
     ask: (frame) => {
       send(frame);
       return next();
