@@ -121,6 +121,16 @@ describe("a retried failure", () => {
     consistent(h);
   });
 
+  it("Should reopen a lost attempt's retry without backoff in the same reconcile, leaving nothing due", () => {
+    const h = task({ ...POLICY, initial_interval_ms: 0 });
+    h.claimWith("a");
+    h.now += LEASE_MS;
+    expect(types(h.ok({ type: "reconcile_leases" }))).toEqual(["task_step_lease_expired", "task_step_reopened", "task_step_ready"]);
+    expect(st(h, "a")).toMatchObject({ status: "ready", retry_at: null, retry_attempts: 1 });
+    expect(nextDeadline(h.state)).toBeNull();
+    consistent(h);
+  });
+
   it("Should make a failure whose reason is in non_retryable_reasons final at once", () => {
     const h = task({ ...POLICY, non_retryable_reasons: ["bad_input"] });
     const d = h.ok(setStep("a", "failed", { reason: "bad_input" }), h.claimWith("a"));
