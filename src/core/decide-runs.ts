@@ -172,6 +172,9 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
   for (const item of due) {
     if (item.kind === ACTION_EXPIRY) {
       const action = state.actions.get(item.id)!;
+      // Its claim ended earlier in this pass (the run's deadline came first): withdrawn with it, not expired onto a
+      // step no run holds any more (that would restart a lease on a released step).
+      if (action.step_id !== null && released.has(action.step_id)) continue;
       em.emit("action_resolved", action.step_id, {
         action_id: action.action_id,
         decision: "expired",

@@ -461,6 +461,8 @@ export function interpret(scene: Scene, spec: Spec): Concrete {
       let op: (typeof TASK_OPS)[number] = spec.op;
       if ((op === "block_task" || op === "reopen_task") && spec.who % 4 !== 0) op = status === "blocked" ? "reopen_task" : "block_task";
       if ((op === "pause_task" || op === "resume_task") && spec.who % 4 !== 0) op = status === "paused" ? "resume_task" : "pause_task";
+      // A paused task is mostly resumed by the orchestrator's next toggle, so sequences do not stall paused.
+      if (status === "paused" && op === "block_task" && spec.who % 4 !== 0) op = "resume_task";
       return command(actorFor(scene, spec.who, "orchestrator"), spec.reason ? { type: op, reason: "the orchestrator says so" } : { type: op });
     }
     case "request_action":
@@ -492,7 +494,8 @@ function requestAction(scene: Scene, spec: Extract<Spec, { k: "request_action" }
     const preferred: StepPick = { from: byWorker ? 4 : 2, n: spec.step.n };
     cmd.step_id = stepId(scene, spec.step.n % 5 === 0 ? spec.step : preferred, actor);
   }
-  if (spec.schema === 1) cmd.input_schema = INPUT_SCHEMA;
+  // An approval mostly comes without a schema (one with a schema is refused); an input mostly with one.
+  if (spec.schema === 1 && (cmd.kind === "input" || spec.who % 4 === 0)) cmd.input_schema = INPUT_SCHEMA;
   else if (spec.schema === 2) cmd.input_schema = BAD_INPUT_SCHEMA;
   if (spec.timeout !== null) cmd.timeout_ms = spec.timeout;
   return { kind: "command", actor, command: cmd, advance: 0 };
@@ -503,6 +506,11 @@ function requestAction(scene: Scene, spec: Extract<Spec, { k: "request_action" }
  * sometimes a worker, an observer or a stranger, a resolved or missing action, a misfit decision or input.
  */
 function respondAction(scene: Scene, spec: Extract<Spec, { k: "respond_action" }>): Concrete {
+  // With nothing open to answer, the orchestrator mostly asks first (a task-level action), so answers get tried.
+  const live = scene.state.task !== null && !isTerminalTask(scene.state.task);
+  if (live && scene.state.index.openActions.size === 0 && spec.action % 4 !== 0) {
+    return requestAction(scene, { k: "request_action", who: 0, level: 8 + (spec.who % 2), kind: spec.decision % 2, schema: spec.decision % 2, timeout: null, step: { from: 0, n: 0 } });
+  }
   const lane = spec.who % 10;
   const actor = lane <= 4 ? orchestrator : lane <= 7 ? approver : lane === 8 ? (worker(scene, spec.who, "any") ?? observer) : spec.who % 20 < 10 ? observer : stranger;
   const { actions } = scene.state;

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { type Actor, DEFAULT_LIMITS, nextDeadline, normalizedStepStatus, normalizedTaskStatus } from "../../../src/core/index.js";
 import { Harness, observer, orchestrator, SESSION, step, T0 } from "../harness.js";
-import { byType, type Cmd, consistent, ghost, iso, LEASE_MS, type Ok, payload, rejectsAs, setStep, st, upd } from "./support.js";
+import { byType, type Cmd, consistent, ghost, iso, LEASE_MS, type Ok, payload, rejectsAs, setStep, st, types, upd } from "./support.js";
 
 /** A person who answers actions (the approver role). */
 const approver: Actor = { role: "approver", session_id: SESSION, agent_id: "human", run_id: null };
@@ -210,6 +210,19 @@ describe("an open action and its step's lease", () => {
     expect(d.events[d.events.length - 1]!.event_type).toBe("action_resolved");
     expect(h.state.actions.get(id)!.status).toBe("resolved");
     expect(h.state.index.stepActions.size).toBe(0);
+    consistent(h);
+  });
+
+  it("Should withdraw, not expire, an action whose run's deadline passed before the action's expiry in the same reconcile", () => {
+    const h = new Harness();
+    h.create([step("a", [], { retry_policy: { max_attempts: 2, initial_interval_ms: 0, backoff_coefficient: 1, max_interval_ms: 0 } })], { step_lease_timeout_ms: LEASE_MS });
+    const w = h.claimWith("a", { timeout_ms: 5_000 });
+    const id = idOf(h.ok(ask("a", { timeout_ms: 10_000 }), w));
+    h.now += 20_000;
+    const d = h.ok({ type: "reconcile_leases" });
+    expect(types(d)).toEqual(["task_step_failed", "worker_run_ended", "task_step_reopened", "task_step_ready", "action_resolved"]);
+    expect(h.state.actions.get(id)).toMatchObject({ decision: "withdrawn" });
+    expect(st(h, "a")).toMatchObject({ status: "ready", lease_expires_at: null, claimed_by_run_id: null });
     consistent(h);
   });
 
