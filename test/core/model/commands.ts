@@ -6,6 +6,7 @@
 import fc from "fast-check";
 import { type Actor, type DagState, isTerminalTask, type WorkerRun } from "../../../src/core/index.js";
 import { observer, orchestrator, SESSION, stranger, TASK } from "../harness.js";
+import { approver, BAD_INPUT_SCHEMA, INPUT_SCHEMA, INPUTS, MISSING_ACTION } from "./actions.js";
 import { POLICIES, POOLS } from "./dag-gen.js";
 
 /** Where a step id is picked from: 0 any, 1 ready, 2 held, 3 blocked or failed, 4 the actor's own held step, 5 missing, 6 deletable leaf. */
@@ -221,17 +222,6 @@ export const IMPOSTOR_AGENT = "impostor";
 
 const MISSING_STEP = "no_such_step";
 
-/** A person who answers actions in the task's session. */
-export const approver: Actor = { role: "approver", session_id: SESSION, agent_id: "human", run_id: null };
-
-/** The one input schema the model asks with: an object whose `region` is a string. */
-export const INPUT_SCHEMA = { type: "object", required: ["region"], properties: { region: { type: "string" } } } as const;
-/** An input schema the core must refuse: its regular expression does not compile. */
-export const BAD_INPUT_SCHEMA = { type: "object", properties: { region: { type: "string", pattern: "([" } } } as const;
-/** Answers to an input action: one fits INPUT_SCHEMA, the others do not. */
-export const INPUTS = [{ region: "eu" }, { region: 5 }, {}] as const;
-/** An action id no action has. */
-export const MISSING_ACTION = "act_missing";
 
 function runOf(scene: Scene, actor: Actor): WorkerRun | undefined {
   return actor.run_id === null ? undefined : scene.state.runs.get(actor.run_id);

@@ -20,7 +20,7 @@ import {
   type Step,
   type WorkerRun,
 } from "../../../src/core/index.js";
-import { BAD_INPUT_SCHEMA } from "./commands.js";
+import { BAD_INPUT_SCHEMA } from "./actions.js";
 
 /** What the model expects of one command; unset fields are left to the invariants. */
 export interface Prediction {
