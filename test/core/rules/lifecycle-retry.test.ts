@@ -234,10 +234,16 @@ describe("a retried failure", () => {
     expect(h.state.task!.status).toBe("paused");
   });
 
-  it("Should not call a task stalled while its only unfinished step awaits a retry", () => {
-    const h = task();
-    failOnce(h);
-    expect(diagnostics(h.state).stalled).toBe(false);
+  it("Should not call a task stalled while its only unfinished step awaits a retry (after a failure or a lost lease)", () => {
+    const failed = task();
+    failOnce(failed);
+    expect(diagnostics(failed.state).stalled).toBe(false);
+    const lost = task();
+    lost.claimWith("a");
+    lost.now += LEASE_MS;
+    lost.ok({ type: "reconcile_leases" });
+    expect(st(lost, "a")).toMatchObject({ status: "pending", retry_at: expect.any(String) });
+    expect(diagnostics(lost.state).stalled).toBe(false);
   });
 });
 
