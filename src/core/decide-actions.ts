@@ -16,15 +16,45 @@ import type { DagState } from "./state.js";
 /** Most problems an input's validation reports. */
 const MAX_SCHEMA_ERRORS = 20;
 
+/**
+ * Compiles every regular expression the schema holds (`pattern` values, `patternProperties` keys), anywhere in it:
+ * the validator compiles them only when an instance reaches them, so a bad one would otherwise surface as a throw
+ * while an answer is checked.
+ */
+function checkPatterns(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) checkPatterns(item);
+    return;
+  }
+  if (typeof node !== "object" || node === null) return;
+  for (const [key, value] of Object.entries(node)) {
+    if (key === "pattern" && typeof value === "string") new RegExp(value, "u");
+    if (key === "patternProperties" && typeof value === "object" && value !== null && !Array.isArray(value)) {
+      for (const regex of Object.keys(value)) new RegExp(regex, "u");
+    }
+    checkPatterns(value);
+  }
+}
+
 /** A validator of `schema` (draft 2020-12, interpreted: no code generation), or why the schema is unusable. */
 function validatorOf(schema: Record<string, unknown>): Validator | RuntimeError {
   try {
+    checkPatterns(schema);
     const validator = new Validator(schema as never, "2020-12", false);
-    // Walking the schema once surfaces keywords it cannot use (a bad pattern, a $ref it cannot resolve).
+    // Walking the schema once surfaces a top-level $ref it cannot resolve.
     validator.validate(null);
     return validator;
   } catch (e) {
     return runtimeError("validation_error", `input_schema is not a usable JSON Schema: ${(e as Error).message}`);
+  }
+}
+
+/** Checks `input` against the action's validator; a schema part it cannot apply (a nested $ref it cannot resolve) is the answer's 400, not a crash. */
+function validateInput(validator: Validator, input: unknown): ReturnType<Validator["validate"]> | RuntimeError {
+  try {
+    return validator.validate(input);
+  } catch (e) {
+    return runtimeError("validation_error", `the action's input_schema cannot be applied to this input: ${(e as Error).message}`);
   }
 }
 
@@ -106,7 +136,8 @@ export function decideRespondAction(state: DagState, cmd: CommandOf<"respond_act
     if (action.input_schema !== null) {
       const validator = validatorOf(action.input_schema);
       if (!(validator instanceof Validator)) return refuse(validator);
-      const result = validator.validate(cmd.input);
+      const result = validateInput(validator, cmd.input);
+      if (!("valid" in result)) return refuse(result);
       if (!result.valid) {
         const issues = result.errors.slice(0, MAX_SCHEMA_ERRORS).map((e) => ({ path: e.instanceLocation, keyword: e.keyword, message: e.error }));
         const leaves = issues.filter((i) => i.keyword !== "properties" && i.keyword !== "items");

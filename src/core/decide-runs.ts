@@ -9,6 +9,7 @@ import { runtimeError } from "./errors.js";
 import { checkScope, requireLiveTask, requireOrchestrator } from "./guards.js";
 import { DEFAULT_WORKER_POOL, type Step, type WorkerRun } from "./records.js";
 import { err, ok, type Result } from "./result.js";
+import type { RetryOutcome } from "./events.js";
 import { retryField, retryOutcome } from "./retry-policy.js";
 import { type DagState, dependenciesCompleted, isTerminalTask } from "./state.js";
 
@@ -162,9 +163,18 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
   const em = new Emitter(state, ctx, systemActor(task.session_id));
   const released = new Set<string>();
   let anyReady = false;
+  // A retry this pass schedules for now (a policy without backoff) is due now too: reopened in the same pass, so
+  // nothing reconciling could handle is left due after it (the alarm would otherwise fire again at once).
+  const retryNowIfDue = (stepId: string, retry: RetryOutcome | undefined) => {
+    if (retry?.retry_at != null && Date.parse(retry.retry_at) <= ctx.now) due.push({ at: ctx.now, kind: RETRY, id: stepId });
+  };
+  // Items pushed while iterating are visited too; a retry at now sorts after everything already due.
   for (const item of due) {
     if (item.kind === ACTION_EXPIRY) {
       const action = state.actions.get(item.id)!;
+      // Its claim ended earlier in this pass (the run's deadline came first): withdrawn with it, not expired onto a
+      // step no run holds any more (that would restart a lease on a released step).
+      if (action.step_id !== null && released.has(action.step_id)) continue;
       em.emit("action_resolved", action.step_id, {
         action_id: action.action_id,
         decision: "expired",
@@ -180,6 +190,7 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
       const retry = retryOutcome(state, step, "lost", "lease_expired", ctx.now);
       em.emit("task_step_lease_expired", step.step_id, { run_id: step.claimed_by_run_id!, attempt_id: step.current_attempt_id!, lease_expires_at: step.lease_expires_at!, ...retryField(retry) });
       if (retry === undefined && dependenciesCompleted(state.steps, step)) em.emit("task_step_ready", step.step_id, {});
+      retryNowIfDue(step.step_id, retry);
     } else if (item.kind === CANCEL_WAIT) {
       const run = state.runs.get(item.id)!;
       const request = run.cancel_request!;
@@ -199,8 +210,9 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
       if (held !== null && !released.has(held)) {
         released.add(held);
         const step = state.steps.get(held)!;
-        const retry = retryField(retryOutcome(state, step, how.attempt, how.reason, ctx.now));
-        em.emit("task_step_failed", held, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt, ...closing(step), ...retry });
+        const retry = retryOutcome(state, step, how.attempt, how.reason, ctx.now);
+        em.emit("task_step_failed", held, { reason: how.reason, result_summary: how.reason, artifact_ids: null, attempt_status: how.attempt, ...closing(step), ...retryField(retry) });
+        retryNowIfDue(held, retry);
       }
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: how.status, reason: how.reason, result: null });
     }

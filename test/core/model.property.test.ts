@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type CoreLimits, DEFAULT_LIMITS, WalEventSchema } from "../../src/core/index.js";
 import { observer, orchestrator, TASK } from "./harness.js";
 import { interpret, type Spec, specArb } from "./model/commands.js";
-import { seededDag, seededDagArb, SHAPES, smallDagArb, type StepIn } from "./model/dag-gen.js";
+import { POLICIES, seededDag, seededDagArb, SHAPES, smallDagArb, type StepIn } from "./model/dag-gen.js";
 import { Stats, World } from "./model/world.js";
 import { expectConformingProjection } from "./runtime-event-contract.js";
 
@@ -50,6 +50,8 @@ interface Setup {
   bad: (typeof BAD_CREATES)[number][];
   leaseMs: number | null;
   tight: boolean;
+  /** An index into POLICIES for the task's default_retry_policy; beyond it, none. */
+  defaultPolicy: number;
   specs: Spec[];
 }
 
@@ -57,10 +59,11 @@ const setupParts = {
   bad: fc.array(fc.constantFrom(...BAD_CREATES), { maxLength: 2 }),
   leaseMs: fc.option(fc.constantFrom(1_000, 5_000, 60_000), { nil: null }),
   tight: fc.nat(9).map((n) => n === 0),
+  defaultPolicy: fc.nat(9),
 };
 
 /** Creates the task (after the refused bad creates), then runs every spec, checking everything after each. */
-function runSequence({ steps, bad, leaseMs, tight, specs }: Setup): World {
+function runSequence({ steps, bad, leaseMs, tight, defaultPolicy, specs }: Setup): World {
   // Tight limits make add_step hit maxStepsPerTask now and then.
   const limits: CoreLimits = tight ? { maxStepsPerTask: steps.length + 2, stepLeaseTimeoutMs: 2_000, childCancelTimeoutMs: 5_000, actionTimeoutMs: 10_000 } : DEFAULT_LIMITS;
   const world = new World(stats, limits);
@@ -73,6 +76,7 @@ function runSequence({ steps, bad, leaseMs, tight, specs }: Setup): World {
   }
   const create: Record<string, unknown> = { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", summary: "A plan", steps, metadata: { origin: "model" } };
   if (leaseMs !== null) create.step_lease_timeout_ms = leaseMs;
+  if (defaultPolicy < POLICIES.length) create.default_retry_policy = POLICIES[defaultPolicy];
   const created = world.exec(orchestrator, create, "create");
   if (!created.ok) throw new Error(`create_task refused: ${created.error.code} ${created.error.message}`);
   specs.forEach((spec, i) => world.step(interpret(world, spec), `#${i}`));
@@ -118,7 +122,7 @@ describe("the core under random command sequences", () => {
   it("Should keep every invariant on a 10,000-step DAG", () => {
     fc.assert(
       fc.property(fc.constantFrom(...(DEEP ? SHAPES : (["wide"] as const))), fc.integer(), fc.array(specArb("progress"), { minLength: 40, maxLength: 50 }), (shape, seed, specs) => {
-        runSequence({ steps: seededDag(10_000, shape, seed), bad: [], leaseMs: 5_000, tight: false, specs });
+        runSequence({ steps: seededDag(10_000, shape, seed), bad: [], leaseMs: 5_000, tight: false, defaultPolicy: POLICIES.length, specs });
       }),
       params(DEEP ? 4 : 1),
     );
@@ -129,7 +133,7 @@ describe("the core under random command sequences", () => {
     if (stats.sequences < 1_000) skip();
     const eventTypes = WalEventSchema.options.map((o) => o.shape.event_type.value);
     expect(eventTypes.filter((t) => !stats.events.has(t)), "event types never produced").toEqual([]);
-    const codes = ["task_terminal", "step_already_claimed", "step_already_claimed_by_run", "dependency_cycle", "step_has_dependents", "task_not_completeable", "task_not_dispatchable", "validation_error", "permission_denied", "tool_not_available", "unknown_dependency", "duplicate_step"];
+    const codes = ["action_resolved", "not_found", "invalid_transition", "task_terminal", "step_already_claimed", "step_already_claimed_by_run", "dependency_cycle", "step_has_dependents", "task_not_completeable", "task_not_dispatchable", "validation_error", "permission_denied", "tool_not_available", "unknown_dependency", "duplicate_step"];
     expect(codes.filter((code) => ![...stats.refused.keys()].some((k) => k.endsWith(`:${code}`))), "error codes never produced").toEqual([]);
   });
 });

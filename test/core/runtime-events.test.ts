@@ -45,7 +45,51 @@ function everyEventScenario(): Harness {
   return h;
 }
 
-/** WALs that together hold every WAL event type: the scenario above, a failed task, a cancelled task. */
+const POLICY = { max_attempts: 2, initial_interval_ms: 1_000, backoff_coefficient: 2, max_interval_ms: 10_000 };
+
+/**
+ * The lifecycle beyond 003: a task-level approval, a pause and a resume, a step-level input action answered and
+ * one that expires, a worker's failure retried by the policy, and a lease lost twice until the retries run out.
+ */
+function lifecycleScenario(): Harness {
+  const h = new Harness();
+  h.create([step("a", [], { retry_policy: POLICY }), step("b"), step("c", [], { retry_policy: POLICY })], { step_lease_timeout_ms: 60_000, objective: "Ship it" });
+  const plan = h.ok({ type: "request_action", kind: "approval", prompt: "Approve the plan?" });
+  h.ok({ type: "respond_action", action_id: actionId(plan), decision: "approved", comment: "go" });
+  h.ok({ type: "pause_task", reason: "budget review" });
+  h.ok({ type: "resume_task", reason: "budget approved" });
+  const wa = h.claimWith("a");
+  h.ok({ type: "update_step", step_id: "a", status: "running" }, wa);
+  const ask = h.ok({ type: "request_action", step_id: "a", kind: "input", prompt: "Which region?", input_schema: { type: "object", required: ["region"] } }, wa);
+  h.ok({ type: "respond_action", action_id: actionId(ask), decision: "submitted", input: { region: "eu" } });
+  h.ok({ type: "update_step", step_id: "a", status: "failed", reason: "flaky" }, wa);
+  expect(h.state.steps.get("a")!.retry_at).not.toBeNull();
+  h.now += 1_000;
+  h.ok({ type: "reconcile_leases" });
+  h.complete("a");
+  const wb = h.claimWith("b");
+  h.ok({ type: "request_action", step_id: "b", kind: "approval", prompt: "Deploy?", timeout_ms: 5_000 }, wb);
+  h.now += 5_000;
+  h.ok({ type: "reconcile_leases" });
+  h.ok({ type: "update_step", step_id: "b", status: "completed" }, wb);
+  h.claimWith("c");
+  h.now += 60_000;
+  h.ok({ type: "reconcile_leases" });
+  h.now += 1_000;
+  h.ok({ type: "reconcile_leases" });
+  h.claimWith("c");
+  h.now += 60_000;
+  h.ok({ type: "reconcile_leases" });
+  expect(h.state.steps.get("c")).toMatchObject({ status: "failed", status_reason: "retry_exhausted" });
+  return h;
+}
+
+/** The action id of a request_action's answer. */
+function actionId(d: { value: unknown }): string {
+  return (d.value as { action_id: string }).action_id;
+}
+
+/** WALs that together hold every WAL event type: the scenarios above, a failed task, a cancelled task. */
 function everyEventWals(): WalEvent[][] {
   const failed = new Harness();
   failed.create([step("a"), step("b")]);
@@ -60,7 +104,7 @@ function everyEventWals(): WalEvent[][] {
   const stopped = cancelled.claimWith("a");
   cancelled.ok({ type: "cancel_task" });
   cancelled.ok({ type: "finish_run", run_id: stopped.run_id!, outcome: "cancelled" }, stopped);
-  return [everyEventScenario().wal, failed.wal, cancelled.wal];
+  return [everyEventScenario().wal, lifecycleScenario().wal, failed.wal, cancelled.wal];
 }
 
 describe("runtime events (the Agent Runtime draft's envelope)", () => {
@@ -80,6 +124,7 @@ describe("runtime events (the Agent Runtime draft's envelope)", () => {
       "task.resumed", "task.retrying", "task.cancel_requested", "task.timed_out", "task.lost", "task.completed", "task.failed", "task.cancelled", "task.delegated",
       "task.dependency.updated", "task.attempt.started", "task.attempt.completed", "task.attempt.failed",
       "subagent.spawned", "subagent.completed", "subagent.failed", "subagent.closed", "subagent.status",
+      "task.paused", "action.required", "action.resolved",
     ]) {
       expect(types, t).toContain(t);
     }

@@ -6,7 +6,8 @@
 import fc from "fast-check";
 import { type Actor, type DagState, isTerminalTask, type WorkerRun } from "../../../src/core/index.js";
 import { observer, orchestrator, SESSION, stranger, TASK } from "../harness.js";
-import { POOLS } from "./dag-gen.js";
+import { approver, BAD_INPUT_SCHEMA, INPUT_SCHEMA, INPUTS, MISSING_ACTION } from "./actions.js";
+import { POLICIES, POOLS } from "./dag-gen.js";
 
 /** Where a step id is picked from: 0 any, 1 ready, 2 held, 3 blocked or failed, 4 the actor's own held step, 5 missing, 6 deletable leaf. */
 export interface StepPick {
@@ -16,9 +17,9 @@ export interface StepPick {
 
 /** One patch op of update_task, abstractly. */
 export type PatchSpec =
-  | { op: "update_task"; title: boolean; summary: boolean }
-  | { op: "add_step"; id: number; deps: StepPick[]; optional: boolean; gpu: boolean }
-  | { op: "update_step"; step: StepPick; title: boolean; deps: StepPick[] | null; required: boolean | null; pool: number | null }
+  | { op: "update_task"; title: boolean; summary: boolean; record: number }
+  | { op: "add_step"; id: number; deps: StepPick[]; optional: boolean; gpu: boolean; policy: number }
+  | { op: "update_step"; step: StepPick; title: boolean; deps: StepPick[] | null; required: boolean | null; pool: number | null; policy: number | null }
   | { op: "delete_step"; step: StepPick }
   | { op: "add_dependency"; step: StepPick; dep: StepPick }
   | { op: "remove_dependency"; step: StepPick; dep: StepPick | null }
@@ -26,7 +27,7 @@ export type PatchSpec =
   | { op: "reopen_step"; step: StepPick };
 
 /** The orchestrator's task-level tools. */
-export const TASK_OPS = ["complete_task", "fail_task", "cancel_task", "block_task", "reopen_task"] as const;
+export const TASK_OPS = ["complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "pause_task", "resume_task"] as const;
 
 /** Statuses update_step is asked for: every step status, plus one that does not exist. */
 export const UPDATE_STATUSES = ["pending", "ready", "claimed", "running", "blocked", "completed", "failed", "cancelled", "exploded"] as const;
@@ -42,6 +43,8 @@ export type Spec =
   | { k: "finish_run"; who: number; run: number; outcome: number; result: unknown }
   | { k: "cancel_run"; who: number; run: number }
   | { k: "task_op"; who: number; op: (typeof TASK_OPS)[number]; reason: boolean }
+  | { k: "request_action"; who: number; level: number; kind: number; schema: number; timeout: number | null; step: StepPick }
+  | { k: "respond_action"; who: number; action: number; decision: number; input: number; comment: boolean }
   | { k: "reconcile_leases"; who: number; advance: number }
   | { k: "tick"; advance: number }
   | { k: "create_task"; who: number }
@@ -59,11 +62,16 @@ const pick: fc.Arbitrary<StepPick> = fc.record({
   from: fc.oneof({ arbitrary: fc.constant(0), weight: 3 }, { arbitrary: fc.constant(1), weight: 4 }, { arbitrary: fc.constant(2), weight: 2 }, { arbitrary: fc.constant(3), weight: 1 }, { arbitrary: fc.constant(4), weight: 3 }, { arbitrary: fc.constant(5), weight: 1 }, { arbitrary: fc.constant(6), weight: 1 }),
   n: fc.nat(),
 });
-const advance = fc.oneof(fc.constantFrom(0, 999, 1_000, 1_001, 5_000, 30_000, 61_000, 3_600_000), fc.nat(120_000));
+/** Clock advances: around leases, backoffs and action timeouts, now and then past the default 24 h action timeout. */
+const advance = fc.oneof(
+  { weight: 8, arbitrary: fc.constantFrom(0, 999, 1_000, 1_001, 3_000, 5_000, 30_000, 61_000, 3_600_000) },
+  { weight: 8, arbitrary: fc.nat(120_000) },
+  { weight: 1, arbitrary: fc.constant(86_400_000) },
+);
 
 const patchArb: fc.Arbitrary<PatchSpec> = fc.oneof(
-  { weight: 1, arbitrary: fc.record({ op: fc.constant("update_task" as const), title: fc.boolean(), summary: fc.nat(3).map((n) => n > 0) }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant("add_step" as const), id: fc.nat(9), deps: fc.array(pick, { maxLength: 3 }), optional: fc.boolean(), gpu: fc.nat(4).map((n) => n === 0) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("update_task" as const), title: fc.boolean(), summary: fc.nat(3).map((n) => n > 0), record: fc.nat(9) }) },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant("add_step" as const), id: fc.nat(9), deps: fc.array(pick, { maxLength: 3 }), optional: fc.boolean(), gpu: fc.nat(4).map((n) => n === 0), policy: fc.nat(9) }) },
   {
     weight: 3,
     arbitrary: fc.record({
@@ -73,6 +81,7 @@ const patchArb: fc.Arbitrary<PatchSpec> = fc.oneof(
       deps: fc.option(fc.array(pick, { maxLength: 3 }), { nil: null }),
       required: fc.option(fc.boolean(), { nil: null }),
       pool: fc.option(fc.oneof({ weight: 8, arbitrary: fc.nat(1) }, { weight: 1, arbitrary: fc.constant(2) }), { nil: null }),
+      policy: fc.option(fc.nat(POLICIES.length), { nil: null, freq: 4 }),
     }),
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant("delete_step" as const), step: pick }) },
@@ -99,8 +108,8 @@ function statusArb(completedWeight: number): fc.Arbitrary<number> {
 export type Profile = "mixed" | "progress";
 
 const WEIGHTS: Record<Profile, Record<Spec["k"], number>> = {
-  mixed: { claim_step: 10, claim_next: 12, update_step: 22, append_progress: 4, update_task: 8, dispatch_worker: 8, finish_run: 4, cancel_run: 2, task_op: 6, reconcile_leases: 5, tick: 3, create_task: 1, garbage: 3, query: 2 },
-  progress: { claim_step: 4, claim_next: 25, update_step: 35, append_progress: 2, update_task: 3, dispatch_worker: 3, finish_run: 2, cancel_run: 1, task_op: 5, reconcile_leases: 3, tick: 1, create_task: 1, garbage: 1, query: 1 },
+  mixed: { claim_step: 10, claim_next: 12, update_step: 22, append_progress: 4, update_task: 8, dispatch_worker: 8, finish_run: 4, cancel_run: 2, task_op: 7, request_action: 5, respond_action: 5, reconcile_leases: 6, tick: 3, create_task: 1, garbage: 3, query: 2 },
+  progress: { claim_step: 4, claim_next: 25, update_step: 35, append_progress: 2, update_task: 3, dispatch_worker: 3, finish_run: 2, cancel_run: 1, task_op: 5, request_action: 2, respond_action: 2, reconcile_leases: 4, tick: 1, create_task: 1, garbage: 1, query: 1 },
 };
 
 /** Random abstract commands with the profile's weights. */
@@ -164,10 +173,26 @@ export function specArb(profile: Profile): fc.Arbitrary<Spec> {
           { weight: 1, arbitrary: fc.constant("cancel_task" as const) },
           { weight: 3, arbitrary: fc.constant("block_task" as const) },
           { weight: 3, arbitrary: fc.constant("reopen_task" as const) },
+          { weight: progress ? 1 : 3, arbitrary: fc.constant("pause_task" as const) },
+          { weight: progress ? 1 : 3, arbitrary: fc.constant("resume_task" as const) },
         ),
         reason: fc.boolean(),
       }),
     },
+    {
+      weight: w.request_action,
+      arbitrary: fc.record({
+        k: fc.constant("request_action" as const),
+        who,
+        level: fc.nat(9),
+        kind: fc.nat(1),
+        // 0 none, 1 the model's input schema, 2 a schema with a bad regular expression.
+        schema: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 6, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }),
+        timeout: fc.option(fc.constantFrom(1_000, 5_000, 60_000, 3_600_000), { nil: null, freq: 3 }),
+        step: pick,
+      }),
+    },
+    { weight: w.respond_action, arbitrary: fc.record({ k: fc.constant("respond_action" as const), who, action: fc.nat(), decision: fc.nat(9), input: fc.nat(9), comment: fc.boolean() }) },
     { weight: w.reconcile_leases, arbitrary: fc.record({ k: fc.constant("reconcile_leases" as const), who, advance }) },
     { weight: w.tick, arbitrary: fc.record({ k: fc.constant("tick" as const), advance }) },
     { weight: w.create_task, arbitrary: fc.record({ k: fc.constant("create_task" as const), who }) },
@@ -196,6 +221,7 @@ export type Concrete =
 export const IMPOSTOR_AGENT = "impostor";
 
 const MISSING_STEP = "no_such_step";
+
 
 function runOf(scene: Scene, actor: Actor): WorkerRun | undefined {
   return actor.run_id === null ? undefined : scene.state.runs.get(actor.run_id);
@@ -269,8 +295,14 @@ function stepId(scene: Scene, p: StepPick, actor: Actor | null = null, extra: re
 function patchOp(scene: Scene, spec: PatchSpec, added: string[]): Record<string, unknown> {
   const id = (p: StepPick) => stepId(scene, p, null, added);
   switch (spec.op) {
-    case "update_task":
-      return { op: "update_task", ...(spec.title ? { title: "Renamed plan" } : {}), ...(spec.summary ? { summary: "New summary" } : {}) };
+    case "update_task": {
+      const op: Record<string, unknown> = { op: "update_task", ...(spec.title ? { title: "Renamed plan" } : {}), ...(spec.summary ? { summary: "New summary" } : {}) };
+      // Now and then the task's default retry policy changes or is cleared, or another record field changes.
+      if (spec.record < POLICIES.length) op.default_retry_policy = POLICIES[spec.record];
+      else if (spec.record === POLICIES.length) op.default_retry_policy = null;
+      else if (spec.record === POLICIES.length + 1) op.priority = spec.record;
+      return op;
+    }
     case "add_step": {
       let stepIdValue: string;
       if (spec.id <= 5) stepIdValue = scene.freshStepId();
@@ -280,6 +312,7 @@ function patchOp(scene: Scene, spec: PatchSpec, added: string[]): Record<string,
       const step: Record<string, unknown> = { step_id: stepIdValue, title: `Added ${stepIdValue}`, summary: "", depends_on_step_ids: spec.deps.map(id) };
       if (spec.optional) step.required = false;
       if (spec.gpu) step.worker_pool_id = "gpu";
+      if (spec.policy < POLICIES.length) step.retry_policy = POLICIES[spec.policy];
       added.push(stepIdValue);
       return { op: "add_step", step, reason: "grow the plan" };
     }
@@ -289,6 +322,7 @@ function patchOp(scene: Scene, spec: PatchSpec, added: string[]): Record<string,
       if (spec.deps !== null) fields.depends_on_step_ids = spec.deps.map(id);
       if (spec.required !== null) fields.required = spec.required;
       if (spec.pool !== null) fields.worker_pool_id = spec.pool === 2 ? "Not A Pool" : POOLS[spec.pool];
+      if (spec.policy !== null) fields.retry_policy = POLICIES[spec.policy] ?? null;
       return { op: "update_step", step_id: id(spec.step), fields };
     }
     case "delete_step":
@@ -412,12 +446,19 @@ export function interpret(scene: Scene, spec: Spec): Concrete {
       return command(actor, { type: "cancel_run", run_id: runId(scene, spec.run, actor), reason: "changed my mind" });
     }
     case "task_op": {
-      // Blocking and reopening mostly toggle, so a blocked task usually gets reopened later.
-      const blocked = scene.state.task?.status === "blocked";
-      const toggles = (spec.op === "block_task" || spec.op === "reopen_task") && spec.who % 4 !== 0;
-      const op = toggles ? (blocked ? "reopen_task" : "block_task") : spec.op;
+      // Blocking and reopening, pausing and resuming mostly toggle, so a blocked or paused task usually goes on later.
+      const status = scene.state.task?.status;
+      let op: (typeof TASK_OPS)[number] = spec.op;
+      if ((op === "block_task" || op === "reopen_task") && spec.who % 4 !== 0) op = status === "blocked" ? "reopen_task" : "block_task";
+      if ((op === "pause_task" || op === "resume_task") && spec.who % 4 !== 0) op = status === "paused" ? "resume_task" : "pause_task";
+      // A paused task is mostly resumed by the orchestrator's next toggle, so sequences do not stall paused.
+      if (status === "paused" && op === "block_task" && spec.who % 4 !== 0) op = "resume_task";
       return command(actorFor(scene, spec.who, "orchestrator"), spec.reason ? { type: op, reason: "the orchestrator says so" } : { type: op });
     }
+    case "request_action":
+      return requestAction(scene, spec);
+    case "respond_action":
+      return respondAction(scene, spec);
     case "reconcile_leases":
       return command(spec.who < 80 ? { role: "system", session_id: SESSION, agent_id: "system", run_id: null } : actorFor(scene, spec.who, "worker"), { type: "reconcile_leases" }, spec.advance);
     case "tick":
@@ -429,4 +470,52 @@ export function interpret(scene: Scene, spec: Spec): Concrete {
     case "query":
       return { kind: "query", actor: actorFor(scene, spec.who, "worker"), pool: POOLS[spec.pool]! };
   }
+}
+
+/**
+ * request_action: levels 0–5 ask on a step, mostly by the worker holding it; 6–7 on a held step by the
+ * orchestrator; 8–9 a task-level action, mostly by the orchestrator. Sometimes the wrong caller or step.
+ */
+function requestAction(scene: Scene, spec: Extract<Spec, { k: "request_action" }>): Concrete {
+  const byWorker = spec.level <= 5;
+  const actor = actorFor(scene, spec.who, byWorker ? "worker" : "orchestrator", "holding");
+  const cmd: Record<string, unknown> = { type: "request_action", kind: spec.kind === 0 ? "approval" : "input", prompt: "Go ahead?" };
+  if (spec.level <= 7) {
+    const preferred: StepPick = { from: byWorker ? 4 : 2, n: spec.step.n };
+    cmd.step_id = stepId(scene, spec.step.n % 5 === 0 ? spec.step : preferred, actor);
+  }
+  // An approval mostly comes without a schema (one with a schema is refused); an input mostly with one.
+  if (spec.schema === 1 && (cmd.kind === "input" || spec.who % 4 === 0)) cmd.input_schema = INPUT_SCHEMA;
+  else if (spec.schema === 2) cmd.input_schema = BAD_INPUT_SCHEMA;
+  if (spec.timeout !== null) cmd.timeout_ms = spec.timeout;
+  return { kind: "command", actor, command: cmd, advance: 0 };
+}
+
+/**
+ * respond_action: mostly the orchestrator or an approver on an open action with a decision that fits its kind;
+ * sometimes a worker, an observer or a stranger, a resolved or missing action, a misfit decision or input.
+ */
+function respondAction(scene: Scene, spec: Extract<Spec, { k: "respond_action" }>): Concrete {
+  // With nothing open to answer, the orchestrator mostly asks first (a task-level action), so answers get tried.
+  const live = scene.state.task !== null && !isTerminalTask(scene.state.task);
+  if (live && scene.state.index.openActions.size === 0 && spec.action % 4 !== 0) {
+    return requestAction(scene, { k: "request_action", who: 0, level: 8 + (spec.who % 2), kind: spec.decision % 2, schema: spec.decision % 2, timeout: null, step: { from: 0, n: 0 } });
+  }
+  const lane = spec.who % 10;
+  const actor = lane <= 4 ? orchestrator : lane <= 7 ? approver : lane === 8 ? (worker(scene, spec.who, "any") ?? observer) : spec.who % 20 < 10 ? observer : stranger;
+  const { actions } = scene.state;
+  const open = [...scene.state.index.openActions];
+  const all = [...actions.keys()];
+  const n = spec.action;
+  const actionId = n % 10 <= 6 && open.length > 0 ? open[n % open.length]! : n % 10 <= 8 && all.length > 0 ? all[n % all.length]! : MISSING_ACTION;
+  const kind = actions.get(actionId)?.kind ?? "approval";
+  let decision: string;
+  if (spec.decision <= 6) decision = kind === "approval" ? (spec.decision <= 4 ? "approved" : "rejected") : spec.decision <= 4 ? "submitted" : "rejected";
+  else if (spec.decision <= 8) decision = kind === "approval" ? "submitted" : "approved";
+  else decision = "exploded";
+  const cmd: Record<string, unknown> = { type: "respond_action", action_id: actionId, decision };
+  // A submission mostly carries a fitting input; now and then a misfit, none, or an input beside another decision.
+  if (decision === "submitted" ? spec.input <= 8 : spec.input === 9) cmd.input = INPUTS[spec.input <= 6 ? 0 : spec.input === 7 ? 1 : 2];
+  if (spec.comment) cmd.comment = "looked at it";
+  return { kind: "command", actor, command: cmd, advance: 0 };
 }

@@ -1,5 +1,6 @@
 /** @module Random acyclic step DAGs for the model tests: small ones from fast-check (they shrink), big ones from a seed. */
 import fc from "fast-check";
+import type { RetryPolicy } from "../../../src/core/index.js";
 
 /** A step as `create_task` takes it. */
 export interface StepIn {
@@ -9,10 +10,22 @@ export interface StepIn {
   depends_on_step_ids: string[];
   required?: boolean;
   worker_pool_id?: string;
+  retry_policy?: RetryPolicy;
 }
 
 /** The worker pools the model uses ("default" is the core's default). */
 export const POOLS = ["default", "gpu"] as const;
+
+/**
+ * Retry policies the model gives steps and tasks: an immediate retry, a short backoff with a cap, a long one whose
+ * non-retryable reason is the one the model's failures give ("because"), and a single attempt (exhausted at once).
+ */
+export const POLICIES: readonly RetryPolicy[] = [
+  { max_attempts: 2, initial_interval_ms: 0, backoff_coefficient: 1, max_interval_ms: 0 },
+  { max_attempts: 3, initial_interval_ms: 1_000, backoff_coefficient: 2, max_interval_ms: 3_000 },
+  { max_attempts: 3, initial_interval_ms: 5_000, backoff_coefficient: 3, max_interval_ms: 60_000, non_retryable_reasons: ["because"] },
+  { max_attempts: 1, initial_interval_ms: 1_000, backoff_coefficient: 1, max_interval_ms: 1_000 },
+];
 
 /** The shapes a seeded DAG can take. */
 export const SHAPES = ["random", "wide", "layered", "chain"] as const;
@@ -31,8 +44,9 @@ export function prng(seed: number): () => number {
   };
 }
 
-function makeStep(i: number, deps: number[], gpu: boolean, optional: boolean): StepIn {
+function makeStep(i: number, deps: number[], gpu: boolean, optional: boolean, policy?: RetryPolicy): StepIn {
   const step: StepIn = { step_id: `s${i}`, title: `Step ${i}`, summary: `Do step ${i}`, depends_on_step_ids: deps.map((d) => `s${d}`) };
+  if (policy !== undefined) step.retry_policy = policy;
   if (gpu) step.worker_pool_id = "gpu";
   else if (i % 7 === 3) step.worker_pool_id = "default"; // sometimes explicit, sometimes defaulted
   if (optional) step.required = false;
@@ -45,13 +59,15 @@ const stepSpecArb = fc.record({
   deps: fc.array(fc.nat(), { maxLength: 3 }),
   gpu: fc.nat(9).map((n) => n < 2),
   optional: fc.nat(9).map((n) => n < 2),
+  /** About a third of the steps carry a retry policy of their own. */
+  policy: fc.nat(11).map((n) => (n < POLICIES.length ? POLICIES[n] : undefined)),
 });
 
 /** Small DAGs (0..maxSteps steps) that shrink towards fewer steps and fewer edges; listed forwards or backwards. */
 export function smallDagArb(maxSteps: number): fc.Arbitrary<StepIn[]> {
   return fc.record({ specs: fc.array(stepSpecArb, { maxLength: maxSteps }), reversed: fc.boolean() }).map(({ specs, reversed }) => {
     // Duplicate dependency ids are kept on purpose: create_task de-duplicates them.
-    const steps = specs.map((s, i) => makeStep(i, i === 0 ? [] : s.deps.map((d) => d % i), s.gpu, s.optional));
+    const steps = specs.map((s, i) => makeStep(i, i === 0 ? [] : s.deps.map((d) => d % i), s.gpu, s.optional, s.policy));
     return reversed ? steps.reverse() : steps;
   });
 }
@@ -90,7 +106,8 @@ export function seededDag(n: number, shape: Shape, seed: number): StepIn[] {
         if (i > 0) deps.push(i - 1);
         break;
     }
-    steps.push(makeStep(i, [...new Set(deps)], rnd() < 0.2, rnd() < 0.15));
+    // The policy comes from the index, not the PRNG, so a seed still gives the DAG it always gave.
+    steps.push(makeStep(i, [...new Set(deps)], rnd() < 0.2, rnd() < 0.15, i % 9 === 4 ? POLICIES[i % POLICIES.length] : undefined));
   }
   return steps;
 }

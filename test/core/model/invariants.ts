@@ -113,7 +113,8 @@ export function checkShapeAndReadiness(state: DagState): void {
       if (d.status !== "completed") allDone = false;
     }
     if (step.status === "ready" && !allDone) fail(`step ${step.step_id} is ready with an unfinished dependency`);
-    if (step.status === "pending" && allDone) fail(`step ${step.step_id} is pending although every dependency is completed`);
+    // A step waiting for the retry its policy scheduled stays pending until the retry is due.
+    if (step.status === "pending" && allDone && step.retry_at === null) fail(`step ${step.step_id} is pending although every dependency is completed`);
   }
   const cycle = findCycle(state.steps);
   if (cycle !== null) fail(`the DAG has a cycle: ${cycle.message}`);
@@ -138,6 +139,37 @@ export function checkTaskStatus(state: DagState): void {
     }
   } else if (task.ended_at !== null) fail(`a ${task.status} task has ended_at`);
   for (const key of state.progress.keys()) if (key !== "" && !state.steps.has(key)) fail(`progress kept for deleted step ${key}`);
+}
+
+/**
+ * Human actions: an open step action's step is held by the attempt and run that asked (its lease suspended, not
+ * ended); an ended task has no open action; a resolved one says how, by whom and when, an open one none of that.
+ */
+export function checkActions(state: DagState): void {
+  const task = state.task;
+  for (const action of state.actions.values()) {
+    const open = action.status === "open";
+    if (open !== (action.decision === null) || open !== (action.resolved_at === null) || open !== (action.resolved_by === null)) {
+      fail(`${action.status} action ${action.action_id} has decision ${action.decision}, resolved_at ${action.resolved_at}`);
+    }
+    if (!open) continue;
+    if (task === null || isTerminalTask(task)) fail(`action ${action.action_id} is open on a ${task?.status} task`);
+    if (action.step_id === null) continue;
+    const step = state.steps.get(action.step_id);
+    if (step === undefined || !HELD_STEP_STATUSES.has(step.status)) fail(`open action ${action.action_id} waits on step ${action.step_id}, which is ${step?.status ?? "gone"}`);
+    if (step.current_attempt_id !== action.attempt_id || step.claimed_by_run_id !== action.run_id) fail(`open action ${action.action_id} belongs to another claim of ${step.step_id}`);
+  }
+}
+
+/** Retries: a step waiting for one failed or lost its attempt (failed or pending), and only a live task waits. */
+export function checkRetries(state: DagState): void {
+  const task = state.task;
+  for (const step of state.steps.values()) {
+    if (step.retry_at === null) continue;
+    if (step.status !== "failed" && step.status !== "pending") fail(`${step.status} step ${step.step_id} waits for a retry`);
+    if (task === null || isTerminalTask(task)) fail(`step ${step.step_id} waits for a retry on a ${task?.status} task`);
+    if (!state.index.retrying.has(step.step_id)) fail(`step ${step.step_id} waits for a retry outside index.retrying`);
+  }
 }
 
 /** The results a completed step had when it completed; they may never change afterwards. */
@@ -168,4 +200,6 @@ export function checkState(state: DagState): void {
   checkAttempts(state);
   checkShapeAndReadiness(state);
   checkTaskStatus(state);
+  checkActions(state);
+  checkRetries(state);
 }

@@ -3,10 +3,13 @@
  * code where the rules leave no doubt, and what must hold afterwards. Computed by full scans, independently of
  * the core's indexes.
  */
+import { isDeepStrictEqual } from "node:util";
 import { expect } from "vitest";
 import {
+  type Action,
   type Actor,
   type Command,
+  type CommandOf,
   CommandSchema,
   type CoreLimits,
   type DagState,
@@ -17,6 +20,7 @@ import {
   type Step,
   type WorkerRun,
 } from "../../../src/core/index.js";
+import { BAD_INPUT_SCHEMA } from "./actions.js";
 
 /** What the model expects of one command; unset fields are left to the invariants. */
 export interface Prediction {
@@ -32,7 +36,7 @@ export interface Prediction {
   after?: (state: DagState) => void;
 }
 
-type Caller = { kind: "orchestrator" } | { kind: "worker"; run: WorkerRun } | { kind: "outsider" } | { kind: "system" };
+type Caller = { kind: "orchestrator" } | { kind: "worker"; run: WorkerRun } | { kind: "approver" } | { kind: "outsider" } | { kind: "system" };
 
 /** Who the caller really is for this task: a forged, foreign or other-session token is an outsider. */
 function classify(state: DagState, actor: Actor): Caller {
@@ -40,6 +44,7 @@ function classify(state: DagState, actor: Actor): Caller {
   if (actor.role === "system") return { kind: "system" };
   if (actor.session_id !== task.session_id || actor.role === "observer") return { kind: "outsider" };
   if (actor.role === "orchestrator") return { kind: "orchestrator" };
+  if (actor.role === "approver") return { kind: "approver" };
   const run = actor.run_id === null ? undefined : state.runs.get(actor.run_id);
   if (actor.task_id !== task.task_id || run === undefined || run.agent_id !== actor.agent_id) return { kind: "outsider" };
   return { kind: "worker", run };
@@ -55,10 +60,16 @@ export function naiveFirstClaimable(state: DagState, run: WorkerRun): Step | und
   return byOrdinal(state).find((s) => s.status === "ready" && s.worker_pool_id === run.worker_pool_id && (run.allowed_step_ids === null || run.allowed_step_ids.includes(s.step_id)));
 }
 
-const WORKER_TOOLS: ReadonlySet<string> = new Set(["claim_step", "claim_next", "update_step", "append_progress", "finish_run"]);
-const ORCHESTRATOR_TOOLS: ReadonlySet<string> = new Set(["create_task", "update_task", "update_step", "append_progress", "complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "dispatch_worker", "finish_run", "cancel_run"]);
+const WORKER_TOOLS: ReadonlySet<string> = new Set(["claim_step", "claim_next", "update_step", "append_progress", "finish_run", "request_action"]);
+const ORCHESTRATOR_TOOLS: ReadonlySet<string> = new Set([
+  "create_task", "update_task", "update_step", "append_progress", "complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "dispatch_worker", "finish_run", "cancel_run",
+  "pause_task", "resume_task", "request_action", "respond_action",
+]);
 /** Tools that change the DAG: on a terminal task every one answers task_terminal and writes nothing (003). */
-const STEP_CHANGING: ReadonlySet<string> = new Set(["claim_step", "claim_next", "update_step", "append_progress", "update_task", "complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "dispatch_worker", "cancel_run"]);
+const STEP_CHANGING: ReadonlySet<string> = new Set([
+  "claim_step", "claim_next", "update_step", "append_progress", "update_task", "complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "dispatch_worker", "cancel_run",
+  "pause_task", "resume_task", "request_action",
+]);
 
 const ORCHESTRATOR_UNHELD: Record<string, readonly string[]> = {
   pending: ["blocked", "failed", "cancelled"],
@@ -67,7 +78,9 @@ const ORCHESTRATOR_UNHELD: Record<string, readonly string[]> = {
 
 function predictClaim(state: DagState, run: WorkerRun, cmd: Command): Prediction {
   const task = state.task!;
-  if (run.status !== "active" || run.current_step_id !== null || task.status === "blocked") return { accept: false };
+  // A live run of a blocked or paused task is told so before anything else about its claim.
+  if (run.status === "active" && (task.status === "blocked" || task.status === "paused")) return { accept: false, code: "task_not_dispatchable" };
+  if (run.status !== "active" || run.current_step_id !== null) return { accept: false };
   if (cmd.type === "claim_next") {
     if (run.claims_used >= run.max_steps) return { accept: true, claim: { none: "run_budget_spent" } };
     const first = naiveFirstClaimable(state, run);
@@ -140,7 +153,7 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
     case "reopen_task":
       return task.status === "blocked" ? { accept: true, after: (s) => expect(s.task!.status === "pending" || s.task!.status === "running").toBe(true) } : { accept: false, code: "invalid_transition" };
     case "dispatch_worker": {
-      if (task.status === "blocked") return { accept: false, code: "task_not_dispatchable" };
+      if (task.status === "blocked" || task.status === "paused") return { accept: false, code: "task_not_dispatchable" };
       const known = (cmd.allowed_step_ids ?? []).every((id) => state.steps.has(id));
       return known ? { accept: true } : { accept: false, code: "validation_error" };
     }
@@ -155,14 +168,74 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
       // An ended run of a live task: refused unless it hands in a late result (the late-result rule is the core's).
       return run.status === "active" ? { accept: true, after: (s) => expect(s.runs.get(cmd.run_id)?.status).not.toBe("active") } : { onlyEvents: ["worker_run_ended"] };
     }
+    case "pause_task":
+      return task.status === "pending" || task.status === "running"
+        ? { accept: true, after: (s) => expect(s.task!.status).toBe("paused") }
+        : { accept: false, code: "invalid_transition" };
+    case "resume_task":
+      return task.status === "paused"
+        ? { accept: true, after: (s) => expect(["pending", "running"]).toContain(s.task!.status) }
+        : { accept: false, code: "invalid_transition" };
+    case "request_action":
+      return predictRequest(state, caller, cmd);
+    case "respond_action":
+      return predictRespond(state, cmd, now);
     case "reconcile_leases":
     case "update_task":
-    case "pause_task":
-    case "resume_task":
-    case "request_action":
-    case "respond_action":
       return {};
   }
+}
+
+/** The open action on a step, by a full scan. */
+function openActionOn(state: DagState, stepId: string): Action | undefined {
+  return [...state.actions.values()].find((a) => a.status === "open" && a.step_id === stepId);
+}
+
+/** request_action by the orchestrator or a worker of a live task. */
+function predictRequest(state: DagState, caller: Caller & { kind: "orchestrator" | "worker" }, cmd: CommandOf<"request_action">): Prediction {
+  if (cmd.input_schema !== undefined && (cmd.kind === "approval" || isDeepStrictEqual(cmd.input_schema, BAD_INPUT_SCHEMA))) return { accept: false, code: "validation_error" };
+  const asked = (s: DagState) => {
+    const mine = [...s.actions.values()].filter((a) => a.status === "open" && a.step_id === (cmd.step_id ?? null) && a.prompt === cmd.prompt);
+    expect(mine.length, "the asked action is open").toBeGreaterThan(0);
+  };
+  if (cmd.step_id === undefined) return caller.kind === "worker" ? { accept: false, code: "tool_not_available" } : { accept: true, after: asked };
+  const step = state.steps.get(cmd.step_id);
+  if (step === undefined) return { accept: false, code: "not_found" };
+  const held = HELD_STEP_STATUSES.has(step.status);
+  if (caller.kind === "worker" && (caller.run.status !== "active" || !held || step.claimed_by_run_id !== caller.run.run_id)) return { accept: false, code: "permission_denied" };
+  if (!held || openActionOn(state, step.step_id) !== undefined) return { accept: false, code: "invalid_transition" };
+  return {
+    accept: true,
+    after: (s) => {
+      asked(s);
+      expect(openActionOn(s, step.step_id)?.attempt_id, "a step's action belongs to its current attempt").toBe(step.current_attempt_id);
+    },
+  };
+}
+
+/** True when `input` fits the model's INPUT_SCHEMA (an object whose region is a string). */
+function fitsInputSchema(input: unknown): boolean {
+  return typeof input === "object" && input !== null && !Array.isArray(input) && typeof (input as { region?: unknown }).region === "string";
+}
+
+/** respond_action by the orchestrator or an approver. */
+function predictRespond(state: DagState, cmd: CommandOf<"respond_action">, now: number): Prediction {
+  const action = state.actions.get(cmd.action_id);
+  if (action === undefined) return { accept: false, code: "not_found" };
+  if (action.status !== "open") return { accept: false, code: "action_resolved" };
+  const fits = action.kind === "approval" ? cmd.decision !== "submitted" : cmd.decision !== "approved";
+  if (!fits || (cmd.decision !== "submitted" && cmd.input !== undefined)) return { accept: false, code: "validation_error" };
+  if (cmd.decision === "submitted" && (cmd.input === undefined || (action.input_schema !== null && !fitsInputSchema(cmd.input)))) return { accept: false, code: "validation_error" };
+  const step = action.step_id === null ? undefined : state.steps.get(action.step_id);
+  const waiting = step !== undefined && HELD_STEP_STATUSES.has(step.status) && step.current_attempt_id === action.attempt_id;
+  const lease = new Date(now + state.task!.step_lease_timeout_ms).toISOString();
+  return {
+    accept: true,
+    after: (s) => {
+      expect(s.actions.get(action.action_id), "the answer resolves the action").toMatchObject({ status: "resolved", decision: cmd.decision, input: cmd.input ?? null });
+      if (waiting) expect(s.steps.get(step.step_id)?.lease_expires_at, "the answer restarts the step's lease").toBe(lease);
+    },
+  };
 }
 
 /**
@@ -175,8 +248,16 @@ function nothingDue(now: number) {
       if (run.status === "cancelling") expect(Date.parse(run.cancel_request!.deadline_at) > now, `cancellation of ${run.run_id} timed out`).toBe(true);
     }
     if (isTerminalTask(state.task!)) return;
+    const waiting = new Set<string>();
+    for (const action of state.actions.values()) {
+      if (action.status !== "open") continue;
+      expect(Date.parse(action.expires_at) > now, `action ${action.action_id} expired`).toBe(true);
+      if (action.step_id !== null) waiting.add(action.step_id);
+    }
     for (const step of state.steps.values()) {
-      if (HELD_STEP_STATUSES.has(step.status)) expect(Date.parse(step.lease_expires_at!) > now, `lease of ${step.step_id} reconciled`).toBe(true);
+      // An open action suspends its step's lease.
+      if (HELD_STEP_STATUSES.has(step.status) && !waiting.has(step.step_id)) expect(Date.parse(step.lease_expires_at!) > now, `lease of ${step.step_id} reconciled`).toBe(true);
+      if (step.retry_at !== null) expect(Date.parse(step.retry_at) > now, `retry of ${step.step_id} fired`).toBe(true);
     }
     for (const run of state.runs.values()) {
       if (run.status === "active" && run.deadline_at !== null) expect(Date.parse(run.deadline_at) > now, `deadline of ${run.run_id} reconciled`).toBe(true);
@@ -197,6 +278,11 @@ function predictTerminalFinish(state: DagState, caller: Caller & { kind: "orches
   };
 }
 
+/** An answer on an ended task: its actions were all withdrawn when it ended. */
+function respondToEnded(state: DagState, cmd: CommandOf<"respond_action">): Prediction {
+  return { accept: false, code: state.actions.has(cmd.action_id) ? "action_resolved" : "not_found" };
+}
+
 /** What a terminal task's refusal tells a worker whose run it asked to cancel. */
 function cancelDetails(caller: Caller): Record<string, unknown> | undefined {
   if (caller.kind !== "worker" || caller.run.cancel_request === null) return undefined;
@@ -214,7 +300,12 @@ export function predict(state: DagState, actor: Actor, command: unknown, now: nu
   if (cmd.type === "reconcile_leases") return { accept: true, after: nothingDue(now), ...(isTerminalTask(task) ? { onlyEvents: ["child_agent_cancel_timeout", "worker_run_ended"] } : {}) };
   const caller = classify(state, actor);
   if (caller.kind === "outsider" || caller.kind === "system") return { accept: false };
+  if (caller.kind === "approver") {
+    if (cmd.type !== "respond_action") return { accept: false, code: "tool_not_available" };
+    return isTerminalTask(task) ? respondToEnded(state, cmd) : predictRespond(state, cmd, now);
+  }
   if (isTerminalTask(task)) {
+    if (cmd.type === "respond_action" && caller.kind === "orchestrator") return respondToEnded(state, cmd);
     // A run stopped by the task's end may still hand in its result; nothing else is written.
     if (cmd.type === "finish_run") return predictTerminalFinish(state, caller, cmd);
     const mayUse = caller.kind === "orchestrator" ? ORCHESTRATOR_TOOLS.has(cmd.type) : WORKER_TOOLS.has(cmd.type);
