@@ -98,25 +98,39 @@ export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | Co
   return accept(em);
 }
 
-/** The orchestrator blocks the task: only its status changes; held steps keep running (003). */
+/**
+ * The orchestrator blocks the task: only its status changes; held steps keep running (003). A paused task is
+ * resumed first: reopening a blocked task returns it to pending, which would quietly end the pause.
+ */
 export function decideBlockTask(state: DagState, cmd: CommandOf<"block_task">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "block task") ?? requireLiveTask(task);
   if (guard !== null) return refuse(guard);
   if (task.status === "blocked") return refuse(runtimeError("invalid_transition", "the task is already blocked", { status: task.status }));
+  if (task.status === "paused") return refuse(runtimeError("invalid_transition", "the task is paused; resume it before blocking it", { status: task.status }));
   const em = new Emitter(state, ctx);
   em.emit("task_blocked", null, { reason: cmd.reason ?? null });
   return accept(em);
 }
 
-/** task_reopened: a blocked task goes back to pending, then readiness and task_running are re-run (003). */
-export function decideReopenTask(state: DagState, cmd: CommandOf<"reopen_task">, ctx: DecideContext): Decision {
+/** The two ways back to pending: reopening a blocked task (003 task_reopened) and resuming a paused one (seed 001). */
+const BACK_TO_PENDING = {
+  reopen_task: { from: "blocked", event: "task_reopened", tool: "reopen task", done: "reopened" },
+  resume_task: { from: "paused", event: "task_resumed", tool: "agent.task_resume", done: "resumed" },
+} as const;
+
+/**
+ * task_reopened / task_resumed: a blocked (or paused) task goes back to pending, then 003's readiness and
+ * task_running promotion is re-run.
+ */
+export function decideBackToPending(state: DagState, cmd: CommandOf<"reopen_task"> | CommandOf<"resume_task">, ctx: DecideContext): Decision {
   const task = state.task!;
-  const guard = requireOrchestrator(task, ctx.actor, "reopen task") ?? requireLiveTask(task);
+  const how = BACK_TO_PENDING[cmd.type];
+  const guard = requireOrchestrator(task, ctx.actor, how.tool) ?? requireLiveTask(task);
   if (guard !== null) return refuse(guard);
-  if (task.status !== "blocked") return refuse(runtimeError("invalid_transition", `only a blocked task can be reopened, not a ${task.status} one`, { status: task.status }));
+  if (task.status !== how.from) return refuse(runtimeError("invalid_transition", `only a ${how.from} task can be ${how.done}, not a ${task.status} one`, { status: task.status }));
   const em = new Emitter(state, ctx);
-  em.emit("task_reopened", null, { reason: cmd.reason ?? null });
+  em.emit(how.event, null, { reason: cmd.reason ?? null });
   emitPromotion(state, em);
   return accept(em);
 }
@@ -149,15 +163,4 @@ export function decidePauseTask(state: DagState, cmd: CommandOf<"pause_task">, c
   return accept(em);
 }
 
-/** Seed 001 resume_task: a paused task goes back to pending, then 003's ready and running promotion. */
-export function decideResumeTask(state: DagState, cmd: CommandOf<"resume_task">, ctx: DecideContext): Decision {
-  const task = state.task!;
-  const guard = requireOrchestrator(task, ctx.actor, "agent.task_resume") ?? requireLiveTask(task);
-  if (guard !== null) return refuse(guard);
-  if (task.status !== "paused") return refuse(runtimeError("invalid_transition", `only a paused task can be resumed, not a ${task.status} one`, { status: task.status }));
-  const em = new Emitter(state, ctx);
-  em.emit("task_resumed", null, { reason: cmd.reason ?? null });
-  emitPromotion(state, em);
-  return accept(em);
-}
 

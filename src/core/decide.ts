@@ -9,7 +9,7 @@ import type { DecideContext, Decision } from "./context.js";
 import { decideCreateTask } from "./decide-create-task.js";
 import { decideUpdateTask } from "./decide-update-task.js";
 import { decideRequestAction, decideRespondAction, withdrawEndedActions } from "./decide-actions.js";
-import { decideBlockTask, decideCompleteTask, decidePauseTask, decideReopenTask, decideResumeTask, decideStopTask } from "./decide-lifecycle.js";
+import { decideBackToPending, decideBlockTask, decideCompleteTask, decidePauseTask, decideStopTask } from "./decide-lifecycle.js";
 import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
 import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
 import { refuse } from "./decision.js";
@@ -29,12 +29,12 @@ const deciders: Deciders = {
   fail_task: decideStopTask,
   cancel_task: decideStopTask,
   block_task: decideBlockTask,
-  reopen_task: decideReopenTask,
+  reopen_task: decideBackToPending,
   dispatch_worker: decideDispatchWorker,
   finish_run: decideFinishRun,
   cancel_run: decideCancelRun,
   pause_task: decidePauseTask,
-  resume_task: decideResumeTask,
+  resume_task: decideBackToPending,
   request_action: decideRequestAction,
   respond_action: decideRespondAction,
   reconcile_leases: decideReconcileLeases,

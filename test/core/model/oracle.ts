@@ -149,7 +149,7 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
       };
     }
     case "block_task":
-      return task.status === "blocked" ? { accept: false, code: "invalid_transition" } : { accept: true, after: (s) => expect(s.task!.status).toBe("blocked") };
+      return task.status === "blocked" || task.status === "paused" ? { accept: false, code: "invalid_transition" } : { accept: true, after: (s) => expect(s.task!.status).toBe("blocked") };
     case "reopen_task":
       return task.status === "blocked" ? { accept: true, after: (s) => expect(s.task!.status === "pending" || s.task!.status === "running").toBe(true) } : { accept: false, code: "invalid_transition" };
     case "dispatch_worker": {

@@ -85,6 +85,13 @@ describe("pausing", () => {
     h.ok({ type: "pause_task" });
     rejectsAs(h, { type: "resume_task" }, w, "tool_not_available");
   });
+
+  it("Should refuse to block a paused task with invalid_transition, so reopening can never end a pause unasked", () => {
+    const h = task();
+    h.ok({ type: "pause_task" });
+    rejectsAs(h, { type: "block_task" }, orchestrator, "invalid_transition");
+    expect(h.state.task!.status).toBe("paused");
+  });
 });
 
 describe("resuming", () => {
