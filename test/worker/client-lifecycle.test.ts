@@ -5,9 +5,9 @@
  */
 import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type Action, type FetchLike, orchestrate, RuntimeApiError, RuntimeClient, type RuntimeClientOptions, type TaskRef } from "../../src/client/index.js";
+import { type Action, type FetchLike, orchestrate, RuntimeClient, type RuntimeClientOptions, type TaskRef } from "../../src/client/index.js";
 import { ADMIN, step } from "./helpers.js";
-import { BASE, eventually, uniqueId } from "./support.js";
+import { BASE, eventually, rejection, uniqueId } from "./support.js";
 
 const selfFetch: FetchLike = SELF.fetch.bind(SELF);
 const FAST_RETRY = { baseDelayMs: 1, maxDelayMs: 5 };
@@ -77,16 +77,6 @@ function droppingAnswers(match: (method: string, body: string) => boolean, times
     }
     return res;
   };
-}
-
-async function rejection(p: Promise<unknown>): Promise<RuntimeApiError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(RuntimeApiError);
-    return e as RuntimeApiError;
-  }
-  throw new Error("expected the call to fail");
 }
 
 let S: Session;

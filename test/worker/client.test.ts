@@ -20,7 +20,7 @@ import {
   SseParser,
 } from "../../src/client/index.js";
 import { ADMIN, step } from "./helpers.js";
-import { BASE, uniqueId } from "./support.js";
+import { BASE, rejection, uniqueId } from "./support.js";
 
 // ---- harness ----------------------------------------------------------------------------------------
 
@@ -86,16 +86,6 @@ async function newTask(s: Session, steps: ReturnType<typeof step>[], extra: Reco
 
 const letters = (n: number) => Array.from({ length: n }, (_, i) => `s${i.toString().padStart(2, "0")}`);
 const countTypes = (events: readonly WalEvent[]) => events.reduce<Record<string, number>>((acc, e) => ({ ...acc, [e.event_type]: (acc[e.event_type] ?? 0) + 1 }), {});
-
-async function rejection(p: Promise<unknown>): Promise<RuntimeApiError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(RuntimeApiError);
-    return e as RuntimeApiError;
-  }
-  throw new Error("expected the call to fail");
-}
 
 let S: Session;
 beforeAll(async () => {

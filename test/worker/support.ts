@@ -2,6 +2,7 @@
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { sign } from "hono/jwt";
 import { expect } from "vitest";
+import { RuntimeApiError } from "../../src/client/index.js";
 import type { WalEvent } from "../../src/core/index.js";
 import { WalEventSchema } from "../../src/core/index.js";
 import type { Env } from "../../src/env.js";
@@ -127,4 +128,15 @@ export async function holdAlarm(stub: DurableObjectStub): Promise<void> {
   await runInDurableObject(stub, async (_instance, state) => {
     await state.storage.setAlarm(Date.now() + 600_000);
   });
+}
+
+/** The SDK error a call fails with; fails the test when the call succeeds or throws anything else. */
+export async function rejection(p: Promise<unknown>): Promise<RuntimeApiError> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(RuntimeApiError);
+    return e as RuntimeApiError;
+  }
+  throw new Error("expected the call to fail");
 }
