@@ -156,12 +156,12 @@ describe("action.resolved on the task's command sockets", () => {
     const withdrawn = await ask(s, tid, "b", { kind: "input", prompt: "Which colour?" });
     await respond(s, tid, answered);
     for (const sock of [first, second]) {
-      expect(await sock.next()).toMatchObject({ event: "action.resolved", task_id: tid, action: { action_id: answered, status: "resolved", decision: "approved" } });
+      expect(await sock.nextEvent()).toMatchObject({ event: "action.resolved", task_id: tid, action: { action_id: answered, status: "resolved", decision: "approved" } });
     }
     // The worker settles step b: its claim ends, so the action it asked on it is withdrawn by the runtime.
     expectOk(await call("POST", `${t}/steps/b/status`, w.token, { status: "completed" }));
     for (const sock of [first, second]) {
-      expect(await sock.next()).toMatchObject({ event: "action.resolved", task_id: tid, action: { action_id: withdrawn, decision: "withdrawn", resolved_by: { role: "system" } } });
+      expect(await sock.nextEvent()).toMatchObject({ event: "action.resolved", task_id: tid, action: { action_id: withdrawn, decision: "withdrawn", resolved_by: { role: "system" } } });
     }
     // Answer frames keep their own shape on the same socket.
     expect(await first.ask({ id: 9, commands: [{ token: s.orch, method: "POST", path: `${t}/steps/a/progress`, body: { phase: "p" } }] })).toMatchObject({ id: 9, results: [{ ok: true }] });
@@ -185,7 +185,7 @@ describe("the task object's alarm", () => {
     // The WAL export does not reconcile: this event is the alarm's.
     const last = (await walOf(t, s.orch)).at(-1)!;
     expect(last).toMatchObject({ event_type: "action_resolved", actor_agent_id: "system", payload: { action_id: id, decision: "expired" } });
-    expect(await sock.next()).toMatchObject({ event: "action.resolved", task_id: tid, action: { action_id: id, decision: "expired" } });
+    expect(await sock.nextEvent()).toMatchObject({ event: "action.resolved", task_id: tid, action: { action_id: id, decision: "expired" } });
     sock.ws.close(1000);
     await eventually(async () => {
       expect(await listed(s, tid)).toMatchObject({ open_action_count: 0 });

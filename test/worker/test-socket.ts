@@ -13,8 +13,8 @@ export interface TestSocket {
   send(frame: unknown): void;
   /** The next answer frame, parsed. */
   next(): Promise<any>;
-  /** Frames the object pushed unasked, in arrival order. */
-  readonly events: any[];
+  /** The next frame the object pushed unasked (`{event, …}`), parsed. */
+  nextEvent(): Promise<any>;
   /** Sends a frame and waits for its answer. */
   ask(frame: unknown): Promise<any>;
   closed: Promise<{ code: number; reason: string }>;
@@ -29,11 +29,14 @@ export async function openSocket(taskPath: string, token: string, how: "header" 
   ws.accept();
   const inbox: any[] = [];
   const events: any[] = [];
+  const eventWaiters: ((v: any) => void)[] = [];
   const waiters: ((v: any) => void)[] = [];
   ws.addEventListener("message", (e) => {
     const frame = JSON.parse(e.data as string);
     if (typeof frame.event === "string") {
-      events.push(frame);
+      const w = eventWaiters.shift();
+      if (w === undefined) events.push(frame);
+      else w(frame);
       return;
     }
     const w = waiters.shift();
@@ -47,7 +50,7 @@ export async function openSocket(taskPath: string, token: string, how: "header" 
     ws,
     send,
     next,
-    events,
+    nextEvent: () => (events.length > 0 ? Promise.resolve(events.shift()) : new Promise<any>((r) => eventWaiters.push(r))),
     ask: (frame) => {
       send(frame);
       return next();
