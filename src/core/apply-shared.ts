@@ -91,7 +91,7 @@ export function settleStep(state: DagState, step: Step, status: StepStatus, reas
   setStepStatus(state, step, status);
   step.status_reason = reason;
   step.updated_at = at;
-  setRetryAt(state, step, null);
+  if (step.retry_at !== null) setRetryAt(state, step, null);
   touchTask(state, at);
 }
 
