@@ -5,18 +5,17 @@
  * lost with an evicted object simply asks again.
  */
 import { type Action, rateLimited, type RuntimeError } from "../src/core/index.js";
+import { MAX_ACTION_WAIT_MS } from "../src/contract/limits.js";
 import { ok, type RpcResult } from "./rpc-result.js";
 
 /** Long-polls one task object holds at once; past it, 429 rate_limited (like the SSE subscriber cap). */
 export const MAX_ACTION_WAITERS = 64;
-/** The longest wait a poll may ask for (GET .../actions/{action_id}?wait_ms=). */
-export const MAX_ACTION_WAIT_MS = 30_000;
 
 /** What a poll answers: the action, or an error (the object broke while it waited). */
-export type ActionAnswer = RpcResult<{ action: Action }>;
+export type PollAnswer = RpcResult<{ action: Action }>;
 
 interface Waiter {
-  readonly answer: (result: ActionAnswer) => void;
+  readonly answer: (result: PollAnswer) => void;
   readonly timer: ReturnType<typeof setTimeout>;
 }
 
@@ -43,7 +42,7 @@ export class ActionWaiters {
    * Waits for `actionId` to resolve, at most `waitMs` (callers check `full()` first and answer a resolved
    * action at once). When the wait ends unresolved, `onTimeout` gives the answer (the still-open action).
    */
-  wait(actionId: string, waitMs: number, onTimeout: () => ActionAnswer): Promise<ActionAnswer> {
+  wait(actionId: string, waitMs: number, onTimeout: () => PollAnswer): Promise<PollAnswer> {
     return new Promise((resolve) => {
       const set = this.byAction.get(actionId) ?? new Set<Waiter>();
       this.byAction.set(actionId, set);

@@ -5,9 +5,9 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { monotonicFactory } from "ulid";
-import type { IndexEntry, ListedTask, SessionSnapshot, TaskListPage } from "../src/contract/index.js";
+import type { IndexEntry, ListedTask, SessionActionPage, SessionSnapshot, TaskListPage } from "../src/contract/index.js";
 import { type Action, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../src/core/index.js";
-import type { SessionActionPage } from "../src/contract/index.js";
+import { DEFAULT_ACTION_PAGE_LIMIT, MAX_ACTION_PAGE_LIMIT } from "../src/contract/limits.js";
 import type { IndexEntryWithActions } from "./open-actions.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import { buildSessionSnapshot } from "./session-snapshot.js";
@@ -23,9 +23,6 @@ const RESERVATION_CHECK_MS = 60_000;
 export const SESSION_EVENT_LOG_ROWS = 10_000;
 /** Log rows read per page while a session stream catches up. */
 const STREAM_PAGE = 200;
-/** Inbox actions per page when the caller names no limit, and the most it may name. */
-const INBOX_PAGE_DEFAULT = 50;
-const INBOX_PAGE_MAX = 500;
 
 type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };
 
@@ -170,7 +167,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
 
   /** GET /v1/sessions/{sid}/actions?status=open: the open actions of the session's tasks, newest first, each with its task's title. */
   async listOpenActions(query: { limit?: number; offset?: number }): Promise<SessionActionPage> {
-    const limit = Math.min(Math.max(Math.trunc(query.limit ?? INBOX_PAGE_DEFAULT), 1), INBOX_PAGE_MAX);
+    const limit = Math.min(Math.max(Math.trunc(query.limit ?? DEFAULT_ACTION_PAGE_LIMIT), 1), MAX_ACTION_PAGE_LIMIT);
     const offset = Math.max(Math.trunc(query.offset ?? 0), 0);
     const total = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM actions").one().n;
     const rows = this.sql.exec<{ data: string }>("SELECT data FROM actions ORDER BY created_at DESC, action_id DESC LIMIT ? OFFSET ?", limit, offset).toArray();

@@ -7,10 +7,9 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
-import type { AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
+import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
-import type { ActionPage } from "../src/contract/index.js";
-import { type ActionAnswer, ActionWaiters } from "./action-waiters.js";
+import { ActionWaiters, type PollAnswer } from "./action-waiters.js";
 import { CommandSockets } from "./command-sockets.js";
 import { CommitShell } from "./commit-shell.js";
 import type { Idempotency } from "./idempotency-store.js";
@@ -120,7 +119,7 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   }
 
   /** GET .../tasks/{tid}/actions/{action_id}?wait_ms=: one action, long-polled until it resolves or the wait ends. */
-  async getAction(actor: Actor, actionId: string, waitMs: number): Promise<ActionAnswer> {
+  async getAction(actor: Actor, actionId: string, waitMs: number): Promise<PollAnswer> {
     return this.reads.getAction(actor, actionId, waitMs);
   }
 

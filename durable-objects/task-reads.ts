@@ -21,10 +21,10 @@ import {
   taskGetPage,
   type TaskGetRequest,
 } from "../src/core/index.js";
-import type { ActionPage } from "../src/contract/index.js";
-import { type ActionAnswer, type ActionWaiters, MAX_ACTION_WAIT_MS } from "./action-waiters.js";
+import type { ActionPage, IndexEntry } from "../src/contract/index.js";
+import { DEFAULT_ACTION_PAGE_LIMIT, MAX_ACTION_PAGE_LIMIT, MAX_ACTION_WAIT_MS } from "../src/contract/limits.js";
+import { type ActionWaiters, type PollAnswer } from "./action-waiters.js";
 import type { CommitShell } from "./commit-shell.js";
-import type { IndexEntry } from "../src/contract/index.js";
 import { indexEntryOf } from "./index-entry.js";
 import type { LargeReads } from "./large-reads.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
@@ -34,9 +34,6 @@ import { readWal, readWalTail } from "./wal-store.js";
 
 /** WAL events read per page while an event stream catches up on history. */
 const STREAM_PAGE = 100;
-/** Actions per page of GET .../actions when the caller names no limit, and the most it may name. */
-const ACTION_PAGE_DEFAULT = 50;
-const ACTION_PAGE_MAX = 500;
 
 /** Filters and paging of GET .../tasks/{tid}/actions. */
 export interface ActionQuery {
@@ -153,7 +150,7 @@ export class TaskReads {
   listActions(actor: Actor, query: ActionQuery): RpcResult<ActionPage> {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
-    const limit = Math.min(Math.max(Math.trunc(query.limit ?? ACTION_PAGE_DEFAULT), 1), ACTION_PAGE_MAX);
+    const limit = Math.min(Math.max(Math.trunc(query.limit ?? DEFAULT_ACTION_PAGE_LIMIT), 1), MAX_ACTION_PAGE_LIMIT);
     const offset = Math.max(Math.trunc(query.offset ?? 0), 0);
     const matching: Action[] = [];
     for (const action of this.shell.state.actions.values()) if (query.status === undefined || action.status === query.status) matching.push(action);
@@ -168,7 +165,7 @@ export class TaskReads {
    * at once, rate_limited. A wait lives only in memory; the resolution is in the WAL, so a poll lost with an
    * evicted object is simply asked again.
    */
-  async getAction(actor: Actor, actionId: string, waitMs: number): Promise<ActionAnswer> {
+  async getAction(actor: Actor, actionId: string, waitMs: number): Promise<PollAnswer> {
     const now = this.currentAction(actor, actionId);
     if (!now.ok || now.value.action.status === "resolved" || !(waitMs > 0)) return now;
     const full = this.waiters.full();
@@ -177,7 +174,7 @@ export class TaskReads {
   }
 
   /** One action as memory holds it, after reconciling (an action past its expiry is answered expired). */
-  private currentAction(actor: Actor, actionId: string): ActionAnswer {
+  private currentAction(actor: Actor, actionId: string): PollAnswer {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
     const action = this.shell.state.actions.get(actionId);
