@@ -74,11 +74,11 @@ describe("the approver token", () => {
   it("Should list in /v1/tools only the reads and respond", async () => {
     const names: string[] = expectOk(await call("GET", "/v1/tools", approver)).tools.map((tool: { name: string }) => tool.name);
     expect(names).toEqual(expect.arrayContaining(["agent.respond_action", "agent.task_get", "agent.task_list", "agent.task_actions", "agent.task_action", "session_actions"]));
-    for (const write of ["agent.task_create", "agent.task_update", "agent.task_pause", "agent.task_resume", "agent.request_action", "agent.task_complete", "agent.dispatch_worker", "agent.task_claim_step", "mint_token"]) {
+    for (const write of ["agent.task_create", "agent.task_update", "agent.task_pause", "agent.task_resume", "agent.request_action", "agent.request_task_action", "agent.task_complete", "agent.dispatch_worker", "agent.task_claim_step", "mint_token"]) {
       expect(names).not.toContain(write);
     }
     const orchestrator: string[] = expectOk(await call("GET", "/v1/tools", S.orch)).tools.map((tool: { name: string }) => tool.name);
-    expect(orchestrator).toEqual(expect.arrayContaining(["agent.task_pause", "agent.task_resume", "agent.request_action", "agent.respond_action"]));
+    expect(orchestrator).toEqual(expect.arrayContaining(["agent.task_pause", "agent.task_resume", "agent.request_action", "agent.request_task_action", "agent.respond_action"]));
     const observer: string[] = expectOk(await call("GET", "/v1/tools", S.observer)).tools.map((tool: { name: string }) => tool.name);
     expect(observer).not.toContain("agent.respond_action");
   });

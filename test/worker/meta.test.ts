@@ -67,6 +67,9 @@ describe("public and self-describing routes", () => {
     expect(names(worker)).not.toContain("agent.task_update");
     // Streams are for programs, not tools an agent calls for one answer.
     for (const stream of ["task_events", "session_events", "command_socket"]) expect([...names(orch), ...names(worker)]).not.toContain(stream);
+    // An agent calls a tool by its name: no two tools of one role share one.
+    for (const list of [names(orch), names(worker)]) expect(new Set(list).size).toBe(list.length);
+    expect(names(orch)).toEqual(expect.arrayContaining(["agent.request_action", "agent.request_task_action"]));
     const claim = worker.body.tools.find((tool: { name: string }) => tool.name === "agent.task_update_step");
     expect(claim.input_schema.properties.body.properties.status.enum).toEqual(expect.arrayContaining(["completed", "failed", "blocked"]));
   });
