@@ -3,7 +3,7 @@
  * against every way the runtime is reached: the pure core (decide/apply) and the HTTP service. Answers are
  * normalised to accepted-with-a-value or rejected-with-a-code; state is read back as plain views.
  */
-import type { Attempt, Step, Task, WorkerRun as CoreWorkerRun } from "../../src/core/index.js";
+import type { Action, Attempt, Step, Task, WorkerRun as CoreWorkerRun } from "../../src/core/index.js";
 
 /** A tool's answer: accepted with its value, or rejected with an error code (and the error's details). */
 export type Answer<T = unknown> = { ok: true; value: T } | { ok: false; code: string; details: Record<string, unknown> };
@@ -14,8 +14,8 @@ export interface WorkerRun {
   readonly agent_id: string;
 }
 
-/** Who calls a tool: the task's orchestrator, its observer, or a worker run. */
-export type Caller = "orchestrator" | "observer" | WorkerRun;
+/** Who calls a tool: the task's orchestrator, its observer, a person who answers actions (approver), or a worker run. */
+export type Caller = "orchestrator" | "observer" | "approver" | WorkerRun;
 
 /** A step input of agent.task_create / add_step. */
 export type StepInput = Record<string, unknown> & { step_id: string };
@@ -58,6 +58,8 @@ export interface StepView {
   lease_expires_at: string | null;
   result_summary: string | null;
   artifact_ids: string[];
+  /** When a retry its policy scheduled reopens it; null when none is pending. */
+  retry_at: string | null;
 }
 
 /** A worker run as the rules see it. */
@@ -82,8 +84,30 @@ export interface TaskStateView {
   attempts: { step_id: string; run_id: string; status: string; last_error: string | null; result_summary: string | null; ended_at: string | null }[];
 }
 
-/** The task closing and pausing tools (agent.task_complete, _fail, _cancel, block, reopen). */
-export type TaskAction = "complete" | "fail" | "cancel" | "block" | "reopen";
+/** The task closing and pausing tools (agent.task_complete, _fail, _cancel, block, reopen, agent.task_pause, _resume). */
+export type TaskAction = "complete" | "fail" | "cancel" | "block" | "reopen" | "pause" | "resume";
+
+/** What agent.request_action answers: the new action, open until answered, expired or withdrawn. */
+export interface ActionOpened {
+  action_id: string;
+  status: string;
+  expires_at: string;
+}
+
+/** A human action as the rules see it. */
+export interface ActionView {
+  action_id: string;
+  /** The step it holds up; null for a task-level action. */
+  step_id: string | null;
+  kind: string;
+  status: string;
+  decision: string | null;
+  input: unknown;
+  /** The role of whoever resolved it (orchestrator, approver, or system for expiry and withdrawal). */
+  resolved_by_role: string | null;
+  resolved_at: string | null;
+  expires_at: string;
+}
 
 /** One task in a fresh session, driven through the task tools. */
 export interface TaskRuntimeDriver {
@@ -105,8 +129,19 @@ export interface TaskRuntimeDriver {
   updateStep(by: Caller, stepId: string, body: Record<string, unknown>): Promise<Answer>;
   /** append_task_progress on a step. */
   progress(by: Caller, stepId: string, body: Record<string, unknown>): Promise<Answer>;
-  /** complete / fail / cancel / block / reopen the task. */
+  /** complete / fail / cancel / block / reopen / pause / resume the task. */
   task(action: TaskAction, body?: Record<string, unknown>, by?: Caller): Promise<Answer>;
+  /** agent.request_action: `{kind, prompt, input_schema?, timeout_ms?}` on a step, or on the task when `stepId` is null. */
+  requestAction(by: Caller, stepId: string | null, body: Record<string, unknown>): Promise<Answer<ActionOpened>>;
+  /** agent.respond_action: `{decision, input?, comment?}`. */
+  respondAction(by: Caller, actionId: string, body: Record<string, unknown>): Promise<Answer>;
+  /** One action of the task, as the orchestrator reads it. */
+  action(actionId: string): Promise<ActionView>;
+  /**
+   * Lets `ms` pass and then runs the runtime's deadline handling (leases, run deadlines, action expiry, retries
+   * due) until it has nothing more to do. Keep `ms` small: over HTTP the time really passes.
+   */
+  elapse(ms: number): Promise<void>;
   /** A worker run ends with this outcome. */
   finishRun(by: Caller, runId: string, outcome: string, result?: unknown): Promise<Answer>;
   /** The orchestrator cancels a worker run. */
@@ -153,6 +188,22 @@ export function stepView(s: Step): StepView {
     lease_expires_at: s.lease_expires_at ?? null,
     result_summary: s.result_summary ?? null,
     artifact_ids: [...s.artifact_ids],
+    retry_at: s.retry_at ?? null,
+  };
+}
+
+/** The rules' view of an action record, as both the core and the service hold it. */
+export function actionView(a: Action): ActionView {
+  return {
+    action_id: a.action_id,
+    step_id: a.step_id,
+    kind: a.kind,
+    status: a.status,
+    decision: a.decision,
+    input: a.input,
+    resolved_by_role: a.resolved_by?.role ?? null,
+    resolved_at: a.resolved_at,
+    expires_at: a.expires_at,
   };
 }
 

@@ -3,11 +3,11 @@
  * runs' bearer tokens. Besides normalising answers it checks the HTTP contract of each one: a write answers
  * the task summary with event_ids and wal_seq, a rejection the error envelope with its code's status.
  */
-import { SELF } from "cloudflare:test";
+import { runDurableObjectAlarm, SELF } from "cloudflare:test";
 import { expect } from "vitest";
 import { call, type JsonAnswer, newSession, type TestSession } from "../worker/helpers.js";
-import { BASE, expectError, expectWriteAnswer, parseWal, uniqueId } from "../worker/support.js";
-import { type Answer, type Caller, type ClaimView, type MakeDriver, type StepFilter, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
+import { BASE, expectError, expectWriteAnswer, holdAlarm, mintRole, parseWal, sleep, taskStub, uniqueId } from "../worker/support.js";
+import { type ActionOpened, actionView, type Answer, type Caller, type ClaimView, type MakeDriver, type StepFilter, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
 
 /** API.md's error table: each code's HTTP status, written out here rather than imported from routes/http-error.ts, so a change there fails here. */
 const STATUS: Record<string, number> = {
@@ -28,6 +28,7 @@ const STATUS: Record<string, number> = {
   step_already_claimed: 409,
   step_already_claimed_by_run: 409,
   task_not_completeable: 409,
+  action_resolved: 409,
   payload_too_large: 413,
 };
 
@@ -53,7 +54,18 @@ function claimView(b: any): ClaimView {
   return b.no_step_claimed === true ? { step_id: null, reason: b.reason } : { step_id: b.step.step_id, attempt_id: b.attempt_id };
 }
 
-let shared: Promise<TestSession> | undefined;
+/** The file's session with an approver token minted in it. */
+interface SharedSession {
+  readonly s: TestSession;
+  readonly approver: string;
+}
+
+let shared: Promise<SharedSession> | undefined;
+
+async function sharedSession(): Promise<SharedSession> {
+  const s = await newSession();
+  return { s, approver: await mintRole(s, "approver", "approver") };
+}
 
 /** A driver over one task in the file's session. */
 export class HttpDriver implements TaskRuntimeDriver {
@@ -62,6 +74,7 @@ export class HttpDriver implements TaskRuntimeDriver {
   constructor(
     readonly s: TestSession,
     readonly orchestratorAgentId: string,
+    private readonly approverToken: string,
   ) {}
 
   get path(): string {
@@ -71,6 +84,7 @@ export class HttpDriver implements TaskRuntimeDriver {
   private token(by: Caller): string {
     if (by === "orchestrator") return this.s.orch;
     if (by === "observer") return this.s.observer;
+    if (by === "approver") return this.approverToken;
     return (by as HttpRun).token;
   }
 
@@ -102,6 +116,30 @@ export class HttpDriver implements TaskRuntimeDriver {
   }
   async task(action: string, body: Record<string, unknown> = {}, by: Caller = "orchestrator") {
     return this.post(by, `/${action}`, body);
+  }
+  async requestAction(by: Caller, stepId: string | null, body: Record<string, unknown>): Promise<Answer<ActionOpened>> {
+    const rest = stepId === null ? "/actions" : `/steps/${stepId}/actions`;
+    return this.post(by, rest, body, (b): ActionOpened => ({ action_id: b.action_id, status: b.status, expires_at: b.expires_at }), 201);
+  }
+  async respondAction(by: Caller, actionId: string, body: Record<string, unknown>) {
+    return this.post(by, `/actions/${actionId}/respond`, body);
+  }
+  async action(actionId: string) {
+    const res = await call("GET", `${this.path}/actions/${actionId}`, this.s.orch);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return actionView(res.body.action);
+  }
+  /**
+   * Really sleeps (the service's clock cannot be moved), with the task object's alarm held off so that it runs
+   * only when the rule asks, then runs the alarm.
+   */
+  async elapse(ms: number) {
+    const stub = taskStub(this.s.sid, this.taskId);
+    await holdAlarm(stub);
+    await sleep(ms);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // A read reconciles whatever the alarm's one round left due (a retry due at once), as the core driver's rounds do.
+    expect((await call("GET", this.path, this.s.orch)).status).toBe(200);
   }
   async finishRun(by: Caller, runId: string, outcome: string, result?: unknown) {
     return this.post(by, `/runs/${runId}/finish`, result === undefined ? { outcome } : { outcome, result });
@@ -138,7 +176,8 @@ export class HttpDriver implements TaskRuntimeDriver {
 
 /** A driver over a fresh task; the tasks of one test file share a session (creating one costs ~100 ms). */
 export const makeHttpDriver: MakeDriver = async () => {
-  shared ??= newSession();
+  shared ??= sharedSession();
+  const { s, approver } = await shared;
   // A session's orchestrator token acts as agent "orchestrator" unless the session names another.
-  return new HttpDriver(await shared, "orchestrator");
+  return new HttpDriver(s, "orchestrator", approver);
 };
