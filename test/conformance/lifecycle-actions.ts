@@ -4,7 +4,7 @@
  * expires_at, and is withdrawn when its claim ends.
  */
 import { describe, expect, it } from "vitest";
-import { type Caller, type MakeDriver, step, type StepInput, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
+import { type Answer, type Caller, type MakeDriver, step, type StepInput, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
 import { accepted, created, holder, rejected, typesAfter } from "./expect.js";
 
 /** The lease of the rules that let it lapse: the shortest the schemas allow, so HTTP runs wait little. */
@@ -127,6 +127,21 @@ export function runLifecycleActions(makeDriver: MakeDriver): void {
       expect(written.at(-1)).toBe("action_resolved");
       expect(await d.action(action_id)).toMatchObject({ status: "resolved", decision: "withdrawn", resolved_by_role: "system" });
       expect((await d.view()).steps.b!.status).toBe("ready");
+    });
+
+    it.each<[string, (d: TaskRuntimeDriver) => Promise<Answer>]>([
+      ["update_task", (d) => d.patchTask([{ op: "update_task", title: "x" }], "approver")],
+      ["complete_task", (d) => d.task("complete", {}, "approver")],
+      ["cancel_task", (d) => d.task("cancel", {}, "approver")],
+      ["dispatch_worker", (d) => d.dispatch({}, "approver")],
+      ["claim_step", (d) => d.claim("approver", "c")],
+      ["claim_next", (d) => d.claimNext("approver")],
+      ["update_step", (d) => d.updateStep("approver", "a", { status: "completed" })],
+      ["append_progress", (d) => d.progress("approver", "a", { summary: "x" })],
+    ])("an approver answers actions and writes nothing else: %s is tool_not_available", async (_n, write) => {
+      const d = await created(await makeDriver(), [...STEPS(), step("c")]);
+      await holder(d, "a");
+      await rejected(d, () => write(d), "tool_not_available");
     });
 
     it("a task-level action by the orchestrator stays open when a step's claim ends and is withdrawn when the task ends", async () => {
