@@ -1,6 +1,6 @@
 /** @module The conformance suite's core driver: decide/apply over the test harness, with its fixed clock. */
 import { expect } from "vitest";
-import { type Actor, type Decision, type DecisionValue, querySteps, rebuildIndex, replay, systemActor } from "../../src/core/index.js";
+import { type Actor, type Decision, type DecisionValue, querySteps, rebuildIndex, replay, systemActor, taskReadModel } from "../../src/core/index.js";
 import { Harness, observer, orchestrator, SESSION, TASK } from "../core/harness.js";
 import { type ActionOpened, actionView, type Answer, type Caller, type ClaimView, type MakeDriver, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
 
@@ -107,7 +107,7 @@ export class CoreDriver implements TaskRuntimeDriver {
     const s = this.h.state;
     expect(replay(this.h.wal)).toEqual(s);
     expect(rebuildIndex(s)).toEqual(s.index);
-    return stateView(s.task, s.steps.values(), s.runs.values(), s.attempts.values());
+    return stateView(s.task, s.steps.values(), s.runs.values(), s.attempts.values(), taskReadModel(s));
   }
   async walTypes() {
     return this.h.wal.map((e) => e.event_type);

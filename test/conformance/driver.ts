@@ -3,7 +3,7 @@
  * against every way the runtime is reached: the pure core (decide/apply) and the HTTP service. Answers are
  * normalised to accepted-with-a-value or rejected-with-a-code; state is read back as plain views.
  */
-import type { Action, Attempt, Step, Task, WorkerRun as CoreWorkerRun } from "../../src/core/index.js";
+import type { Action, Attempt, Step, Task, taskReadModel, WorkerRun as CoreWorkerRun } from "../../src/core/index.js";
 
 /** A tool's answer: accepted with its value, or rejected with an error code (and the error's details). */
 export type Answer<T = unknown> = { ok: true; value: T } | { ok: false; code: string; details: Record<string, unknown> };
@@ -60,6 +60,8 @@ export interface StepView {
   artifact_ids: string[];
   /** When a retry its policy scheduled reopens it; null when none is pending. */
   retry_at: string | null;
+  /** Seed 001's status, from the task's snapshot: waiting_permission / waiting_input, retrying, or the native one's. */
+  normalized_status: string;
 }
 
 /** A worker run as the rules see it. */
@@ -75,7 +77,7 @@ export interface RunView {
 
 /** The task, its steps, its runs and its attempts as the rules see them. */
 export interface TaskStateView {
-  task: { status: string; status_reason: string | null; title: string; summary: string; ended_at: string | null };
+  task: { status: string; normalized_status: string; status_reason: string | null; title: string; summary: string; ended_at: string | null };
   /** Steps by id, in DAG order. */
   steps: Record<string, StepView>;
   /** Runs by run id. */
@@ -173,8 +175,11 @@ export const DIAMOND = (): StepInput[] => [step("a"), step("b", ["a"]), step("c"
 /** Steps r0..r6 ready in the default pool, g ready in pool gpu, p pending after r0. */
 export const POOLS = (): StepInput[] => [...Array.from({ length: 7 }, (_, i) => step(`r${i}`)), step("g", [], { worker_pool_id: "gpu" }), step("p", ["r0"])];
 
-/** The rules' view of a step record, as both the core and the service hold it. */
-export function stepView(s: Step): StepView {
+/** Seed 001's snapshot of a task (the read model agent.task_get carries as `snapshot`). */
+export type TaskSnapshot = Pick<ReturnType<typeof taskReadModel>, "task" | "taskGraph">;
+
+/** The rules' view of a step record, as both the core and the service hold it, with its normalized status. */
+export function stepView(s: Step, normalized: string): StepView {
   return {
     status: s.status,
     status_reason: s.status_reason ?? null,
@@ -189,6 +194,7 @@ export function stepView(s: Step): StepView {
     result_summary: s.result_summary ?? null,
     artifact_ids: [...s.artifact_ids],
     retry_at: s.retry_at ?? null,
+    normalized_status: normalized,
   };
 }
 
@@ -207,12 +213,18 @@ export function actionView(a: Action): ActionView {
   };
 }
 
-/** The rules' view of a task with its steps, runs and attempts, from the records both drivers read. */
-export function stateView(task: Task | null, steps: Iterable<Step>, runs: Iterable<CoreWorkerRun>, attempts: Iterable<Attempt>): TaskStateView {
+/** The rules' view of a task with its steps, runs and attempts, from the records and the snapshot both drivers read. */
+export function stateView(task: Task | null, steps: Iterable<Step>, runs: Iterable<CoreWorkerRun>, attempts: Iterable<Attempt>, snapshot: TaskSnapshot): TaskStateView {
   if (task === null) throw new Error("the driver holds no task yet");
+  const normalized = new Map(snapshot.taskGraph.nodes.map((n) => [n.stepId, n.status]));
+  const normalizedOf = (id: string): string => {
+    const status = normalized.get(id);
+    if (status === undefined) throw new Error(`the snapshot has no node for step ${id}`);
+    return status;
+  };
   return {
-    task: { status: task.status, status_reason: task.status_reason ?? null, title: task.title, summary: task.summary, ended_at: task.ended_at ?? null },
-    steps: Object.fromEntries([...steps].map((s) => [s.step_id, stepView(s)])),
+    task: { status: task.status, normalized_status: snapshot.task.status, status_reason: task.status_reason ?? null, title: task.title, summary: task.summary, ended_at: task.ended_at ?? null },
+    steps: Object.fromEntries([...steps].map((s) => [s.step_id, stepView(s, normalizedOf(s.step_id))])),
     runs: Object.fromEntries(
       [...runs].map((r) => [
         r.run_id,

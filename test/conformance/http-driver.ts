@@ -172,7 +172,7 @@ export class HttpDriver implements TaskRuntimeDriver {
   async view() {
     const res = await call("GET", this.path, this.s.orch);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return stateView(res.body.task, res.body.steps, res.body.runs, res.body.attempts);
+    return stateView(res.body.task, res.body.steps, res.body.runs, res.body.attempts, res.body.snapshot);
   }
   async walTypes() {
     return (await this.walEvents()).map((e) => e.event_type);

@@ -40,6 +40,7 @@ export function runLifecycleActions(makeDriver: MakeDriver): void {
       expect(opened.status).toBe("open");
       expect(await typesAfter(d, n)).toEqual(["action_requested"]);
       expect(await d.action(opened.action_id)).toMatchObject({ step_id: "a", kind: "approval", status: "open", decision: null, resolved_by_role: null, expires_at: opened.expires_at });
+      expect((await d.view()).steps.a).toMatchObject({ status: "claimed", normalized_status: "waiting_permission" });
       await rejected(d, () => d.requestAction(w, "a", regionInput()), "invalid_transition");
       await rejected(d, () => d.requestAction("orchestrator", "a", approval()), "invalid_transition");
     });
@@ -69,6 +70,8 @@ export function runLifecycleActions(makeDriver: MakeDriver): void {
       accepted(await d.respondAction(by, action_id, { decision: "rejected", comment: "not yet" }));
       expect(await typesAfter(d, n)).toEqual(["action_resolved"]);
       expect(await d.action(action_id)).toMatchObject({ status: "resolved", decision: "rejected", resolved_by_role: by });
+      // No longer waiting for a person: the step shows its own status again (claimed: preparing).
+      expect((await d.view()).steps.a).toMatchObject({ status: "claimed", normalized_status: "preparing" });
       const other = by === "approver" ? "orchestrator" : "approver";
       await rejected(d, () => d.respondAction(other, action_id, { decision: "approved" }), "action_resolved");
       expect((await d.action(action_id)).decision).toBe("rejected");
@@ -77,6 +80,7 @@ export function runLifecycleActions(makeDriver: MakeDriver): void {
     it("an input that does not match the action's input_schema, or a decision that does not fit its kind, is validation_error, writing nothing; a fitting input is kept", async () => {
       const { d, w } = await held(makeDriver);
       const { action_id } = accepted(await d.requestAction(w, "a", regionInput()));
+      expect((await d.view()).steps.a!.normalized_status).toBe("waiting_input");
       await rejected(d, () => d.respondAction("approver", action_id, { decision: "submitted", input: { region: "mars" } }), "validation_error");
       await rejected(d, () => d.respondAction("approver", action_id, { decision: "submitted", input: {} }), "validation_error");
       await rejected(d, () => d.respondAction("approver", action_id, { decision: "submitted" }), "validation_error");
@@ -148,8 +152,10 @@ export function runLifecycleActions(makeDriver: MakeDriver): void {
       const { d, w } = await held(makeDriver);
       const { action_id } = accepted(await d.requestAction("orchestrator", null, approval()));
       expect(await d.action(action_id)).toMatchObject({ step_id: null, status: "open" });
+      expect((await d.view()).task).toMatchObject({ status: "running", normalized_status: "waiting_permission" });
       accepted(await d.updateStep(w, "a", { status: "completed" }));
       expect((await d.action(action_id)).status).toBe("open");
+      expect((await d.view()).task.normalized_status).toBe("waiting_permission");
       accepted(await d.task("cancel"));
       expect(await d.action(action_id)).toMatchObject({ status: "resolved", decision: "withdrawn" });
     });

@@ -18,7 +18,7 @@ export function runLifecyclePause(makeDriver: MakeDriver): void {
       const n = (await d.walTypes()).length;
       accepted(await d.task("pause", { reason: "budget review" }));
       expect(await typesAfter(d, n)).toEqual(["task_paused"]);
-      expect((await d.view()).task).toMatchObject({ status: "paused", status_reason: "budget review" });
+      expect((await d.view()).task).toMatchObject({ status: "paused", normalized_status: "paused", status_reason: "budget review" });
       await rejected(d, () => d.dispatch(), "task_not_dispatchable");
       await rejected(d, () => d.claim(idle, "a"), "task_not_dispatchable");
       await rejected(d, () => d.claimNext(idle), "task_not_dispatchable");
@@ -56,7 +56,7 @@ export function runLifecyclePause(makeDriver: MakeDriver): void {
       const n = (await d.walTypes()).length;
       accepted(await d.task("resume", { reason: "approved" }));
       expect(await typesAfter(d, n)).toEqual(["task_resumed", "task_running"]);
-      expect((await d.view()).task.status).toBe("running");
+      expect((await d.view()).task).toMatchObject({ status: "running", normalized_status: "running" });
       expect(accepted(await d.claim(idle, "a")).step_id).toBe("a");
       expect((await d.view()).steps.a).toMatchObject({ status: "claimed", claimed_by_run_id: idle.run_id });
     });

@@ -32,7 +32,7 @@ export function runLifecycleRetry(makeDriver: MakeDriver): void {
       const w = await holder(d, "a");
       accepted(await d.updateStep(w, "a", { status: "failed", reason: "flaky upstream" }));
       const v = await d.view();
-      expect(v.steps.a).toMatchObject({ status: "failed", status_reason: "flaky upstream" });
+      expect(v.steps.a).toMatchObject({ status: "failed", normalized_status: "retrying", status_reason: "flaky upstream" });
       expect(Date.parse(v.steps.a!.retry_at!)).toBe(Date.parse(v.attempts[0]!.ended_at!) + LONG_WAIT_MS);
       expect(v.attempts.map((a) => a.status)).toEqual(["failed"]);
       const next = await worker(d);
@@ -64,7 +64,7 @@ export function runLifecycleRetry(makeDriver: MakeDriver): void {
       await holder(d, "a");
       await d.elapse(LEASE_MS + 200);
       const v = await d.view();
-      expect(v.steps.a).toMatchObject({ status: "failed", status_reason: "retry_exhausted", retry_at: null });
+      expect(v.steps.a).toMatchObject({ status: "failed", normalized_status: "failed", status_reason: "retry_exhausted", retry_at: null });
       expect(v.attempts.map((a) => a.status)).toEqual(["lost", "lost"]);
       const next = await worker(d);
       await rejected(d, () => d.claim(next, "a"), "invalid_transition");
