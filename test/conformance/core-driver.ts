@@ -1,14 +1,21 @@
 /** @module The conformance suite's core driver: decide/apply over the test harness, with its fixed clock. */
 import { expect } from "vitest";
-import { type Actor, type Decision, type DecisionValue, querySteps, rebuildIndex, replay } from "../../src/core/index.js";
+import { type Actor, type Decision, type DecisionValue, querySteps, rebuildIndex, replay, systemActor, taskReadModel } from "../../src/core/index.js";
 import { Harness, observer, orchestrator, SESSION, TASK } from "../core/harness.js";
-import { type Answer, type Caller, type ClaimView, type MakeDriver, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
+import { type ActionOpened, actionView, type Answer, type Caller, type ClaimView, type MakeDriver, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
 
-const ACTIONS = { complete: "complete_task", fail: "fail_task", cancel: "cancel_task", block: "block_task", reopen: "reopen_task" } as const;
+const ACTIONS = { complete: "complete_task", fail: "fail_task", cancel: "cancel_task", block: "block_task", reopen: "reopen_task", pause: "pause_task", resume: "resume_task" } as const;
+
+/** A person who answers the session's actions. */
+const approver: Actor = { role: "approver", session_id: SESSION, agent_id: "approver", run_id: null };
+
+/** The service's alarm re-arms for the next deadline; a handful of rounds brings any task in these rules to rest. */
+const MAX_RECONCILE_ROUNDS = 8;
 
 function actor(by: Caller): Actor {
   if (by === "orchestrator") return orchestrator;
   if (by === "observer") return observer;
+  if (by === "approver") return approver;
   return { role: "worker", session_id: SESSION, task_id: TASK, agent_id: by.agent_id, run_id: by.run_id };
 }
 
@@ -59,6 +66,31 @@ export class CoreDriver implements TaskRuntimeDriver {
   async task(action: keyof typeof ACTIONS, body: Record<string, unknown> = {}, by: Caller = "orchestrator") {
     return this.run({ type: ACTIONS[action], ...body }, by);
   }
+  async requestAction(by: Caller, stepId: string | null, body: Record<string, unknown>): Promise<Answer<ActionOpened>> {
+    return this.run({ type: "request_action", ...(stepId === null ? {} : { step_id: stepId }), ...body }, by, (v) => {
+      if (v.kind !== "action") throw new Error(`request_action decided ${v.kind}`);
+      const a = this.h.state.actions.get(v.action_id)!;
+      return { action_id: a.action_id, status: a.status, expires_at: a.expires_at };
+    });
+  }
+  async respondAction(by: Caller, actionId: string, body: Record<string, unknown>) {
+    return this.run({ type: "respond_action", action_id: actionId, ...body }, by);
+  }
+  async action(actionId: string) {
+    const a = this.h.state.actions.get(actionId);
+    if (a === undefined) throw new Error(`no action ${actionId}`);
+    return actionView(a);
+  }
+  /** Moves the fixed clock, then reconciles as the service's alarm does, until a round writes nothing. */
+  async elapse(ms: number) {
+    this.h.now += ms;
+    for (let round = 0; round < MAX_RECONCILE_ROUNDS; round++) {
+      const d = this.h.run({ type: "reconcile_leases" }, systemActor(SESSION));
+      if (!d.ok) throw new Error(`reconcile_leases refused: ${d.error.code}`);
+      if (d.events.length === 0) return;
+    }
+    throw new Error(`reconcile_leases still wrote events after ${MAX_RECONCILE_ROUNDS} rounds`);
+  }
   async finishRun(by: Caller, runId: string, outcome: string, result?: unknown) {
     return this.run({ type: "finish_run", run_id: runId, outcome, ...(result === undefined ? {} : { result }) }, by);
   }
@@ -75,7 +107,7 @@ export class CoreDriver implements TaskRuntimeDriver {
     const s = this.h.state;
     expect(replay(this.h.wal)).toEqual(s);
     expect(rebuildIndex(s)).toEqual(s.index);
-    return stateView(s.task, s.steps.values(), s.runs.values(), s.attempts.values());
+    return stateView(s.task, s.steps.values(), s.runs.values(), s.attempts.values(), taskReadModel(s));
   }
   async walTypes() {
     return this.h.wal.map((e) => e.event_type);

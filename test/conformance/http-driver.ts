@@ -3,11 +3,11 @@
  * runs' bearer tokens. Besides normalising answers it checks the HTTP contract of each one: a write answers
  * the task summary with event_ids and wal_seq, a rejection the error envelope with its code's status.
  */
-import { SELF } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { expect } from "vitest";
 import { call, type JsonAnswer, newSession, type TestSession } from "../worker/helpers.js";
-import { BASE, expectError, expectWriteAnswer, parseWal, uniqueId } from "../worker/support.js";
-import { type Answer, type Caller, type ClaimView, type MakeDriver, type StepFilter, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
+import { BASE, expectError, expectWriteAnswer, holdAlarm, mintRole, parseWal, sleep, taskStub, uniqueId } from "../worker/support.js";
+import { type ActionOpened, actionView, type Answer, type Caller, type ClaimView, type MakeDriver, type StepFilter, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
 
 /** API.md's error table: each code's HTTP status, written out here rather than imported from routes/http-error.ts, so a change there fails here. */
 const STATUS: Record<string, number> = {
@@ -28,8 +28,12 @@ const STATUS: Record<string, number> = {
   step_already_claimed: 409,
   step_already_claimed_by_run: 409,
   task_not_completeable: 409,
+  action_resolved: 409,
   payload_too_large: 413,
 };
+
+/** The alarm re-arms for the next deadline; a handful of runs brings any task in these rules to rest. */
+const MAX_ALARM_ROUNDS = 8;
 
 /** A worker run with the token it calls with. */
 interface HttpRun extends WorkerRun {
@@ -53,7 +57,18 @@ function claimView(b: any): ClaimView {
   return b.no_step_claimed === true ? { step_id: null, reason: b.reason } : { step_id: b.step.step_id, attempt_id: b.attempt_id };
 }
 
-let shared: Promise<TestSession> | undefined;
+/** The file's session with an approver token minted in it. */
+interface SharedSession {
+  readonly s: TestSession;
+  readonly approver: string;
+}
+
+let shared: Promise<SharedSession> | undefined;
+
+async function sharedSession(): Promise<SharedSession> {
+  const s = await newSession();
+  return { s, approver: await mintRole(s, "approver", "approver") };
+}
 
 /** A driver over one task in the file's session. */
 export class HttpDriver implements TaskRuntimeDriver {
@@ -62,6 +77,7 @@ export class HttpDriver implements TaskRuntimeDriver {
   constructor(
     readonly s: TestSession,
     readonly orchestratorAgentId: string,
+    private readonly approverToken: string,
   ) {}
 
   get path(): string {
@@ -71,6 +87,7 @@ export class HttpDriver implements TaskRuntimeDriver {
   private token(by: Caller): string {
     if (by === "orchestrator") return this.s.orch;
     if (by === "observer") return this.s.observer;
+    if (by === "approver") return this.approverToken;
     return (by as HttpRun).token;
   }
 
@@ -103,6 +120,39 @@ export class HttpDriver implements TaskRuntimeDriver {
   async task(action: string, body: Record<string, unknown> = {}, by: Caller = "orchestrator") {
     return this.post(by, `/${action}`, body);
   }
+  async requestAction(by: Caller, stepId: string | null, body: Record<string, unknown>): Promise<Answer<ActionOpened>> {
+    const rest = stepId === null ? "/actions" : `/steps/${stepId}/actions`;
+    return this.post(by, rest, body, (b): ActionOpened => ({ action_id: b.action_id, status: b.status, expires_at: b.expires_at }), 201);
+  }
+  async respondAction(by: Caller, actionId: string, body: Record<string, unknown>) {
+    return this.post(by, `/actions/${actionId}/respond`, body);
+  }
+  async action(actionId: string) {
+    const res = await call("GET", `${this.path}/actions/${actionId}`, this.s.orch);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return actionView(res.body.action);
+  }
+  /**
+   * Really sleeps (the service's clock cannot be moved), with the task object's alarm held off so that it runs
+   * only when the rule asks, then runs the alarm, and again while it re-armed itself for something already due
+   * (a retry due at once), as the core driver reconciles in rounds. Nothing else reconciles here: the WAL the
+   * rules read next shows what the alarm alone wrote.
+   */
+  async elapse(ms: number) {
+    const stub = taskStub(this.s.sid, this.taskId);
+    await holdAlarm(stub);
+    await sleep(ms);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    for (let round = 1; round < MAX_ALARM_ROUNDS; round++) {
+      const due = await runInDurableObject(stub, async (_instance, state) => {
+        const at = await state.storage.getAlarm();
+        return at !== null && at <= Date.now();
+      });
+      if (!due) return;
+      await runDurableObjectAlarm(stub);
+    }
+    throw new Error(`the task object's alarm was still due after ${MAX_ALARM_ROUNDS} runs`);
+  }
   async finishRun(by: Caller, runId: string, outcome: string, result?: unknown) {
     return this.post(by, `/runs/${runId}/finish`, result === undefined ? { outcome } : { outcome, result });
   }
@@ -122,7 +172,7 @@ export class HttpDriver implements TaskRuntimeDriver {
   async view() {
     const res = await call("GET", this.path, this.s.orch);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return stateView(res.body.task, res.body.steps, res.body.runs, res.body.attempts);
+    return stateView(res.body.task, res.body.steps, res.body.runs, res.body.attempts, res.body.snapshot);
   }
   async walTypes() {
     return (await this.walEvents()).map((e) => e.event_type);
@@ -138,7 +188,8 @@ export class HttpDriver implements TaskRuntimeDriver {
 
 /** A driver over a fresh task; the tasks of one test file share a session (creating one costs ~100 ms). */
 export const makeHttpDriver: MakeDriver = async () => {
-  shared ??= newSession();
+  shared ??= sharedSession();
+  const { s, approver } = await shared;
   // A session's orchestrator token acts as agent "orchestrator" unless the session names another.
-  return new HttpDriver(await shared, "orchestrator");
+  return new HttpDriver(s, "orchestrator", approver);
 };

@@ -1,6 +1,9 @@
-/** @module Seed 003's rules as one conformance suite, run against any TaskRuntimeDriver. */
+/** @module Seed 003's rules, and the lifecycle of seeds 001/004 beyond them, as one conformance suite run against any TaskRuntimeDriver. */
 import { runDagModel } from "./dag-model.js";
 import type { MakeDriver } from "./driver.js";
+import { runLifecycleActions } from "./lifecycle-actions.js";
+import { runLifecyclePause } from "./lifecycle-pause.js";
+import { runLifecycleRetry } from "./lifecycle-retry.js";
 import { runOrchestratorOwnership } from "./orchestrator-ownership.js";
 import { runPermission } from "./permission.js";
 import { runStatus } from "./status.js";
@@ -13,4 +16,7 @@ export function runConformance(makeDriver: MakeDriver): void {
   runTaskTools(makeDriver);
   runOrchestratorOwnership(makeDriver);
   runPermission(makeDriver);
+  runLifecyclePause(makeDriver);
+  runLifecycleActions(makeDriver);
+  runLifecycleRetry(makeDriver);
 }
