@@ -4,7 +4,9 @@
  * completion over HTTP. The server is started with a short SSE_MAX_STREAM_MS so the stream is closed under
  * the client mid-run and EventSource resumes by itself with Last-Event-ID. Every runtime event must arrive
  * exactly once, in order, validate against the published schema, and equal the projection of the exported WAL.
- * Then the client SDK's command socket from Node (the `ws` package), with the connection cut under it.
+ * Then the client SDK's command socket from Node (the `ws` package), with the connection cut under it. Last, a
+ * person in the loop: the EventSource sees action.required and action.resolved while a worker's long-poll waits
+ * for the approver's answer.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -207,5 +209,45 @@ describe("the client SDK's command socket from Node (ws) against wrangler dev", 
     const wal = await orch.walExport(task, { limit: 10_000 });
     const completions = wal.events.filter((e) => e.event_type === "task_step_completed").map((e) => e.step_id);
     expect(completions.sort()).toEqual(steps.map((s) => s.step_id).sort());
+  });
+});
+
+describe("a person in the loop, seen by a plain EventSource against wrangler dev", () => {
+  it("Should stream action.required and action.resolved while a worker's long-poll waits, and answer the poll with the approver's decision", async () => {
+    const admin = defaultAdminToken();
+    const session = await must(201, "POST", "/v1/sessions", admin, {});
+    const sid: string = session.session_id;
+    const orch: string = session.orchestrator.token;
+    const approver: string = (await must(201, "POST", `/v1/sessions/${sid}/tokens`, orch, { role: "approver", agent_id: "alice" })).token;
+    const t = `/v1/sessions/${sid}/tasks/ship`;
+    await must(201, "POST", `/v1/sessions/${sid}/tasks`, orch, {
+      task_id: "ship",
+      wal_name: "ship",
+      title: "Ship",
+      steps: [{ step_id: "deploy", title: "Deploy", summary: "Ship it", depends_on_step_ids: [] }],
+    });
+    const stream = listen(`${server.base}${t}/events?access_token=${encodeURIComponent(approver)}`, [...RUNTIME_EVENT_TYPES]);
+    const w = await must(201, "POST", `${t}/workers`, orch, {});
+    await must(200, "POST", `${t}/steps/claim-next`, w.token, {});
+    const asked = await must(201, "POST", `${t}/steps/deploy/actions`, w.token, { kind: "approval", prompt: "Deploy?" });
+    const poll = must(200, "GET", `${t}/actions/${asked.action_id}?wait_ms=10000`, w.token);
+
+    const inbox = await must(200, "GET", `/v1/sessions/${sid}/actions?status=open`, approver);
+    expect(inbox.actions.map((a: { action_id: string }) => a.action_id)).toEqual([asked.action_id]);
+    await must(200, "POST", `${t}/actions/${asked.action_id}/respond`, approver, { decision: "approved", comment: "go" });
+    const answered = await within(poll, 10_000, "the worker's long-poll");
+    expect(answered.action).toMatchObject({ action_id: asked.action_id, status: "resolved", decision: "approved", comment: "go", resolved_by: { agent_id: "alice", role: "approver" } });
+
+    await must(200, "POST", `${t}/steps/deploy/status`, w.token, { status: "completed", result_summary: "deployed" });
+    await must(200, "POST", `${t}/complete`, orch, {});
+    await within(stream.ended, 20_000, "the task stream's end frame");
+    const heard = stream.heard.frames.map((f) => f.data);
+    for (const event of heard) expect(validateRuntimeEvent(event), `${event.type} breaks the published schema`).toBe(true);
+    const required = heard.find((e) => e.type === "action.required");
+    const resolved = heard.find((e) => e.type === "action.resolved");
+    expect(required).toMatchObject({ actionId: asked.action_id, stepId: "deploy", payload: { kind: "approval", prompt: "Deploy?" } });
+    expect(heard.find((e) => e.type === "task.waiting" && e.actionId === asked.action_id)).toMatchObject({ status: "waiting_permission" });
+    expect(resolved).toMatchObject({ actionId: asked.action_id, statusReason: "approved", payload: { decision: "approved", resolvedBy: { actorAgentId: "alice", role: "approver" } } });
+    expect(heard.indexOf(resolved)).toBeGreaterThan(heard.indexOf(required));
   });
 });
