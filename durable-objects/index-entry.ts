@@ -2,8 +2,11 @@
 import { type Action, type DagState, isTerminalTask, nextDeadline, normalizedTaskStatus } from "../src/core/index.js";
 import { type IndexEntryWithActions, MAX_ENTRY_OPEN_ACTIONS } from "./open-actions.js";
 
-/** The index entry of a DAG that has a task; `status` is the normalized one, so paused and waiting tasks show as such. */
-export function indexEntryOf(state: DagState): IndexEntryWithActions {
+/**
+ * The index entry of a DAG that has a task; `status` is the normalized one, so paused and waiting tasks show as
+ * such. With `withActions`, the task's open actions too (the oldest MAX_ENTRY_OPEN_ACTIONS).
+ */
+export function indexEntryOf(state: DagState, withActions = true): IndexEntryWithActions {
   const task = state.task!;
   let lost = 0;
   for (const a of state.attempts.values()) if (a.status === "lost") lost += 1;
@@ -23,7 +26,7 @@ export function indexEntryOf(state: DagState): IndexEntryWithActions {
     updated_at: task.updated_at,
     wal_seq: state.last_wal_seq,
     next_deadline_at: deadline === null ? null : new Date(deadline).toISOString(),
-    open_actions: oldestOpenActions(state),
+    ...(withActions ? { open_actions: oldestOpenActions(state) } : {}),
     open_action_count: state.index.openActions.size,
   };
 }

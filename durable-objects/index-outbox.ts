@@ -88,8 +88,9 @@ export class IndexOutbox {
   private push(): Promise<void> {
     if (this.inFlight !== null) return this.inFlight;
     const state = this.state();
-    const entry = indexEntryOf(state);
     const actions = openActionsVersion(state);
+    // The open actions travel only when their set changed since the index acknowledged it (unknown after a restart).
+    const entry = indexEntryOf(state, actions !== this.pushedActions);
     let acknowledged = false;
     this.inFlight = this.send(entry)
       .then(() => {

@@ -16,5 +16,9 @@ export interface OpenActionFields {
   readonly open_action_count: number;
 }
 
-/** An index entry with the task's open actions, as a task object pushes it. */
-export type IndexEntryWithActions = IndexEntry & OpenActionFields;
+/**
+ * An index entry as a task object pushes it: with the task's open actions when their set changed since the index
+ * last acknowledged one (without them, the index keeps the ones it has), so a busy task's frequent pushes do not
+ * carry every open prompt and input schema each time.
+ */
+export type IndexEntryWithActions = IndexEntry & Pick<OpenActionFields, "open_action_count"> & Partial<Pick<OpenActionFields, "open_actions">>;

@@ -140,8 +140,9 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const row = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE task_id = ?", entry.task_id).toArray()[0];
     const previous = row?.entry == null ? null : (JSON.parse(row.entry) as IndexEntry);
     if (previous !== null && previous.wal_seq >= entry.wal_seq) return;
-    // The open actions go to the inbox, a row each; the entry row and the event log keep their count only.
-    const { open_actions: open = [], ...listedEntry } = entry as Partial<IndexEntryWithActions> & IndexEntry;
+    // The open actions go to the inbox, a row each; the entry row and the event log keep their count only. An
+    // entry without them (their set did not change since the last push) leaves the task's rows as they are.
+    const { open_actions: open, ...listedEntry } = entry as Partial<IndexEntryWithActions> & IndexEntry;
     const values = [JSON.stringify(listedEntry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at] as const;
     if (row === undefined) {
       const seq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n;
@@ -152,16 +153,15 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     } else {
       this.sql.exec("UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ? WHERE task_id = ?", ...values, entry.task_id);
     }
-    this.replaceActions(entry, open);
+    if (open !== undefined) this.replaceActions(entry, open);
     this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
   }
 
-  /** The task's rows of the inbox become the open actions its entry reports (none, from an entry without them). */
+  /** The task's rows of the inbox become the open actions its entry reports. */
   private replaceActions(entry: IndexEntry, open: readonly Action[]): void {
     this.sql.exec("DELETE FROM actions WHERE task_id = ?", entry.task_id);
     for (const action of open) {
-      const row = { ...action, task_title: entry.title };
-      this.sql.exec("INSERT OR REPLACE INTO actions (action_id, task_id, created_at, data) VALUES (?, ?, ?, ?)", action.action_id, entry.task_id, action.created_at, JSON.stringify(row));
+      this.sql.exec("INSERT OR REPLACE INTO actions (action_id, task_id, created_at, data) VALUES (?, ?, ?, ?)", action.action_id, entry.task_id, action.created_at, JSON.stringify(action));
     }
   }
 
@@ -170,8 +170,15 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const limit = Math.min(Math.max(Math.trunc(query.limit ?? DEFAULT_ACTION_PAGE_LIMIT), 1), MAX_ACTION_PAGE_LIMIT);
     const offset = Math.max(Math.trunc(query.offset ?? 0), 0);
     const total = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM actions").one().n;
-    const rows = this.sql.exec<{ data: string }>("SELECT data FROM actions ORDER BY created_at DESC, action_id DESC LIMIT ? OFFSET ?", limit, offset).toArray();
-    const actions = rows.map((r) => JSON.parse(r.data) as Action & { task_title: string });
+    // The title as the task's latest entry says it: a retitled task's open actions show the new title.
+    const rows = this.sql
+      .exec<{ data: string; task_title: string }>(
+        "SELECT a.data AS data, json_extract(t.entry, '$.title') AS task_title FROM actions a JOIN tasks t ON t.task_id = a.task_id ORDER BY a.created_at DESC, a.action_id DESC LIMIT ? OFFSET ?",
+        limit,
+        offset,
+      )
+      .toArray();
+    const actions = rows.map((r) => ({ ...(JSON.parse(r.data) as Action), task_title: r.task_title }));
     return { actions, total, limit, offset, next_offset: offset + actions.length < total ? offset + actions.length : null };
   }
 

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { MAX_ACTION_WAITERS } from "../../durable-objects/action-waiters.js";
 import type { SessionObject } from "../../durable-objects/session-object.js";
 import type { TaskGraphObject } from "../../durable-objects/task-graph-object.js";
+import type { IndexEntry } from "../../src/contract/index.js";
 import type { Action, Actor } from "../../src/core/index.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
 import { bindings, eventually, expectOk, sleep, taskStub, uniqueId, walOf } from "./support.js";
@@ -268,6 +269,33 @@ describe("the session's inbox of open actions", () => {
     const [second] = await Promise.all([ask(s, tid, "b"), respond(s, tid, first)]);
     await runInDurableObject(taskStub(s.sid, tid), (_o, state) => state.storage.deleteAlarm());
     await eventually(async () => expect((await inbox.listOpenActions({})).actions.map((a) => a.action_id)).toEqual([second]));
+  });
+
+  it("Should send the open actions only when their set changed, and keep them in the inbox, under the task's current title, across pushes without them", async () => {
+    const s = await newSession();
+    const { tid, t } = await heldTask(s, ["a"]);
+    const id = await ask(s, tid, "a");
+    await eventually(async () => expect((await sessionObject(s.sid).listOpenActions({})).actions.map((a) => a.action_id)).toEqual([id]));
+    // Record what the task object pushes to its session from here on (its outbox's sender, wrapped).
+    const pushed: { wal_seq: number; has_actions: boolean }[] = [];
+    await runInDurableObject(taskStub(s.sid, tid), (o: TaskGraphObject) => {
+      const outbox = (o as unknown as { shell: { index: { send: (entry: IndexEntry) => Promise<void> } } }).shell.index;
+      const send = outbox.send;
+      outbox.send = (entry) => {
+        pushed.push({ wal_seq: entry.wal_seq, has_actions: "open_actions" in entry });
+        return send(entry);
+      };
+    });
+    // A retitle: a change of the entry that leaves the open actions as they were.
+    expectOk(await call("PATCH", t, s.orch, { ops: [{ op: "update_task", title: "Retitled" }] }));
+    await eventually(async () => expect(await listed(s, tid)).toMatchObject({ title: "Retitled", open_action_count: 1 }));
+    expect(pushed.length).toBeGreaterThan(0);
+    expect(pushed.every((p) => !p.has_actions), "a push whose open actions did not change carries none").toBe(true);
+    expect((await sessionObject(s.sid).listOpenActions({})).actions).toMatchObject([{ action_id: id, task_title: "Retitled" }]);
+    // Answering changes the set: that push carries the (now empty) list, and the inbox empties.
+    await respond(s, tid, id);
+    await eventually(async () => expect((await sessionObject(s.sid).listOpenActions({})).total).toBe(0));
+    expect(pushed.at(-1)!.has_actions).toBe(true);
   });
 
   it("Should show the normalized task status in the index entry: waiting_permission, then paused", async () => {
