@@ -8,7 +8,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Action } from "../../src/core/index.js";
 import { ADMIN, call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
-import { eventually, expectError, expectOk, expectWriteAnswer, holdAlarm, mintRole, sleep, taskStub, uniqueId, walExport, walOf } from "./support.js";
+import { eventually, expectError, expectOk, expectRefusedWritingNothing, expectWriteAnswer, holdAlarm, mintRole, sleep, taskStub, uniqueId, walOf } from "./support.js";
 import { socketFrame } from "./test-socket.js";
 
 let S: TestSession;
@@ -29,13 +29,6 @@ async function heldTask(extra: Record<string, unknown> = {}) {
 
 const ask = (kind: "approval" | "input", extra: Record<string, unknown> = {}) => ({ kind, prompt: kind === "approval" ? "May I publish?" : "Which region?", ...extra });
 const stepOf = (view: { steps: { step_id: string }[] }, id: string) => view.steps.find((s) => s.step_id === id) as Record<string, unknown>;
-
-/** Asserts that `send` is refused with `status`/`code` and that the task's WAL is exactly as before. */
-async function expectRefusedWritingNothing(t: string, send: () => ReturnType<typeof call>, status: number, code: string): Promise<void> {
-  const before = await walExport(t, S.orch);
-  expectError(await send(), status, code);
-  expect(await walExport(t, S.orch)).toBe(before);
-}
 
 describe("the approver token", () => {
   it("Should be minted by the admin or the orchestrator and by no other role", async () => {
@@ -67,7 +60,7 @@ describe("the approver token", () => {
       ["POST", `${t}/steps/a/actions`, ask("approval")],
       ["POST", `${t}/steps/a/progress`, { summary: "x" }],
     ];
-    for (const [method, path, body] of writes) await expectRefusedWritingNothing(t, () => call(method, path, approver, body), 403, "tool_not_available");
+    for (const [method, path, body] of writes) await expectRefusedWritingNothing(t, S.orch, () => call(method, path, approver, body), 403, "tool_not_available");
     expectError(await call("POST", `/v1/sessions/${S.sid}/tasks`, approver, { task_id: uniqueId(), wal_name: uniqueId(), title: "T", steps: [] }), 403, "tool_not_available");
   });
 
@@ -114,7 +107,7 @@ describe("asking and answering", () => {
     expectWriteAnswer(res, id);
     expect(res).toMatchObject({ action_id: asked.action_id, status: "resolved" });
     expect(res.action).toMatchObject({ decision: "approved", comment: "go", resolved_by: { agent_id: "alice", role: "approver" }, resolved_at: expect.any(String) });
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/actions/${asked.action_id}/respond`, S.orch, { decision: "rejected" }), 409, "action_resolved");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/actions/${asked.action_id}/respond`, S.orch, { decision: "rejected" }), 409, "action_resolved");
   });
 
   it("Should check an input against the action's input_schema: 400 validation_error writing nothing, then accept a fitting one", async () => {
@@ -122,11 +115,11 @@ describe("asking and answering", () => {
     const schema = { type: "object", properties: { region: { type: "string", enum: ["eu", "us"] } }, required: ["region"], additionalProperties: false };
     const asked = expectOk(await call("POST", `${t}/steps/a/actions`, w.token, ask("input", { input_schema: schema })), 201);
     const respond = (body: unknown) => () => call("POST", `${t}/actions/${asked.action_id}/respond`, S.orch, body);
-    await expectRefusedWritingNothing(t, respond({ decision: "submitted", input: { region: "mars" } }), 400, "validation_error");
-    await expectRefusedWritingNothing(t, respond({ decision: "submitted", input: { area: "eu" } }), 400, "validation_error");
-    await expectRefusedWritingNothing(t, respond({ decision: "submitted" }), 400, "validation_error");
-    await expectRefusedWritingNothing(t, respond({ decision: "approved" }), 400, "validation_error");
-    await expectRefusedWritingNothing(t, respond({ decision: "exploded" }), 400, "validation_error");
+    await expectRefusedWritingNothing(t, S.orch, respond({ decision: "submitted", input: { region: "mars" } }), 400, "validation_error");
+    await expectRefusedWritingNothing(t, S.orch, respond({ decision: "submitted", input: { area: "eu" } }), 400, "validation_error");
+    await expectRefusedWritingNothing(t, S.orch, respond({ decision: "submitted" }), 400, "validation_error");
+    await expectRefusedWritingNothing(t, S.orch, respond({ decision: "approved" }), 400, "validation_error");
+    await expectRefusedWritingNothing(t, S.orch, respond({ decision: "exploded" }), 400, "validation_error");
     const res = expectOk(await respond({ decision: "submitted", input: { region: "eu" } })());
     expect(res.action).toMatchObject({ decision: "submitted", input: { region: "eu" }, resolved_by: { role: "orchestrator" } });
   });
@@ -135,21 +128,21 @@ describe("asking and answering", () => {
     const { t, w } = await heldTask();
     const asked = expectOk(await call("POST", `${t}/steps/a/actions`, w.token, ask("approval")), 201);
     const respond = (token: string, actionId: string) => () => call("POST", `${t}/actions/${actionId}/respond`, token, { decision: "approved" });
-    await expectRefusedWritingNothing(t, respond(S.observer, asked.action_id), 403, "tool_not_available");
-    await expectRefusedWritingNothing(t, respond(w.token, asked.action_id), 403, "tool_not_available");
-    await expectRefusedWritingNothing(t, respond(approver, "act_unknown"), 404, "not_found");
+    await expectRefusedWritingNothing(t, S.orch, respond(S.observer, asked.action_id), 403, "tool_not_available");
+    await expectRefusedWritingNothing(t, S.orch, respond(w.token, asked.action_id), 403, "tool_not_available");
+    await expectRefusedWritingNothing(t, S.orch, respond(approver, "act_unknown"), 404, "not_found");
   });
 
   it("Should keep task-level actions to the orchestrator and one open action per step", async () => {
     const { t, id, w } = await heldTask();
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/actions`, w.token, ask("approval")), 403, "tool_not_available");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/actions`, w.token, ask("approval")), 403, "tool_not_available");
     const task = expectOk(await call("POST", `${t}/actions`, S.orch, ask("approval")), 201);
     expect(task.action).toMatchObject({ task_id: id, step_id: null, attempt_id: null, run_id: null, status: "open" });
     expectOk(await call("POST", `${t}/steps/a/actions`, w.token, ask("input")), 201);
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/steps/a/actions`, S.orch, ask("approval")), 409, "invalid_transition");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/steps/a/actions`, S.orch, ask("approval")), 409, "invalid_transition");
     // A step the caller does not hold.
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/steps/b/actions`, w.token, ask("approval")), 403, "permission_denied");
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/steps/a/actions`, w.token, ask("approval", { input_schema: { type: "object" } })), 400, "validation_error");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/steps/b/actions`, w.token, ask("approval")), 403, "permission_denied");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/steps/a/actions`, w.token, ask("approval", { input_schema: { type: "object" } })), 400, "validation_error");
   });
 
   it("Should withdraw the open action of a step whose claim ends", async () => {
@@ -244,7 +237,7 @@ describe("an open action and the alarm", () => {
     expect(got.action).toMatchObject({ action_id: asked.action_id, status: "resolved", decision: "expired", resolved_at: wal[0]!.created_at });
     // Resolved by the alarm once due: never before expires_at.
     expect(Date.parse(got.action.resolved_at)).toBeGreaterThanOrEqual(Date.parse(asked.expires_at));
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/actions/${asked.action_id}/respond`, approver, { decision: "approved" }), 409, "action_resolved");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/actions/${asked.action_id}/respond`, approver, { decision: "approved" }), 409, "action_resolved");
   });
 });
 

@@ -4,7 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
-import { expectError, expectOk, expectWriteAnswer, mintRole, uniqueId, walExport, walOf } from "./support.js";
+import { expectOk, expectRefusedWritingNothing, expectWriteAnswer, mintRole, uniqueId, walOf } from "./support.js";
 
 let S: TestSession;
 beforeAll(async () => {
@@ -15,13 +15,6 @@ async function task() {
   const id = uniqueId("pause");
   const t = await newTask(S, id, [step("a"), step("b"), step("c", ["a", "b"])]);
   return { id, t };
-}
-
-/** Asserts that `send` is refused with `status`/`code` and that the task's WAL is exactly as before. */
-async function expectRefusedWritingNothing(t: string, send: () => ReturnType<typeof call>, status: number, code: string): Promise<void> {
-  const before = await walExport(t, S.orch);
-  expectError(await send(), status, code);
-  expect(await walExport(t, S.orch)).toBe(before);
 }
 
 describe("POST .../pause and .../resume", () => {
@@ -37,10 +30,10 @@ describe("POST .../pause and .../resume", () => {
     const view = expectOk(await call("GET", t, S.observer));
     expect(view.task).toMatchObject({ status: "paused" });
 
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/steps/b/claim`, idle.token), 409, "task_not_dispatchable");
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/steps/claim-next`, idle.token), 409, "task_not_dispatchable");
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/workers`, S.orch, {}), 409, "task_not_dispatchable");
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/pause`, S.orch, {}), 409, "invalid_transition");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/steps/b/claim`, idle.token), 409, "task_not_dispatchable");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/steps/claim-next`, idle.token), 409, "task_not_dispatchable");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/workers`, S.orch, {}), 409, "task_not_dispatchable");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/pause`, S.orch, {}), 409, "invalid_transition");
     // The held step goes on: progress and completion by its holder are taken.
     expectOk(await call("POST", `${t}/steps/a/progress`, holder.token, { summary: "still working" }));
     expectOk(await call("POST", `${t}/steps/a/status`, holder.token, { status: "completed" }));
@@ -60,24 +53,24 @@ describe("POST .../pause and .../resume", () => {
     const worker = await dispatch(S, t);
     const approver = await mintRole(S, "approver");
     for (const token of [worker.token, S.observer, approver]) {
-      await expectRefusedWritingNothing(t, () => call("POST", `${t}/pause`, token, {}), 403, "tool_not_available");
+      await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/pause`, token, {}), 403, "tool_not_available");
     }
     expectOk(await call("POST", `${t}/pause`, S.orch));
     for (const token of [worker.token, S.observer, approver]) {
-      await expectRefusedWritingNothing(t, () => call("POST", `${t}/resume`, token, {}), 403, "tool_not_available");
+      await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/resume`, token, {}), 403, "tool_not_available");
     }
   });
 
   it("Should refuse resuming a task that is not paused, and pausing a finished one, with 409, writing nothing", async () => {
     const { t } = await task();
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/resume`, S.orch, {}), 409, "invalid_transition");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/resume`, S.orch, {}), 409, "invalid_transition");
     expectOk(await call("POST", `${t}/cancel`, S.orch, {}));
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/pause`, S.orch, {}), 409, "task_terminal");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/pause`, S.orch, {}), 409, "task_terminal");
   });
 
   it("Should refuse a bad body with 400 validation_error, writing nothing", async () => {
     const { t } = await task();
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/pause`, S.orch, { reason: 5 }), 400, "validation_error");
-    await expectRefusedWritingNothing(t, () => call("POST", `${t}/pause`, S.orch, { why: "x" }), 400, "validation_error");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/pause`, S.orch, { reason: 5 }), 400, "validation_error");
+    await expectRefusedWritingNothing(t, S.orch, () => call("POST", `${t}/pause`, S.orch, { why: "x" }), 400, "validation_error");
   });
 });

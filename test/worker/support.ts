@@ -123,6 +123,13 @@ export async function walExport(taskPath: string, token: string): Promise<string
   return res.text;
 }
 
+/** Asserts that `send` is refused with `status`/`code` and that the task's WAL (read with `readToken`) is exactly as before. */
+export async function expectRefusedWritingNothing(taskPath: string, readToken: string, send: () => Promise<JsonAnswer>, status: number, code: string): Promise<void> {
+  const before = await walExport(taskPath, readToken);
+  expectError(await send(), status, code);
+  expect(await walExport(taskPath, readToken)).toBe(before);
+}
+
 /** Moves the task object's alarm far past the test, so that only the test runs it (with runDurableObjectAlarm). */
 export async function holdAlarm(stub: DurableObjectStub): Promise<void> {
   await runInDurableObject(stub, async (_instance, state) => {
