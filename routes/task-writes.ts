@@ -6,12 +6,10 @@ import {
   CancelRunBody,
   DispatchWorkerBody,
   FinishRunBody,
-  PauseBody,
   ProgressBody,
   ReasonBody,
   RequestActionBody,
   RespondActionBody,
-  ResumeBody,
   UpdateStepBody,
   UpdateTaskBody,
 } from "../src/contract/index.js";
@@ -39,13 +37,21 @@ interface WriteRoute {
   readonly build: (params: string[], body: Record<string, unknown>) => { command: Record<string, unknown>; claimNext?: boolean };
 }
 
-const LIFECYCLE: Record<string, string> = { complete: "complete_task", fail: "fail_task", cancel: "cancel_task", block: "block_task", reopen: "reopen_task" };
+const LIFECYCLE: Record<string, string> = {
+  complete: "complete_task",
+  fail: "fail_task",
+  cancel: "cancel_task",
+  block: "block_task",
+  reopen: "reopen_task",
+  pause: "pause_task",
+  resume: "resume_task",
+};
 const SEGMENT = "([^/]+)";
 
 /** Every task write, by method and path. */
 const WRITES: readonly WriteRoute[] = [
   { method: "PATCH", pattern: /^$/, body: UpdateTaskBody, status: 200, build: (_m, b) => ({ command: { type: "update_task", ...b } }) },
-  { method: "POST", pattern: /^\/(complete|fail|cancel|block|reopen)$/, body: ReasonBody, status: 200, build: (m, b) => ({ command: { type: LIFECYCLE[m[0]!], ...b } }) },
+  { method: "POST", pattern: /^\/(complete|fail|cancel|block|reopen|pause|resume)$/, body: ReasonBody, status: 200, build: (m, b) => ({ command: { type: LIFECYCLE[m[0]!], ...b } }) },
   { method: "POST", pattern: /^\/workers$/, body: DispatchWorkerBody, status: 201, build: (_m, b) => ({ command: { type: "dispatch_worker", ...b } }) },
   { method: "POST", pattern: new RegExp(`^/runs/${SEGMENT}/finish$`), body: FinishRunBody, status: 200, build: (m, b) => ({ command: { type: "finish_run", run_id: m[0], ...b } }) },
   { method: "POST", pattern: new RegExp(`^/runs/${SEGMENT}/cancel$`), body: CancelRunBody, status: 200, build: (m, b) => ({ command: { type: "cancel_run", run_id: m[0], ...b } }) },
@@ -62,8 +68,6 @@ const WRITES: readonly WriteRoute[] = [
     },
   },
   { method: "POST", pattern: new RegExp(`^/steps/${SEGMENT}/progress$`), body: ProgressBody, status: 200, build: (m, b) => ({ command: { type: "append_progress", step_id: m[0], ...b } }) },
-  { method: "POST", pattern: /^\/pause$/, body: PauseBody, status: 200, build: (_m, b) => ({ command: { type: "pause_task", ...b } }) },
-  { method: "POST", pattern: /^\/resume$/, body: ResumeBody, status: 200, build: (_m, b) => ({ command: { type: "resume_task", ...b } }) },
   { method: "POST", pattern: new RegExp(`^/steps/${SEGMENT}/actions$`), body: RequestActionBody, status: 201, build: (m, b) => ({ command: { type: "request_action", step_id: m[0], ...b } }) },
   { method: "POST", pattern: /^\/actions$/, body: RequestActionBody, status: 201, build: (_m, b) => ({ command: { type: "request_action", ...b } }) },
   { method: "POST", pattern: new RegExp(`^/actions/${SEGMENT}/respond$`), body: RespondActionBody, status: 200, build: (m, b) => ({ command: { type: "respond_action", action_id: m[0], ...b } }) },

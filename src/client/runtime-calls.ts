@@ -28,7 +28,6 @@ import type {
   GetActionQuery,
   MintTokenInput,
   PatchOpInput,
-  PauseInput,
   ProgressInput,
   PromptSummary,
   ReasonInput,
@@ -187,12 +186,12 @@ export class RuntimeCalls {
   }
 
   /** POST .../pause (orchestrator): no dispatch and no claim until resumed; held steps go on. */
-  pauseTask(task: TaskRef, body: PauseInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+  pauseTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
     return this.write("POST", `${taskPath(task)}/pause`, body, opts);
   }
 
   /** POST .../resume (orchestrator): a paused task back to pending, its ready steps claimable again. */
-  resumeTask(task: TaskRef, body: PauseInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+  resumeTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
     return this.write("POST", `${taskPath(task)}/resume`, body, opts);
   }
 

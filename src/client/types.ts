@@ -67,8 +67,6 @@ export type CancelRunInput = z.input<typeof CancelRunBody>;
 export type UpdateStepInput = z.input<typeof UpdateStepBody>;
 /** POST .../steps/{step}/progress body (append_task_progress). */
 export type ProgressInput = z.input<typeof ProgressBody>;
-/** `{reason?}` of pause and resume. */
-export type PauseInput = ReasonInput;
 /** POST .../steps/{step}/actions and POST .../actions body: `{kind, prompt, input_schema?, timeout_ms?}`. */
 export type RequestActionInput = z.input<typeof RequestActionBody>;
 /** POST .../actions/{action_id}/respond body: `{decision, input?, comment?}`. */

@@ -14,10 +14,8 @@ import {
   FinishRunSchema,
   IdSchema,
   JsonObjectSchema,
-  PauseTaskSchema,
   RequestActionSchema,
   RespondActionSchema,
-  ResumeTaskSchema,
   StepStatusSchema,
   UpdateStepSchema,
   UpdateTaskSchema,
@@ -42,7 +40,7 @@ export const MintTokenBody = z.strictObject({
 export const CreateTaskBody = CreateTaskSchema.omit({ type: true });
 /** PATCH .../tasks/{tid} (agent.task_update). */
 export const UpdateTaskBody = UpdateTaskSchema.omit({ type: true });
-/** POST .../complete, /fail, /cancel, /block, /reopen. */
+/** POST .../complete, /fail, /cancel, /block, /reopen, /pause, /resume. */
 export const ReasonBody = BlockTaskSchema.omit({ type: true });
 /** POST .../workers (agent.dispatch_worker). */
 export const DispatchWorkerBody = DispatchWorkerSchema.omit({ type: true });
@@ -54,10 +52,6 @@ export const CancelRunBody = CancelRunSchema.omit({ type: true, run_id: true });
 export const UpdateStepBody = UpdateStepSchema.omit({ type: true, step_id: true }).extend({ claim_next: z.boolean().optional() });
 /** POST .../steps/{step}/progress (append_task_progress). */
 export const ProgressBody = AppendProgressSchema.omit({ type: true, step_id: true });
-/** POST .../pause (agent.task_pause). */
-export const PauseBody = PauseTaskSchema.omit({ type: true });
-/** POST .../resume (agent.task_resume). */
-export const ResumeBody = ResumeTaskSchema.omit({ type: true });
 /** POST .../steps/{step}/actions and POST .../actions (agent.request_action): the step, if any, is the path's. */
 export const RequestActionBody = RequestActionSchema.omit({ type: true, step_id: true });
 /** POST .../actions/{action_id}/respond (agent.respond_action). */
