@@ -7,7 +7,7 @@
 import { ATTEMPT_STATUS_MAP, normalizedStepStatus, normalizedTaskStatus, STEP_STATUS_MAP } from "./normalize.js";
 import type { Action, Attempt, ErrorFact, Step, Task, WorkerRun } from "./records.js";
 import { effectivePolicy } from "./retry-policy.js";
-import type { DagState } from "./state.js";
+import { type DagState, missingRequiredArtifacts } from "./state.js";
 import { allItems, type TaskPageItems } from "./task-page.js";
 import { diagnostics } from "./views.js";
 
@@ -201,10 +201,11 @@ export function taskRecord(state: DagState, items: TaskPageItems = allItems(stat
 function acceptanceRecord(state: DagState, task: Task) {
   const acceptance = task.acceptance;
   if (acceptance === null) return null;
-  const produced = new Set(producedArtifacts([...state.steps.values()]).map((a) => a.artifactId));
+  // The same rule `complete` checks: a required artifact is satisfied once a completed step produced it.
+  const missing = new Set(missingRequiredArtifacts(state));
   return [
     ...(acceptance.criteria === undefined ? [] : [{ kind: "criteria", criteria: acceptance.criteria }]),
-    ...(acceptance.required_artifacts ?? []).map((id) => ({ kind: "required_artifact", artifactId: id, satisfied: produced.has(id) })),
+    ...(acceptance.required_artifacts ?? []).map((id) => ({ kind: "required_artifact", artifactId: id, satisfied: !missing.has(id) })),
   ];
 }
 
