@@ -1,4 +1,4 @@
-/** @module The HTTP application: public routes, authentication, v1 routes, and the error envelope. */
+/** @module The HTTP application: public routes, authentication, v1 routes, the MCP endpoint, and the error envelope. */
 import { Hono } from "hono";
 import { runtimeError } from "../src/core/index.js";
 import { type AppEnv, authenticate } from "./auth.js";
@@ -6,6 +6,7 @@ import { requireValidContentLength } from "./body.js";
 import { corsFromEnv } from "./cors.js";
 import { eventRoutes } from "./events.js";
 import { errorResponse, toRuntimeError } from "./http-error.js";
+import { serveMcp } from "./mcp.js";
 import { metaRoutes, publicRoutes } from "./meta.js";
 import { sessionRoutes } from "./sessions.js";
 import { taskSocketRoutes } from "./task-socket.js";
@@ -21,6 +22,9 @@ export function buildApp(): Hono<AppEnv> {
     return c.json({ ok: pong === "pong" });
   });
   app.route("/", publicRoutes);
+  // MCP: the same tokens, CORS and body checks as /v1; each tool call runs its /v1 route through this app.
+  app.use("/mcp", corsFromEnv, requireValidContentLength, authenticate);
+  app.all("/mcp", (c) => serveMcp(c, async (request) => app.fetch(request, c.env, c.executionCtx)));
   // CORS first: a browser's preflight carries no token, and error answers need the headers too.
   app.use("/v1/*", corsFromEnv);
   app.use("/v1/*", requireValidContentLength);

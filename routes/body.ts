@@ -9,7 +9,7 @@ import type { AppEnv } from "./auth.js";
 import { fail } from "./http-error.js";
 
 /** Actor fields a caller might send; identity comes from the token, so they are dropped, never trusted. */
-const ACTOR_FIELDS = ["actor_agent_id", "actor_run_id", "actor_role", "actor"] as const;
+export const ACTOR_FIELDS = ["actor_agent_id", "actor_run_id", "actor_role", "actor"] as const;
 
 /**
  * The request's Content-Length, or null without one. Anything but digits (negative, fractional, hex, a list)

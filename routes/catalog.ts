@@ -1,4 +1,4 @@
-/** @module The route catalog: every v1 operation with its tool name, roles and schemas; feeds OpenAPI and /v1/tools. */
+/** @module The route catalog: every v1 operation with its tool name, roles and schemas; feeds OpenAPI, /v1/tools and the MCP tools. */
 import { z } from "zod";
 import { ERROR_CODES, MAX_DOCUMENT_DEPTH, MAX_JSON_BYTES, MAX_JSON_DEPTH } from "../src/core/index.js";
 import {
@@ -81,7 +81,7 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: `${T}/steps/{step}/claim`, operationId: "claimStep", tool: "agent.task_claim_step", roles: ["worker"], summary: "Claim a ready step under a lease.", body: EmptyBody },
   { method: "post", path: `${T}/steps/claim-next`, operationId: "claimNextStep", tool: "agent.task_claim_next", roles: ["worker"], summary: "Claim the first claimable step in scope, or answer no_step_claimed.", body: EmptyBody },
   { method: "post", path: `${T}/steps/{step}/status`, operationId: "updateStepStatus", tool: "agent.task_update_step", roles: ["worker", "orchestrator"], summary: "Update a step's execution status and results.", body: UpdateStepBody },
-  { method: "post", path: `${T}/steps/{step}/progress`, operationId: "appendProgress", tool: "append_task_progress", roles: ["worker", "orchestrator"], summary: "Report progress; renews the caller's lease.", body: ProgressBody },
+  { method: "post", path: `${T}/steps/{step}/progress`, operationId: "appendProgress", tool: "agent.task_progress", roles: ["worker", "orchestrator"], summary: "Report progress; renews the caller's lease.", body: ProgressBody },
   { method: "post", path: `${T}/batch`, operationId: "batch", tool: "batch", roles: ["orchestrator", "worker", "approver"], summary: "Group commit: commands in order, one transaction, one result each (each with its own token).", body: BatchBody },
   { method: "get", path: `${T}/socket`, operationId: "commandSocket", tool: "command_socket", roles: ["orchestrator", "worker", "approver"], summary: "WebSocket upgrade (token as Bearer or ?access_token=): batch bodies as frames {id, commands}, each answered by {id, results} in arrival order, or {id, status, error} for a frame refused whole; every command carries its own token.", stream: "websocket" },
   { method: "get", path: `${T}/summary`, operationId: "getTaskSummary", tool: "task_summary", roles: inScope, summary: "Compact DAG summary for a prompt, within token_budget.", query: SummaryQueryParams },
@@ -90,9 +90,12 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "get", path: `${S}/events`, operationId: "streamSessionEvents", tool: "session_events", roles: inScope, summary: "Server-Sent Events of the session's task summaries (snapshot.updated) as they change; resumes from Last-Event-ID or after_seq.", query: EventsQueryParams, stream: "sse" },
 ];
 
-/** JSON Schema of a zod schema as a request sees it (input side). */
-export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+/**
+ * JSON Schema of a zod schema: the input side (what a request sends), or the output side (what the route reads
+ * after decoding, e.g. a query's `limit` as an integer, which is how a tool argument carries it).
+ */
+export function jsonSchemaOf(schema: z.ZodType, io: "input" | "output" = "input"): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
   return rest;
 }
 

@@ -1,15 +1,15 @@
 /**
- * @module CORS for browsers on /v1/* (dashboards with EventSource, product UIs), from the CORS_ORIGINS var:
+ * @module CORS for browsers on /v1/* and /mcp (dashboards with EventSource, product UIs), from the CORS_ORIGINS var:
  * comma-separated origins, or `*`; unset or empty: no CORS headers at all.
  */
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv } from "./auth.js";
 
-/** Request headers a browser may send: the bearer token, JSON bodies, SSE resume, idempotent retries. */
-const ALLOW_HEADERS = ["Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key"];
+/** Request headers a browser may send: the bearer token, JSON bodies, SSE resume, idempotent retries, MCP's own. */
+const ALLOW_HEADERS = ["Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key", "Mcp-Protocol-Version", "Mcp-Session-Id", "Mcp-Method", "Mcp-Name"];
 /** Response headers a browser script may read. */
-const EXPOSE_HEADERS = ["X-Last-Wal-Seq"];
+const EXPOSE_HEADERS = ["X-Last-Wal-Seq", "Mcp-Session-Id", "WWW-Authenticate"];
 
 /** The origins of a CORS_ORIGINS value: `*`, a list, or none. */
 export function parseCorsOrigins(raw: string | undefined): "*" | string[] {

@@ -262,7 +262,7 @@ export class RuntimeCalls {
     return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/status`, body, opts);
   }
 
-  /** POST .../steps/{step}/progress (append_task_progress): renews the caller's lease. */
+  /** POST .../steps/{step}/progress (agent.task_progress): renews the caller's lease. */
   appendProgress(task: TaskRef, stepId: string, body: ProgressInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
     return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/progress`, body, opts);
   }

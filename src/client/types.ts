@@ -65,7 +65,7 @@ export type FinishRunInput = z.input<typeof FinishRunBody>;
 export type CancelRunInput = z.input<typeof CancelRunBody>;
 /** POST .../steps/{step}/status body (agent.task_update_step), with `claim_next`. */
 export type UpdateStepInput = z.input<typeof UpdateStepBody>;
-/** POST .../steps/{step}/progress body (append_task_progress). */
+/** POST .../steps/{step}/progress body (agent.task_progress). */
 export type ProgressInput = z.input<typeof ProgressBody>;
 /** POST .../steps/{step}/actions and POST .../actions body: `{kind, prompt, input_schema?, timeout_ms?}`. */
 export type RequestActionInput = z.input<typeof RequestActionBody>;

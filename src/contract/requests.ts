@@ -50,7 +50,7 @@ export const FinishRunBody = FinishRunSchema.omit({ type: true, run_id: true });
 export const CancelRunBody = CancelRunSchema.omit({ type: true, run_id: true });
 /** POST .../steps/{step}/status (agent.task_update_step), optionally claiming the next step. */
 export const UpdateStepBody = UpdateStepSchema.omit({ type: true, step_id: true }).extend({ claim_next: z.boolean().optional() });
-/** POST .../steps/{step}/progress (append_task_progress). */
+/** POST .../steps/{step}/progress (agent.task_progress). */
 export const ProgressBody = AppendProgressSchema.omit({ type: true, step_id: true });
 /** POST .../steps/{step}/actions and POST .../actions (agent.request_action): the step, if any, is the path's. */
 export const RequestActionBody = RequestActionSchema.omit({ type: true, step_id: true });
@@ -58,7 +58,7 @@ export const RequestActionBody = RequestActionSchema.omit({ type: true, step_id:
 export const RespondActionBody = RespondActionSchema.omit({ type: true, action_id: true });
 
 /** A `true`/`false` query parameter. */
-export const boolParam = z.enum(["true", "false"]).transform((v) => v === "true");
+export const boolParam = z.enum(["true", "false"]).transform((v) => v === "true").pipe(z.boolean());
 /** A whole-number query parameter within `min`..`max`. */
 export const intParam = (min: number, max: number) => z.string().regex(/^\d+$/, "must be a whole number").transform(Number).pipe(z.number().int().min(min).max(max));
 

@@ -117,7 +117,7 @@ export const UpdateStepSchema = z.strictObject({
   reason: TextSchema.optional(),
 });
 
-/** append_task_progress (seed 001): progress facts; renews the caller's lease. */
+/** agent.task_progress (seed 001): progress facts; renews the caller's lease. */
 export const AppendProgressSchema = z.strictObject({
   type: z.literal("append_progress"),
   step_id: IdSchema.optional(),

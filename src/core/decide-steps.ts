@@ -178,12 +178,12 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
   return accept(em);
 }
 
-/** append_task_progress: progress facts; a worker's progress on its held step renews the lease. */
+/** agent.task_progress: progress facts; a worker's progress on its held step renews the lease. */
 export function decideAppendProgress(state: DagState, cmd: CommandOf<"append_progress">, ctx: DecideContext): Decision {
   const task = state.task!;
   const { actor } = ctx;
   if (actor.role !== "worker" && actor.role !== "orchestrator") {
-    return refuse(runtimeError("tool_not_available", "append_task_progress is available to orchestrators and worker runs", { role: actor.role }));
+    return refuse(runtimeError("tool_not_available", "agent.task_progress is available to orchestrators and worker runs", { role: actor.role }));
   }
   const guard = checkScope(task, actor) ?? requireLiveTaskFor(state, actor);
   if (guard !== null) return refuse(guard);

@@ -129,7 +129,7 @@ export interface TaskRuntimeDriver {
   claimNext(by: Caller): Promise<Answer<ClaimView>>;
   /** agent.task_update_step: status and results. */
   updateStep(by: Caller, stepId: string, body: Record<string, unknown>): Promise<Answer>;
-  /** append_task_progress on a step. */
+  /** agent.task_progress on a step. */
   progress(by: Caller, stepId: string, body: Record<string, unknown>): Promise<Answer>;
   /** complete / fail / cancel / block / reopen / pause / resume the task. */
   task(action: TaskAction, body?: Record<string, unknown>, by?: Caller): Promise<Answer>;

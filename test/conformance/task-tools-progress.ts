@@ -1,11 +1,11 @@
-/** @module Seed 003 "Task Tools": append_task_progress. */
+/** @module Seed 003 "Task Tools": agent.task_progress. */
 import { describe, it } from "vitest";
 import { DIAMOND, type MakeDriver } from "./driver.js";
 import { accepted, created, holder, rejected } from "./expect.js";
 
-/** Registers the rules of append_task_progress against the drivers `makeDriver` makes. */
+/** Registers the rules of agent.task_progress against the drivers `makeDriver` makes. */
 export function registerProgress(makeDriver: MakeDriver): void {
-  describe("append_task_progress", () => {
+  describe("agent.task_progress", () => {
     it.each([
       ["the step does not exist", "zz", false, "not_found"],
       ["the task is cancelled", "a", true, "task_terminal"],

@@ -639,7 +639,7 @@ describe("POST .../steps/{step}/status (agent.task_update_step)", () => {
   });
 });
 
-describe("POST .../steps/{step}/progress (append_task_progress)", () => {
+describe("POST .../steps/{step}/progress (agent.task_progress)", () => {
   it("Should record progress and renew the lease when the holder reports on its step", async () => {
     const { s, t, id } = await task(DIAMOND());
     const w = await dispatch(s, t);
