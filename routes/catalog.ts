@@ -133,6 +133,20 @@ export function openApiDocument(origin: string): Record<string, unknown> {
       },
     };
   }
+  paths["/mcp"] = {
+    post: {
+      operationId: "mcp",
+      summary: "The Model Context Protocol over Streamable HTTP, stateless (revisions 2026-07-28 and 2025-11-25): the caller's role's tools, the agent.task_template and agent.task_context prompts, and each task's summary as a resource.",
+      description: "A JSON-RPC message per POST. Every tools/call is the REST operation it names with the same token: structuredContent is its answer, a domain error is an isError result with the code. GET and DELETE answer 405: nothing is kept between requests.",
+      requestBody: { required: true, content: { "application/json": { schema: { type: "object" } } } },
+      security: [{ bearer: [] }],
+      responses: {
+        "200": { description: "The JSON-RPC answer", content: { "application/json": { schema: { type: "object" } }, "text/event-stream": { schema: { type: "string" } } } },
+        "202": { description: "A notification, accepted" },
+        default: { description: "Error envelope (401 without a valid token, 403 for the admin token or a foreign Origin)", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
+      },
+    },
+  };
   return {
     openapi: "3.1.0",
     info: { title: "Agent task runtime", version: "1.0.0", description: LIMITS_TEXT },

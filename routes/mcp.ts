@@ -27,6 +27,9 @@ interface McpRequestScope {
 }
 
 const UTF8 = new TextDecoder();
+/** Lists that change only with a deploy: a 2026-07-28 client may keep them an hour (private: they depend on the role). */
+const HOUR = { ttlMs: 3_600_000, cacheScope: "private" } as const;
+const STATIC_LISTS = { "tools/list": HOUR, "prompts/list": HOUR, "resources/templates/list": HOUR, "server/discover": HOUR };
 const SERVER_INFO = { name: "agent-task-runtime", version: "1.0.0" };
 
 const INSTRUCTIONS: Readonly<Record<McpCaller["role"], string>> = {
@@ -100,7 +103,7 @@ async function summaryText(scope: McpRequestScope, taskId: string, budget?: stri
 
 /** One request's MCP server: tools by role, the DAG writing guide as a prompt, and each task's summary. */
 function buildServer(scope: McpRequestScope): McpServer {
-  const server = new McpServer(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS[scope.caller.role] });
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS[scope.caller.role], cacheHints: STATIC_LISTS });
   const low = server.server;
   low.setRequestHandler("tools/list", () => ({ tools: [...toolsFor(scope.caller.role)] as never }));
   low.setRequestHandler("tools/call", async (request) => {

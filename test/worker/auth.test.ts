@@ -74,6 +74,8 @@ describe("401 unauthorized", () => {
     for (const [method, path, body] of routes) {
       const res = await call(method, path, undefined, body, h);
       expectError(res, 401, "unauthorized");
+      // RFC 6750 §3: the answer names the scheme it wants.
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer /);
     }
   });
 

@@ -11,6 +11,8 @@ describe("public and self-describing routes", () => {
     expect(create.requestBody.content["application/json"].schema.required).toEqual(expect.arrayContaining(["task_id", "wal_name", "title", "steps"]));
     expect(Object.keys(res.body.paths["/v1/sessions/{sid}/tasks/{tid}/events"].get.responses["200"].content)).toEqual(["text/event-stream"]);
     expect(Object.keys(res.body.paths["/v1/sessions/{sid}/tasks/{tid}/socket"].get.responses)).toContain("101");
+    // The MCP endpoint is one JSON-RPC POST with the same bearer token.
+    expect(res.body.paths["/mcp"].post.security).toEqual([{ bearer: [] }]);
     // The error envelope names every code a client may meet, the bug and rate-limit codes included.
     expect(res.body.components.schemas.Error.properties.error.properties.code.enum).toEqual(expect.arrayContaining(["storage_error", "internal_error", "rate_limited", "validation_error"]));
   });
