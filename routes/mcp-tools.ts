@@ -199,8 +199,8 @@ export function restCallOf(tool: McpTool, rawArgs: Record<string, unknown>, call
   const args: Record<string, unknown> = { ...rawArgs };
   for (const field of IMPLICIT_ARGS) delete args[field];
   if (caller.role === "worker") {
-    if (args.task_id === undefined && caller.taskId !== undefined) args.task_id = caller.taskId;
-    if (args.run_id === undefined && caller.runId !== null && tool.operations.some((op) => pathParams(op).includes("run"))) args.run_id = caller.runId;
+    if (args.task_id == null && caller.taskId !== undefined) args.task_id = caller.taskId;
+    if (args.run_id == null && caller.runId !== null && tool.operations.some((op) => pathParams(op).includes("run"))) args.run_id = caller.runId;
   }
   const operation = tool.operations.find((op) => pathParams(op).every((p) => p === "tid" || args[PATH_ARGS[p]!] !== undefined)) ?? tool.operations[0]!;
   const idempotencyKey = stringArg(args, "idempotency_key");

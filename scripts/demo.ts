@@ -244,6 +244,7 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   console.log(`  the WAL        GET ${taskUrl}/wal`);
   console.log(`  live events    GET ${taskUrl}/events`);
   console.log(`  API reference  ${base}/docs`);
+  console.log(`  MCP clients    ${base}/mcp (header Authorization: Bearer <token>)`);
   console.log(dim(`  orchestrator token: ${session.orchestrator.token}`));
   return finalStatus === "unknown" ? view.task.status : finalStatus;
 }
