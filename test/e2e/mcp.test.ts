@@ -158,7 +158,8 @@ describe("MCP at /mcp against wrangler dev", () => {
     const { token } = await newSession();
     const valid = await rawPost(INITIALIZE_2025, { authorization: `Bearer ${token}` });
     expect(valid.status).toBe(200);
-    for (const headers of [{}, { authorization: `Bearer ${forge(token)}` }]) {
+    const noToken: Record<string, string> = {};
+    for (const headers of [noToken, { authorization: `Bearer ${forge(token)}` }]) {
       const refused = await rawPost(INITIALIZE_2025, headers);
       expect(refused.status).toBe(401);
       expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="agent-task-runtime"');
