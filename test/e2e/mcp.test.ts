@@ -167,6 +167,16 @@ describe("MCP at /mcp against wrangler dev", () => {
     }
   });
 
+  it("Should refuse the admin token, and a valid token sent from another site's Origin, with 403", async () => {
+    const { token } = await newSession();
+    const admin = await rawPost(INITIALIZE_2025, { authorization: `Bearer ${defaultAdminToken()}` });
+    expect(admin.status).toBe(403);
+    const crossSite = await rawPost(INITIALIZE_2025, { authorization: `Bearer ${token}`, origin: "https://evil.example" });
+    expect(crossSite.status).toBe(403);
+    const sameOrigin = await rawPost(INITIALIZE_2025, { authorization: `Bearer ${token}`, origin: server.base });
+    expect(sameOrigin.status).toBe(200);
+  });
+
   it("Should answer a plain 2025-11-25 JSON-RPC initialize, and a tools/list sent without one (stateless)", async () => {
     const { token } = await newSession();
     const init = await rawPost(INITIALIZE_2025, { authorization: `Bearer ${token}` });
