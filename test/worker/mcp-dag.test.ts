@@ -183,9 +183,11 @@ describe("a fan-out/fan-in DAG driven only through MCP", () => {
       expect(paused.text).toContain(`Task ${tid} "Market report" is paused`);
       const early = await connectMcp(handoffs[0]!.token, "modern");
       try {
+        const walBefore = (await ok(orch, "task_wal", { task_id: tid })).body.last_wal_seq;
         const refusal = await refused(early, "agent.task_claim_next", {}, "task_not_dispatchable");
         expect(refusal.body.status).toBe(409);
         expect(refusal.text).toContain("paused");
+        expect((await ok(orch, "task_wal", { task_id: tid })).body.last_wal_seq).toBe(walBefore);
       } finally {
         await early.close();
       }
