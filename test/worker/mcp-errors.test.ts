@@ -97,6 +97,18 @@ describe.each(KINDS)("Domain errors as isError tool results (%s client)", (kind)
     expectToolError(await orch.callTool({ name: "agent.task_get", arguments: {} }), "validation_error", 400);
   });
 
+  it.each([
+    ["a wrong-typed body field", "agent.task_update_step", (tid: string) => ({ task_id: tid, step_id: "a", status: 7 }), "status"],
+    ["a missing task_id", "agent.task_pause", () => ({ reason: "which task?" }), "task_id"],
+    ["a wrong-typed task_id", "agent.task_pause", () => ({ task_id: 42 }), "task_id"],
+  ] as const)("Should name the argument in details.issues for %s, as the validation_error text tells the model to look there", async (_what, name, args, path) => {
+    const t = await newTask(S, uniqueId("issues"), [step("a")]);
+    const result = await orch.callTool({ name, arguments: args(taskIdOf(t)) });
+    expectToolError(result, "validation_error", 400);
+    expect(result.content[0].text).toContain("details.issues");
+    expect(result.structuredContent.error.details.issues).toEqual(expect.arrayContaining([expect.objectContaining({ path, message: expect.any(String) })]));
+  });
+
   // A dot segment in a path argument must not move the call to another route: `.../runs/../cancel` is the task's
   // own cancel, `.../steps/../actions` the task-level action, `.../tasks/..` the session.
   it.each([
