@@ -4,7 +4,8 @@
  * `tools/list`, `/v1/tools` and OpenAPI describe the same operations with the same zod schemas, and a call is
  * validated by its route exactly as the REST call would be.
  */
-import { z } from "zod";
+import type { z } from "zod";
+import { ID_PATTERN } from "../src/core/index.js";
 import { jsonSchemaOf, OPERATIONS, type Operation, type Role } from "./catalog.js";
 import { ACTOR_FIELDS } from "./body.js";
 
@@ -39,6 +40,12 @@ const MERGED: Readonly<Record<string, { name: string; description: string }>> = 
 
 /** Path parameters as MCP arguments: the session is always the token's. */
 const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id" };
+
+/**
+ * What a path argument may be: the ids the runtime takes and mints. Checked before it becomes a path
+ * segment, where `.` or `..` would name another route once the URL is resolved.
+ */
+const PATH_ARG_PATTERNS: Readonly<Record<string, RegExp>> = { task_id: ID_PATTERN, step_id: ID_PATTERN, run_id: /^[a-z0-9_-]{1,128}$/, action_id: /^[a-z0-9_-]{1,128}$/ };
 
 const PATH_ARG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   task_id: "The task. A worker may leave it out: its token names its task.",
@@ -114,7 +121,7 @@ function inputSchemaOf(tool: McpTool, role: SessionRole): JsonSchema {
   for (const op of tool.operations) {
     for (const param of pathParams(op)) {
       const arg = PATH_ARGS[param]!;
-      properties[arg] = { type: "string", minLength: 1, maxLength: 128, description: PATH_ARG_DESCRIPTIONS[arg] };
+      properties[arg] = { type: "string", pattern: PATH_ARG_PATTERNS[arg]!.source, description: PATH_ARG_DESCRIPTIONS[arg] };
       const impliedByToken = role === "worker" && (arg === "task_id" || arg === "run_id");
       if (everyOp(arg) && !impliedByToken) required.add(arg);
     }
@@ -178,15 +185,22 @@ export interface RestCall {
   readonly idempotencyKey: string | undefined;
 }
 
-/** A call's arguments that cannot make a request: answered as validation_error. */
+/** A call's argument that cannot make a request: answered as validation_error naming it, as a route's issues do. */
 export class ToolArgumentError extends Error {
   override readonly name = "ToolArgumentError";
+  constructor(
+    readonly argument: string,
+    readonly problem: string,
+  ) {
+    super(`${argument} ${problem}`);
+  }
 }
 
-const stringArg = (args: Record<string, unknown>, name: string): string | undefined => {
+const stringArg = (args: Record<string, unknown>, name: string, pattern?: RegExp): string | undefined => {
   const value = args[name];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== "string" || value === "") throw new ToolArgumentError(`${name} must be a non-empty string`);
+  if (typeof value !== "string" || value === "") throw new ToolArgumentError(name, "must be a non-empty string");
+  if (pattern !== undefined && !pattern.test(value)) throw new ToolArgumentError(name, `must match ${pattern.source}`);
   return value;
 };
 
@@ -208,8 +222,8 @@ export function restCallOf(tool: McpTool, rawArgs: Record<string, unknown>, call
   let path = operation.path.replace("{sid}", encodeURIComponent(caller.sessionId));
   for (const param of pathParams(operation)) {
     const arg = PATH_ARGS[param]!;
-    const value = stringArg(args, arg);
-    if (value === undefined) throw new ToolArgumentError(`${arg} is required`);
+    const value = stringArg(args, arg, PATH_ARG_PATTERNS[arg]);
+    if (value === undefined) throw new ToolArgumentError(arg, "is required");
     path = path.replace(`{${param}}`, encodeURIComponent(value));
     delete args[arg];
   }

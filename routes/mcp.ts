@@ -73,7 +73,7 @@ async function callTool(scope: McpRequestScope, name: string, args: Record<strin
   try {
     call = restCallOf(tool, args, scope.caller);
   } catch (e) {
-    if (e instanceof ToolArgumentError) return refusal("validation_error", e.message, 400);
+    if (e instanceof ToolArgumentError) return refusal("validation_error", e.message, 400, { issues: [{ path: e.argument, message: e.problem }] });
     throw e;
   }
   const headers: Record<string, string> = { authorization: `Bearer ${scope.token}` };
