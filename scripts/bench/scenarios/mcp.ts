@@ -32,7 +32,7 @@ interface BenchClient { readToken: string; workerToken: string; stepId: string }
 type Call = (op: McpOp, seq: number) => Promise<void>;
 
 /** A block: one concurrency, one operation, its tasks, clients and one caller per carrier and client. */
-export interface Block { concurrency: number; op: McpOp; readTask: string; writeTask: string; callers: Map<Carrier, Call[]>; httpRequests: Map<Carrier, { n: number }>; close(): Promise<void> }
+export interface Block { concurrency: number; op: McpOp; readTask: string; writeTask: string; answerBytes: { rest: number; mcp: number }; callers: Map<Carrier, Call[]>; httpRequests: Map<Carrier, { n: number }>; close(): Promise<void> }
 
 /** The exact request the modern client sends for a tools/call (headers and `_meta`), for `mcp-raw`. */
 const MODERN_VERSION = "2026-07-28";
@@ -71,6 +71,31 @@ export async function setupBlock(client: Client, adminToken: string, concurrency
   const toolOf = (c: BenchClient, o: McpOp, seq: number) =>
     o === "read" ? { name: "agent.task_get", arguments: { task_id: readId } } : { name: "agent.task_progress", arguments: { step_id: c.stepId, ...progressBody(seq) } };
 
+  /** The REST call; answers the body's text. */
+  const restCall = async (c: BenchClient, o: McpOp, seq: number): Promise<string> => {
+    const a = o === "read" ? await client.call("GET", readTask, c.readToken, undefined, false) : await client.call("POST", `${writeTask}/steps/${c.stepId}/progress`, c.workerToken, progressBody(seq), false);
+    if (a.status !== 200 || (JSON.parse(a.body as string) as { task?: unknown }).task === undefined) throw new Error(`REST ${o} ${a.status}: ${String(a.body).slice(0, 300)}`);
+    return a.body as string;
+  };
+  /** The 2026 client's tools/call request, byte for byte its headers and body, sent with fetch; answers the body's text. */
+  let rawId = 0;
+  const rawToolCall = async (c: BenchClient, o: McpOp, seq: number): Promise<string> => {
+    const tool = toolOf(c, o, seq);
+    const meta = { "io.modelcontextprotocol/protocolVersion": MODERN_VERSION, "io.modelcontextprotocol/clientInfo": CLIENT_INFO, "io.modelcontextprotocol/clientCapabilities": {} };
+    const res = await fetch(`${client.base}/mcp`, {
+      method: "POST",
+      headers: { accept: "application/json, text/event-stream", authorization: `Bearer ${tokenOf(c, o)}`, "content-type": "application/json", "mcp-method": "tools/call", "mcp-name": tool.name, "mcp-protocol-version": MODERN_VERSION },
+      body: JSON.stringify({ method: "tools/call", params: { ...tool, _meta: meta }, jsonrpc: "2.0", id: rawId++ }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`mcp-raw ${o} ${res.status}: ${text.slice(0, 300)}`);
+    checkToolResult((JSON.parse(text) as { result?: never }).result, `mcp-raw ${o}`);
+    return text;
+  };
+  // What one call carries back each way (outside any measured window; a write here is one more progress event).
+  const answerBytes = { rest: Buffer.byteLength(await restCall(clients[0]!, op, 0)), mcp: Buffer.byteLength(await rawToolCall(clients[0]!, op, 0)) };
+
   const callers = new Map<Carrier, Call[]>();
   const httpRequests = new Map<Carrier, { n: number }>(carriers.map((k) => [k, { n: 0 }]));
   const closers: (() => Promise<void>)[] = [];
@@ -94,8 +119,7 @@ export async function setupBlock(client: Client, adminToken: string, concurrency
       } else if (k === "rest") {
         calls.push(async (o, seq) => {
           counter.n++;
-          const a = o === "read" ? await client.call("GET", readTask, c.readToken) : await client.call("POST", `${writeTask}/steps/${c.stepId}/progress`, c.workerToken, progressBody(seq));
-          if (a.status !== 200 || a.body?.task === undefined) throw new Error(`REST ${o} ${a.status}: ${JSON.stringify(a.body).slice(0, 300)}`);
+          await restCall(c, o, seq);
         });
       } else if (k === "mcp") {
         // Each client its own official client and token, as each agent would have.
@@ -109,26 +133,15 @@ export async function setupBlock(client: Client, adminToken: string, concurrency
         closers.push(() => m.close());
         calls.push(async (o, seq) => checkToolResult((await m.callTool(toolOf(c, o, seq))) as never, `mcp-2025 ${o}`));
       } else {
-        let id = 0;
         calls.push(async (o, seq) => {
-          const tool = toolOf(c, o, seq);
-          const meta = { "io.modelcontextprotocol/protocolVersion": MODERN_VERSION, "io.modelcontextprotocol/clientInfo": CLIENT_INFO, "io.modelcontextprotocol/clientCapabilities": {} };
           counter.n++;
-          const res = await fetch(`${client.base}/mcp`, {
-            method: "POST",
-            headers: { accept: "application/json, text/event-stream", authorization: `Bearer ${tokenOf(c, o)}`, "content-type": "application/json", "mcp-method": "tools/call", "mcp-name": tool.name, "mcp-protocol-version": MODERN_VERSION },
-            body: JSON.stringify({ method: "tools/call", params: { ...tool, _meta: meta }, jsonrpc: "2.0", id: id++ }),
-            signal: AbortSignal.timeout(30_000),
-          });
-          const text = await res.text();
-          if (res.status !== 200) throw new Error(`mcp-raw ${o} ${res.status}: ${text.slice(0, 300)}`);
-          checkToolResult((JSON.parse(text) as { result?: never }).result, `mcp-raw ${o}`);
+          await rawToolCall(c, o, seq);
         });
       }
     }
     callers.set(k, calls);
   }
-  return { concurrency, op, readTask, writeTask, callers, httpRequests, close: async () => void (await Promise.allSettled(closers.map((f) => f()))) };
+  return { concurrency, op, readTask, writeTask, answerBytes, callers, httpRequests, close: async () => void (await Promise.allSettled(closers.map((f) => f()))) };
 }
 
 /** Latency statistics with the 95th percentile added (nearest rank). */
@@ -179,6 +192,12 @@ export async function runRound(block: Block, carrier: Carrier, callsPerClient: n
   };
 }
 
+/** The median of `xs` (NaN when empty). */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
 /** The rounds of one carrier (one op, one concurrency) as one: calls and time summed, latencies pooled, CPU summed. */
 export function pooled(rounds: Round[]) {
   const sum = (f: (r: Round) => number) => rounds.reduce((a, r) => a + f(r), 0);
@@ -189,6 +208,7 @@ export function pooled(rounds: Round[]) {
     rounds: rounds.length, calls, seconds: round(seconds), calls_per_s: round(calls / seconds, 1), calls_per_s_by_round: rounds.map((r) => r.calls_per_s),
     latency: latencyOf(rounds.flatMap((r) => r.samples ?? [])), http_requests_per_call: round(sum((r) => r.http_requests_per_call * r.calls) / Math.max(1, calls), 3),
     cpu_ms_per_call: { client: round(sum((r) => r.cpu.client_ms) / Math.max(1, calls), 3), server: server === null ? null : round(server / Math.max(1, calls), 3) },
+    other_share_median: median(rounds.map((r) => r.cpu.other_share ?? NaN).filter(Number.isFinite)),
     errors: sum((r) => r.errors), first_error: rounds.find((r) => r.first_error !== undefined)?.first_error,
   };
 }
