@@ -44,6 +44,16 @@ export async function readBodyText(c: Context<AppEnv>): Promise<string> {
  * (JSON.parse, zod, hashing, a call to an object) walks the value.
  */
 export function parseJsonText(text: string, what = "the body"): unknown {
+  const value = parseJsonTextIfValid(text, what);
+  if (value === undefined) fail("validation_error", `${what} is not valid JSON`);
+  return value;
+}
+
+/**
+ * parseJsonText for a protocol that answers malformed JSON itself (MCP's JSON-RPC parse error): such text is
+ * `undefined`; too deep, or a `__proto__` key, is still validation_error.
+ */
+export function parseJsonTextIfValid(text: string, what = "the body"): unknown {
   if (jsonTextDepth(text, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH) {
     fail("validation_error", `${what} is nested deeper than ${MAX_DOCUMENT_DEPTH} levels`, { max_depth: MAX_DOCUMENT_DEPTH });
   }
@@ -51,7 +61,7 @@ export function parseJsonText(text: string, what = "the body"): unknown {
   try {
     value = JSON.parse(text);
   } catch {
-    fail("validation_error", `${what} is not valid JSON`);
+    return undefined;
   }
   // Only text that spells "proto" or escapes a character can hold the key, so the walk is skipped on the hot
   // path (searching for "proto" costs a fifth of searching for "__proto__" in a frame full of underscores).

@@ -7,8 +7,10 @@
 import { createMcpHandler, McpServer, ResourceTemplate, type AuthInfo, type CallToolResult } from "@modelcontextprotocol/server";
 import type { Context } from "hono";
 import { z } from "zod";
+import type { TokenClaims } from "../src/auth/tokens.js";
 import { readConfig } from "../src/env.js";
 import type { AppEnv } from "./auth.js";
+import { parseJsonTextIfValid, readBodyText } from "./body.js";
 import { parseCorsOrigins } from "./cors.js";
 import { fail } from "./http-error.js";
 import { mcpTool, type McpCaller, restCallOf, ToolArgumentError, toolAvailable, toolsFor } from "./mcp-tools.js";
@@ -24,6 +26,8 @@ interface McpRequestScope {
   readonly token: string;
   readonly origin: string;
   readonly dispatch: Dispatch;
+  /** Serving tools/list or tools/call only: the server is built without prompts and resources (an initialize or discover lists them all). */
+  readonly toolsOnly?: boolean;
 }
 
 const UTF8 = new TextDecoder();
@@ -111,6 +115,7 @@ function buildServer(scope: McpRequestScope): McpServer {
     return low.projectCallToolResult(await callTool(scope, request.params.name, args as Record<string, unknown>), undefined);
   });
 
+  if (scope.toolsOnly === true) return server;
   server.registerPrompt("agent.task_template", { title: "Writing a task DAG", description: "The guide an orchestrator reads before writing a task DAG (the agent.task_template tool's text)." }, () => ({
     messages: [{ role: "user", content: { type: "text", text: TASK_TEMPLATE } }],
   }));
@@ -190,6 +195,22 @@ export async function serveMcp(c: Context<AppEnv>, dispatch: Dispatch): Promise<
     origin: new URL(c.req.url).origin,
     dispatch,
   };
-  const authInfo: AuthInfo = { token, clientId: claims.sub, scopes: [claims.role], expiresAt: claims.exp, extra: { scope } };
-  return mcpHandler(readConfig(c.env).maxBodyBytes).fetch(c.req.raw, { authInfo });
+  const handler = mcpHandler(readConfig(c.env).maxBodyBytes);
+  if (c.req.method !== "POST") return handler.fetch(c.req.raw, { authInfo: authInfoOf(scope, claims) });
+  // Read and parsed once, within MAX_BODY_BYTES and the JSON bounds every body has; text that is not JSON
+  // goes to the SDK as it came, which answers JSON-RPC's parse error.
+  const text = await readBodyText(c);
+  const message = parseJsonTextIfValid(text, "the MCP message");
+  if (message === undefined) return handler.fetch(new Request(c.req.url, { method: "POST", headers: c.req.raw.headers, body: text }), { authInfo: authInfoOf(scope, claims) });
+  return handler.fetch(c.req.raw, { authInfo: authInfoOf({ ...scope, toolsOnly: isToolsTraffic(message) }, claims), parsedBody: message });
+}
+
+function authInfoOf(scope: McpRequestScope, claims: TokenClaims): AuthInfo {
+  return { token: scope.token, clientId: claims.sub, scopes: [claims.role], expiresAt: claims.exp, extra: { scope } };
+}
+
+/** A tools/list or tools/call message: the server that answers it needs no prompts or resources. */
+function isToolsTraffic(message: unknown): boolean {
+  const method = (message as { method?: unknown } | null)?.method;
+  return !Array.isArray(message) && (method === "tools/call" || method === "tools/list");
 }

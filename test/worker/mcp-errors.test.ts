@@ -4,10 +4,11 @@
  * authentication and Origin are refused at HTTP before MCP starts; identity always comes from the token; and
  * an idempotency_key makes a retried call answer the first result without writing again.
  */
+import { SELF } from "cloudflare:test";
 import { decode } from "hono/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, call, dispatch, newTask, step, type TestSession } from "./helpers.js";
-import { type ClientKind, connectMcp, expectToolError, expectToolRefusedWritingNothing, type McpClient, postMcp, toolAnswer, walSnapshot } from "./mcp-clients.js";
+import { type ClientKind, connectMcp, expectToolError, expectToolRefusedWritingNothing, MCP_URL, type McpClient, postMcp, toolAnswer, walSnapshot } from "./mcp-clients.js";
 import { expectError, mintRole, signClaims, uniqueId, walOf } from "./support.js";
 
 const KINDS: readonly ClientKind[] = ["modern", "legacy"];
@@ -299,6 +300,38 @@ describe("HTTP refusals before MCP starts (raw JSON-RPC)", () => {
       expect(ok.status, origin).toBe(200);
       expect(ok.message.result.tools.map((tool: { name: string }) => tool.name)).toContain("agent.task_create");
     }
+  });
+});
+
+describe("MCP message bounds (raw POSTs)", () => {
+  let S: McpSession;
+  let t: string;
+  const raw = (body: string) =>
+    SELF.fetch(MCP_URL, { method: "POST", headers: { authorization: `Bearer ${S.orch}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" }, body });
+
+  beforeAll(async () => {
+    S = await newMcpSession();
+    t = await newTask(S, uniqueId("bounds"), [step("a")]);
+  });
+
+  it("Should answer text that is not JSON with JSON-RPC's parse error", async () => {
+    const res = await raw('{"jsonrpc": "2.0", "id": 1, "method": "tools/li');
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ jsonrpc: "2.0", error: { code: -32700 } });
+  });
+
+  it("Should refuse a message over MAX_BODY_BYTES with 413 and one nested deeper than the JSON bound with 400, writing nothing", async () => {
+    const before = await walSnapshot(t, S.orch);
+    const update = (metadata: unknown) => JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "agent.task_update", arguments: { task_id: taskIdOf(t), ops: [{ op: "update_task", metadata }] } } });
+    const big = await raw(update({ blob: "x".repeat(1_100_000) }));
+    expect(big.status).toBe(413);
+    expect(await big.json()).toMatchObject({ error: { code: "payload_too_large" } });
+    let deep: unknown = {};
+    for (let i = 0; i < 200; i++) deep = { d: deep };
+    const nested = await raw(update(deep));
+    expect(nested.status).toBe(400);
+    expect(await nested.json()).toMatchObject({ error: { code: "validation_error" } });
+    expect(await walSnapshot(t, S.orch)).toBe(before);
   });
 });
 
