@@ -4,7 +4,7 @@
  * operation it names, run in-process through the same app (same token, same validation, same answer), so an
  * MCP result's structuredContent is the REST answer and nothing here keeps state between requests.
  */
-import { createMcpHandler, McpServer, ResourceTemplate, type AuthInfo, type CallToolResult } from "@modelcontextprotocol/server";
+import { type AuthInfo, type CallToolResult, createMcpHandler, isLegacyRequest, McpServer, ResourceTemplate, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import type { Context } from "hono";
 import { z } from "zod";
 import type { TokenClaims } from "../src/auth/tokens.js";
@@ -202,7 +202,26 @@ export async function serveMcp(c: Context<AppEnv>, dispatch: Dispatch): Promise<
   const text = await readBodyText(c);
   const message = parseJsonTextIfValid(text, "the MCP message");
   if (message === undefined) return handler.fetch(new Request(c.req.url, { method: "POST", headers: c.req.raw.headers, body: text }), { authInfo: authInfoOf(scope, claims) });
-  return handler.fetch(c.req.raw, { authInfo: authInfoOf({ ...scope, toolsOnly: isToolsTraffic(message) }, claims), parsedBody: message });
+  const authInfo = authInfoOf({ ...scope, toolsOnly: isToolsTraffic(message) }, claims);
+  if (await isLegacyRequest(c.req.raw, message)) return serveLegacyAsJson(c.req.raw, message, authInfo);
+  return handler.fetch(c.req.raw, { authInfo, parsedBody: message });
+}
+
+/**
+ * A 2025-era message, served statelessly as the SDK's fallback would, but answered as one JSON body rather than
+ * a one-event SSE stream (Streamable HTTP allows either): about 30 % less server CPU a call (bench:mcp), and no stream
+ * to cut mid-answer.
+ */
+async function serveLegacyAsJson(request: Request, message: unknown, authInfo: AuthInfo): Promise<Response> {
+  const server = buildServer((authInfo.extra as { scope: McpRequestScope }).scope);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(request, { authInfo, parsedBody: message });
+  } finally {
+    void transport.close().catch(() => {});
+    void server.close().catch(() => {});
+  }
 }
 
 function authInfoOf(scope: McpRequestScope, claims: TokenClaims): AuthInfo {

@@ -314,6 +314,14 @@ describe("MCP message bounds (raw POSTs)", () => {
     t = await newTask(S, uniqueId("bounds"), [step("a")]);
   });
 
+  it("Should answer a 2025-era request with one JSON body and no session, not an event stream", async () => {
+    const res = await raw(JSON.stringify({ jsonrpc: "2.0", id: 7, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(res.headers.get("mcp-session-id")).toBeNull();
+    expect(await res.json()).toMatchObject({ jsonrpc: "2.0", id: 7, result: { protocolVersion: "2025-11-25", serverInfo: { name: "agent-task-runtime" } } });
+  });
+
   it("Should answer text that is not JSON with JSON-RPC's parse error", async () => {
     const res = await raw('{"jsonrpc": "2.0", "id": 1, "method": "tools/li');
     expect(res.status).toBe(400);
