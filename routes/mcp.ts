@@ -1,6 +1,7 @@
 /**
- * @module `/mcp`: the Model Context Protocol over Streamable HTTP, stateless (revisions 2026-07-28 and, through
- * the SDK's stateless fallback, 2025-11-25). An adapter like the command socket: every tool call is the REST
+ * @module `/mcp`: the Model Context Protocol over Streamable HTTP, stateless: revision 2026-07-28 through the
+ * SDK's createMcpHandler, 2025-11-25 through its Streamable HTTP transport answering JSON, one server factory for
+ * both. An adapter like the command socket: every tool call is the REST
  * operation it names, run in-process through the same app (same token, same validation, same answer), so an
  * MCP result's structuredContent is the REST answer and nothing here keeps state between requests.
  */
@@ -97,7 +98,7 @@ async function readAs(scope: McpRequestScope, path: string): Promise<Record<stri
 const summaryPath = (scope: McpRequestScope, taskId: string, budget?: string) =>
   `/v1/sessions/${encodeURIComponent(scope.caller.sessionId)}/tasks/${encodeURIComponent(taskId)}/summary${budget === undefined ? "" : `?token_budget=${encodeURIComponent(budget)}`}`;
 
-/** A task's prompt summary (003 "Prompt Context") as the caller sees it; an McpError-free failure text otherwise. */
+/** A task's prompt summary (003 "Prompt Context") as the caller sees it; a refusal throws with its code, which the SDK answers as an error. */
 async function summaryText(scope: McpRequestScope, taskId: string, budget?: string): Promise<string> {
   const response = await scope.dispatch(new Request(scope.origin + summaryPath(scope, taskId, budget), { headers: { authorization: `Bearer ${scope.token}` } }));
   const body = (await response.json()) as { text?: string; error?: { code: string; message: string } };
