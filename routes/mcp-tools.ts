@@ -5,6 +5,7 @@
  * validated by its route exactly as the REST call would be.
  */
 import type { z } from "zod";
+import { ACTION_ID_PATTERN } from "../src/contract/index.js";
 import { ID_PATTERN } from "../src/core/index.js";
 import { jsonSchemaOf, OPERATIONS, type Operation, type Role } from "./catalog.js";
 import { ACTOR_FIELDS } from "./body.js";
@@ -45,7 +46,7 @@ const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "ste
  * What a path argument may be: the ids the runtime takes and mints. Checked before it becomes a path
  * segment, where `.` or `..` would name another route once the URL is resolved.
  */
-const PATH_ARG_PATTERNS: Readonly<Record<string, RegExp>> = { task_id: ID_PATTERN, step_id: ID_PATTERN, run_id: /^[a-z0-9_-]{1,128}$/, action_id: /^[a-z0-9_-]{1,128}$/ };
+const PATH_ARG_PATTERNS: Readonly<Record<string, RegExp>> = { task_id: ID_PATTERN, step_id: ID_PATTERN, run_id: /^[a-z0-9_-]{1,128}$/, action_id: ACTION_ID_PATTERN };
 
 const PATH_ARG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   task_id: "The task. A worker may leave it out: its token names its task.",
@@ -65,8 +66,16 @@ const IDEMPOTENCY_ARG = {
 /** Arguments that name the caller: identity comes from the token, so these are dropped, never trusted. */
 const IMPLICIT_ARGS: readonly string[] = [...ACTOR_FIELDS, "session_id", "sid"];
 
-function pathParams(op: Operation): string[] {
-  return [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((p) => p !== "sid");
+const pathParamsOf = new WeakMap<Operation, readonly string[]>();
+
+/** An operation's path parameters but the session, read from its path once. */
+function pathParams(op: Operation): readonly string[] {
+  let params = pathParamsOf.get(op);
+  if (params === undefined) {
+    params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((p) => p !== "sid");
+    pathParamsOf.set(op, params);
+  }
+  return params;
 }
 
 function queryKeys(op: Operation): string[] {

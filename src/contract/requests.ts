@@ -95,8 +95,10 @@ export const SummaryQueryParams = z.strictObject({
   access_token: z.string().optional(),
 });
 
-/** An action id in a path: what the runtime mints (`act_` and a lowercase ULID) or anything as plain. */
-export const ActionIdParam = z.string().regex(/^[a-z0-9_-]{1,128}$/, "must be an action id");
+/** What an action id may be: what the runtime mints (`act_` and a lowercase ULID) or anything as plain. */
+export const ACTION_ID_PATTERN = /^[a-z0-9_-]{1,128}$/;
+/** An action id in a path. */
+export const ActionIdParam = z.string().regex(ACTION_ID_PATTERN, "must be an action id");
 
 /** GET .../tasks/{tid}/actions query (agent.task_actions). */
 export const ActionListQueryParams = z.strictObject({
