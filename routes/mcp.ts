@@ -89,9 +89,12 @@ async function callTool(scope: McpRequestScope, name: string, args: Record<strin
   return toolResult(name, response, extra);
 }
 
+/** A GET of the REST API as the caller. */
+const getAs = (scope: McpRequestScope, path: string): Promise<Response> => scope.dispatch(new Request(scope.origin + path, { headers: { authorization: `Bearer ${scope.token}` } }));
+
 /** A GET of the REST API as the caller, parsed; null when it is not a success. */
 async function readAs(scope: McpRequestScope, path: string): Promise<Record<string, unknown> | null> {
-  const response = await scope.dispatch(new Request(scope.origin + path, { headers: { authorization: `Bearer ${scope.token}` } }));
+  const response = await getAs(scope, path);
   return response.ok ? ((await response.json()) as Record<string, unknown>) : null;
 }
 
@@ -100,7 +103,7 @@ const summaryPath = (scope: McpRequestScope, taskId: string, budget?: string) =>
 
 /** A task's prompt summary (003 "Prompt Context") as the caller sees it; a refusal throws with its code, which the SDK answers as an error. */
 async function summaryText(scope: McpRequestScope, taskId: string, budget?: string): Promise<string> {
-  const response = await scope.dispatch(new Request(scope.origin + summaryPath(scope, taskId, budget), { headers: { authorization: `Bearer ${scope.token}` } }));
+  const response = await getAs(scope, summaryPath(scope, taskId, budget));
   const body = (await response.json()) as { text?: string; error?: { code: string; message: string } };
   if (!response.ok) throw new Error(errorText(body.error?.code ?? "internal_error", body.error?.message ?? "no summary"));
   return body.text ?? "";
