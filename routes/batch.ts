@@ -22,8 +22,14 @@ export function taskStub(env: Env, sid: string, tid: string): DurableObjectStub<
   return env.TASK_GRAPHS.get(env.TASK_GRAPHS.idFromName(taskObjectName(sid, tid)));
 }
 
+/** A command checked and resolved, with the status its single route answers a success with. */
+interface PreparedCommand {
+  readonly item: BatchItem;
+  readonly status: 200 | 201;
+}
+
 /** The commands of a batch, each checked and resolved, or its error (it never reaches the task object). */
-export type PreparedBatch = readonly (BatchItem | RuntimeError)[];
+export type PreparedBatch = readonly (PreparedCommand | RuntimeError)[];
 
 /** Runs a validated batch against the task `sid/tid` through its object's RPC: one result per command, in order. */
 export async function runBatch(env: Env, sid: string, tid: string, commands: BatchCommands): Promise<BatchResult[]> {
@@ -39,20 +45,21 @@ export function prepareBatch(env: Env, sid: string, tid: string, commands: Batch
 
 /** Executes the prepared commands that passed (all in one unit, by `execute`) and puts every result in place. */
 export async function settleBatch(env: Env, sid: string, prepared: PreparedBatch, execute: (items: BatchItem[]) => Promise<RpcResult<WriteAnswer>[]>): Promise<BatchResult[]> {
-  const items = prepared.filter((p): p is BatchItem => !("code" in p));
+  const items = prepared.filter((p): p is PreparedCommand => !("code" in p)).map((p) => p.item);
   const answers = items.length === 0 ? [] : await execute(items);
   let next = 0;
   return Promise.all(
     prepared.map(async (p) => {
       const result = "code" in p ? rejected(p) : await finishAnswer(env, sid, answers[next++]!);
-      return result.ok ? { ok: true, status: 200, body: result.value } : { ok: false, status: STATUS_OF[result.error.code], body: errorEnvelope(result.error) };
+      if (!result.ok) return { ok: false, status: STATUS_OF[result.error.code], body: errorEnvelope(result.error) };
+      return { ok: true, status: "code" in p ? 200 : p.status, body: result.value };
     }),
   );
 }
 
 type BatchCommands = z.infer<typeof BatchBody>["commands"];
 
-async function prepare(env: Env, sid: string, tid: string, prefix: string, command: BatchCommands[number]): Promise<BatchItem | RuntimeError> {
+async function prepare(env: Env, sid: string, tid: string, prefix: string, command: BatchCommands[number]): Promise<PreparedCommand | RuntimeError> {
   try {
     const claims = await verifyToken(env.TOKEN_SECRET, command.token);
     if (claims === null) return runtimeError("unauthorized", "the command's token is malformed, forged or expired");
@@ -63,7 +70,7 @@ async function prepare(env: Env, sid: string, tid: string, prefix: string, comma
     const body = command.body ?? {};
     const resolved = resolveWrite(command.method, path.slice(prefix.length), withoutActorFields(body));
     const idem = command.idempotency_key === undefined ? null : { key: command.idempotency_key, hash: await hashRequest(command.method.toUpperCase(), path, JSON.stringify(body)) };
-    return { actor, command: resolved.command, idem, claimNext: resolved.claimNext };
+    return { item: { actor, command: resolved.command, idem, claimNext: resolved.claimNext }, status: resolved.status };
   } catch (e) {
     return toRuntimeError(e);
   }

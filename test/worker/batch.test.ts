@@ -30,6 +30,23 @@ describe("POST .../batch (group commit)", () => {
     expect(body.results[2].body.wal_seq).toBe(wal[wal.length - 1]!.wal_seq);
   });
 
+  it("Should give each command the status its single route answers: 201 for a dispatch and an action, 200 otherwise", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "batch-status", [step("a")]);
+    const res = await call("POST", `${t}/batch`, s.orch, {
+      commands: [
+        { token: s.orch, method: "POST", path: `${t}/workers`, body: {} },
+        { token: s.orch, method: "POST", path: `${t}/actions`, body: { kind: "approval", prompt: "Go?" } },
+        { token: s.orch, method: "POST", path: `${t}/steps/a/progress`, body: { phase: "planning" } },
+      ],
+    });
+    const body = expectOk(res);
+    expect(body.results.map((r: { ok: boolean; status: number }) => [r.ok, r.status])).toEqual([[true, 201], [true, 201], [true, 200]]);
+    expect(body.results[0].body.token).toEqual(expect.any(String));
+    // The same commands alone answer the same statuses.
+    expect((await call("POST", `${t}/workers`, s.orch, {})).status).toBe(201);
+  });
+
   it("Should answer a rejected command in place without undoing the others", async () => {
     const s = await newSession();
     const t = await newTask(s, "batch-reject", [step("a"), step("b")]);
