@@ -7,6 +7,7 @@
 import {
   type Action,
   type Actor,
+  checkScope,
   isTerminalTask,
   LARGE_PAGE_ITEMS,
   pageItemCount,
@@ -193,9 +194,8 @@ export class TaskReads {
     if (guard !== null) return guard;
     const task = this.shell.state.task;
     if (task === null) return runtimeError("not_found", "no such task");
-    if (actor.session_id !== task.session_id || (actor.role === "worker" && actor.task_id !== task.task_id)) {
-      return runtimeError("permission_denied", "the caller is not in this task's scope");
-    }
+    const outOfScope = checkScope(task, actor);
+    if (outOfScope !== null) return outOfScope;
     if (reconcile) this.shell.reconcileBeforeRead();
     return null;
   }
