@@ -256,39 +256,45 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     if (!untilInterrupted && isTerminalA2a(state)) throw new UnsupportedOperationError({ message: `Task ${taskId} is in a terminal state`, metadata: { taskId } });
     yield { payload: { $case: "task", value: task } };
     if (isTerminalA2a(state) || (untilInterrupted && state === TaskState.TASK_STATE_INPUT_REQUIRED)) return;
-    const opened = (await this.stub(taskId).streamEvents(this.actor, { seq: first.wal_seq, k: null })) as RpcResult<ReadableStream<Uint8Array>>;
-    if (!opened.ok) throw a2aErrorOf(opened.error, taskId);
-    const reader = opened.value.pipeThrough(new TextDecoderStream()).getReader();
-    const parser = new SseParser();
     let lastKey = statusKey(task);
     let reached = state;
+    let seenSeq = first.wal_seq;
     const sent = new Set(task.artifacts.map((a) => a.artifactId));
-    try {
-      for (;;) {
-        const chunk = await reader.read();
-        if (chunk.done) return;
-        // Heartbeat comments complete no frame; any runtime event (or the end frame) may change the task.
-        if (parser.push(chunk.value).length === 0) continue;
-        // The task as those events left it, read back: the mapping is the one GetTask answers with.
-        const now = a2aTaskOf(await guarded("a2a stream", () => this.view(taskId)));
-        for (const artifact of now.artifacts) {
-          if (sent.has(artifact.artifactId)) continue;
-          sent.add(artifact.artifactId);
-          yield { payload: { $case: "artifactUpdate", value: { taskId, contextId: now.contextId, artifact, append: false, lastChunk: true, metadata: undefined } } };
+    // The task's event stream ends after SSE_MAX_STREAM_MS: it is reopened after the last WAL event read.
+    for (;;) {
+      const opened = (await this.stub(taskId).streamEvents(this.actor, { seq: seenSeq, k: null })) as RpcResult<ReadableStream<Uint8Array>>;
+      if (!opened.ok) throw a2aErrorOf(opened.error, taskId);
+      const reader = opened.value.pipeThrough(new TextDecoderStream()).getReader();
+      const parser = new SseParser();
+      try {
+        for (;;) {
+          const chunk = await reader.read();
+          if (chunk.done) break;
+          // Heartbeat comments complete no frame; any runtime event (or the end frame) may change the task.
+          if (parser.push(chunk.value).length === 0) continue;
+          // The task as those events left it, read back: the mapping is the one GetTask answers with.
+          const view = await guarded("a2a stream", () => this.view(taskId));
+          seenSeq = view.wal_seq;
+          const now = a2aTaskOf(view);
+          for (const artifact of now.artifacts) {
+            if (sent.has(artifact.artifactId)) continue;
+            sent.add(artifact.artifactId);
+            yield { payload: { $case: "artifactUpdate", value: { taskId, contextId: now.contextId, artifact, append: false, lastChunk: true, metadata: undefined } } };
+          }
+          const status = now.status!;
+          // Never back to SUBMITTED once work started (a reopened task is pending again): still WORKING to the client.
+          if (status.state === TaskState.TASK_STATE_SUBMITTED && reached !== TaskState.TASK_STATE_SUBMITTED) status.state = TaskState.TASK_STATE_WORKING;
+          reached = status.state;
+          const key = statusKey(now);
+          if (key !== lastKey) {
+            lastKey = key;
+            yield { payload: { $case: "statusUpdate", value: { taskId, contextId: now.contextId, status, metadata: undefined } } };
+          }
+          if (isTerminalA2a(status.state) || (untilInterrupted && status.state === TaskState.TASK_STATE_INPUT_REQUIRED)) return;
         }
-        const status = now.status!;
-        // Never back to SUBMITTED once work started (a reopened task is pending again): still WORKING to the client.
-        if (status.state === TaskState.TASK_STATE_SUBMITTED && reached !== TaskState.TASK_STATE_SUBMITTED) status.state = TaskState.TASK_STATE_WORKING;
-        reached = status.state;
-        const key = statusKey(now);
-        if (key !== lastKey) {
-          lastKey = key;
-          yield { payload: { $case: "statusUpdate", value: { taskId, contextId: now.contextId, status, metadata: undefined } } };
-        }
-        if (isTerminalA2a(status.state) || (untilInterrupted && status.state === TaskState.TASK_STATE_INPUT_REQUIRED)) return;
+      } finally {
+        await reader.cancel().catch(() => undefined);
       }
-    } finally {
-      await reader.cancel().catch(() => undefined);
     }
   }
 

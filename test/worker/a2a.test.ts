@@ -447,6 +447,31 @@ describe("the /a2a request ladder", () => {
     expect(r.body.result.task).not.toHaveProperty("kind");
   });
 
+  it("Should ignore a tenant param and unknown A2A-Extensions rather than fail", async () => {
+    const r = await rpc(clientToken, { ...getTask, params: { id: "a2a-none", tenant: "acme" } }, { "a2a-extensions": "https://example.com/ext/a, https://example.com/ext/b" });
+    expect(r.status).toBe(200);
+    expect(r.body.error.code).toBe(-32001);
+  });
+
+  it("Should frame a stream as SSE whose every event is a JSON-RPC response echoing the request id", async () => {
+    // A fresh task's stream, read until its first event; the client then goes away (the task stays).
+    const res = await SELF.fetch(`${BASE}/a2a`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0", accept: "text/event-stream", authorization: `Bearer ${clientToken}` },
+      body: JSON.stringify({ jsonrpc: "2.0", id: "s-1", method: "SendStreamingMessage", params: { message: { messageId: "m-s1", role: "ROLE_USER", parts: [{ text: "Framing check" }] } } }),
+    });
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let textSoFar = "";
+    while (!textSoFar.includes("\n\n")) textSoFar += (await reader.read()).value ?? "";
+    await reader.cancel();
+    const frame = textSoFar.split("\n\n")[0]!;
+    expect(frame.startsWith("data: ")).toBe(true);
+    const event = JSON.parse(frame.slice("data: ".length));
+    expect(event).toMatchObject({ jsonrpc: "2.0", id: "s-1", result: { task: { status: { state: "TASK_STATE_SUBMITTED" } } } });
+    expect(Object.keys(event.result)).toEqual(["task"]);
+  });
+
   it("Should give an A2A error an instance the SDK recognises", async () => {
     const e = await failure(client.getTask({ tenant: "", id: "a2a-zzz" }));
     expect(e).toBeInstanceOf(A2AError);
