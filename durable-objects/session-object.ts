@@ -340,6 +340,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
       where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
       args.push(...query.statuses);
     }
+    if (query.native_statuses !== undefined) {
+      if (query.native_statuses.length === 0) return ok({ entries: [], next_page_token: "", total_size: 0 });
+      where.push(`native_status IN (${query.native_statuses.map(() => "?").join(", ")})`);
+      args.push(...query.native_statuses);
+    }
+    // Entries pushed before open actions were counted have none.
+    if (query.with_open_actions !== undefined) where.push(`COALESCE(json_extract(entry, '$.open_action_count'), 0) ${query.with_open_actions ? ">" : "="} 0`);
     const clause = where.join(" AND ");
     const total = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM tasks WHERE ${clause}`, ...args).one().n;
     const keyset = after === null ? "" : " AND (updated_at, task_id) < (?, ?)";

@@ -22,6 +22,10 @@ export interface SubmittedTaskQuery {
   readonly context_id?: string;
   /** Only tasks whose normalized status is one of these (an empty list matches none). */
   readonly statuses?: readonly string[];
+  /** Only tasks whose native status is one of these (an empty list matches none). */
+  readonly native_statuses?: readonly string[];
+  /** Only tasks with (true) or without (false) an open action. */
+  readonly with_open_actions?: boolean;
   /** 1..100. */
   readonly page_size: number;
   /** The `next_page_token` of the page before; absent or "" for the first page. */

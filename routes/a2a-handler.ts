@@ -21,24 +21,19 @@ import {
 import { A2AError, PushNotificationNotSupportedError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
 import { monotonicFactory } from "ulid";
-import type { IndexEntry } from "../src/contract/index.js";
 import { type Actor, ID_PATTERN, type RuntimeError } from "../src/core/index.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import { reportIncident } from "../src/incident.js";
 import { SseParser } from "../src/client/sse-parser.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
-import { a2aStateOf, a2aTaskOf, isTerminalA2a, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
+import type { SubmittedTaskPage } from "../durable-objects/session-rpc.js";
+import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
 
 const newId = monotonicFactory();
 const lowerId = () => newId().toLowerCase();
 
 /** Pause between two reads of a blocking SendMessage's task. */
 const SEND_POLL_MS = 200;
-
-/** The session object's ListTasks read (its RPC may be absent from older interfaces: declared here). */
-interface SubmittedTasksRpc {
-  listSubmittedTasks(query: { client_agent_id: string; context_id?: string; statuses?: string[]; page_size: number; page_token?: string }): Promise<RpcResult<{ entries: IndexEntry[]; next_page_token: string; total_size: number }>>;
-}
 
 /** -32602 with an ErrorInfo reason of ours (e.g. CONTEXT_MISMATCH) and string metadata. */
 export function invalidParams(message: string, reason?: string, metadata?: Record<string, string>): A2AError {
@@ -221,17 +216,17 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
       if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) throw invalidParams("pageSize must be between 1 and 100");
       if (params.historyLength !== undefined && params.historyLength < 0) throw invalidParams("historyLength must not be negative");
       if (params.status < 0) throw invalidParams("status is not a TaskState");
-      const session = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(this.actor.session_id)) as unknown as SubmittedTasksRpc;
-      const result = await session.listSubmittedTasks({
+      const session = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(this.actor.session_id));
+      const result = (await session.listSubmittedTasks({
         client_agent_id: this.actor.agent_id,
         ...(params.contextId === "" ? {} : { context_id: params.contextId }),
+        ...(params.status === TaskState.TASK_STATE_UNSPECIFIED ? {} : listFilterOf(params.status)),
         page_size: pageSize,
         ...(params.pageToken === "" ? {} : { page_token: params.pageToken }),
-      });
+      })) as RpcResult<SubmittedTaskPage>;
       if (!result.ok) throw a2aErrorOf(result.error, "");
       const tasks = await Promise.all(result.value.entries.map(async (e) => a2aTaskOf(await this.view(e.task_id), params.historyLength)));
-      const filtered = params.status === TaskState.TASK_STATE_UNSPECIFIED ? tasks : tasks.filter((t) => t.status?.state === params.status);
-      return { tasks: filtered, nextPageToken: result.value.next_page_token, pageSize, totalSize: result.value.total_size };
+      return { tasks, nextPageToken: result.value.next_page_token, pageSize, totalSize: result.value.total_size };
     });
   }
 

@@ -48,6 +48,30 @@ export function a2aStateOf(view: TaskViewJson): TaskState {
   }
 }
 
+/**
+ * The index filter that selects the tasks a2aStateOf puts in `state` (ListTasks' status filter), so the session
+ * pages through exactly those; states this runtime never gives (REJECTED, AUTH_REQUIRED) select none.
+ */
+export function listFilterOf(state: TaskState): { native_statuses: string[]; with_open_actions?: boolean } {
+  const live = ["pending", "running", "paused", "blocked"];
+  switch (state) {
+    case TaskState.TASK_STATE_SUBMITTED:
+      return { native_statuses: ["pending"], with_open_actions: false };
+    case TaskState.TASK_STATE_WORKING:
+      return { native_statuses: live.filter((s) => s !== "pending"), with_open_actions: false };
+    case TaskState.TASK_STATE_INPUT_REQUIRED:
+      return { native_statuses: live, with_open_actions: true };
+    case TaskState.TASK_STATE_COMPLETED:
+      return { native_statuses: ["completed"] };
+    case TaskState.TASK_STATE_FAILED:
+      return { native_statuses: ["failed"] };
+    case TaskState.TASK_STATE_CANCELED:
+      return { native_statuses: ["cancelled"] };
+    default:
+      return { native_statuses: [] };
+  }
+}
+
 /** A text part. */
 export function textPart(text: string): Part {
   return { content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" };
