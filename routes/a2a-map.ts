@@ -167,11 +167,22 @@ export function a2aTaskOf(view: TaskViewJson, historyLength?: number): Task {
   };
 }
 
-/** An input_ref the submission stored, as the part it came from. */
+/** A media type as it may stand in a data URL (type/subtype and parameters, no spaces). */
+const DATA_URL_MEDIA_TYPE = /^[\w.+-]+\/[\w.+-]+(;[\w.+-]+=[\w.+-]+)*$/;
+
+/**
+ * An input_ref the submission stored, as the part it came from. A file comes back as a url part holding its bytes
+ * as a data URL (RFC 2397), not as a raw part: the SDK serialises raw parts with Node's Buffer, which this Worker
+ * does not have.
+ */
 function partOfInputRef(ref: Record<string, unknown>): Part {
   const mediaType = typeof ref.media_type === "string" ? ref.media_type : "";
   const filename = typeof ref.filename === "string" ? ref.filename : "";
   if (ref.kind === "url" && typeof ref.url === "string") return { content: { $case: "url", value: ref.url }, metadata: undefined, filename, mediaType };
+  if (ref.kind === "file" && typeof ref.bytes_base64 === "string") {
+    const urlType = DATA_URL_MEDIA_TYPE.test(mediaType) ? mediaType : "application/octet-stream";
+    return { content: { $case: "url", value: `data:${urlType};base64,${ref.bytes_base64}` }, metadata: undefined, filename, mediaType };
+  }
   if (ref.kind === "data") return { content: { $case: "data", value: ref.data }, metadata: undefined, filename, mediaType: mediaType || "application/json" };
   return dataPart(ref);
 }
@@ -191,20 +202,125 @@ export function textOf(message: Message): string {
     .join("\n\n");
 }
 
-/** The first data part's value, or undefined. */
+/** The first data part's value (a file is not data), or undefined. */
 export function dataOf(message: Message): unknown {
-  for (const p of message.parts) if (p.content?.$case === "data") return p.content.value;
+  for (const p of message.parts) if (p.content?.$case === "data" && !(p.content.value instanceof FileBytes)) return p.content.value;
   return undefined;
+}
+
+/** True when the message has a file (raw) or url part. */
+function hasFileOrUrl(message: Message): boolean {
+  return message.parts.some((p) => p.content?.$case === "raw" || p.content?.$case === "url" || (p.content?.$case === "data" && p.content.value instanceof FileBytes));
 }
 
 /** Base64 of bytes without Buffer (the Worker has no nodejs_compat). */
 function base64Of(bytes: Uint8Array): string {
   let s = "";
-  for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]!);
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   return btoa(s);
 }
 
-/** A message's parts as a task submission (null: nothing to do, no text and no other part). */
+/**
+ * The bytes of a `raw` part, as the route hands them to the SDK. The SDK decodes `raw` with Node's global Buffer,
+ * which this Worker does not have (no nodejs_compat; `wrangler dev` and production answer "Buffer is not
+ * defined"), so the route checks a submitted message's parts itself (prepareWireParts) and turns each raw part into
+ * a data part holding one of these: the SDK passes a data part's value through untouched, and JSON cannot make an
+ * instance of this class, so no client can pass a data part off as a file.
+ */
+export class FileBytes {
+  /** `base64`: standard alphabet, padded (RFC 4648 §4). */
+  constructor(readonly base64: string) {}
+}
+
+/** The content fields of a Part on the wire: exactly one is set (spec §4.1.6). */
+const CONTENT_FIELDS = ["text", "raw", "url", "data"] as const;
+/** ProtoJSON bytes: base64, standard or URL-safe alphabet, padded or not. */
+const BASE64_TEXT = /^[A-Za-z0-9+/_-]*={0,2}$/;
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Set as the SDK's decoder sees it: neither absent nor null. */
+function isSet(value: unknown): boolean {
+  return value !== undefined && value !== null;
+}
+
+/** ProtoJSON bytes text in the standard alphabet, padded; null when it is not base64. */
+export function canonicalBase64(value: unknown): string | null {
+  if (typeof value !== "string" || !BASE64_TEXT.test(value)) return null;
+  const bare = value.replace(/=+$/, "").replace(/-/g, "+").replace(/_/g, "/");
+  if (bare.length % 4 === 1) return null;
+  // Padding, where given, must be what the length calls for.
+  if (value.length !== bare.length && value.length !== bare.length + ((4 - (bare.length % 4)) % 4)) return null;
+  try {
+    return btoa(atob(bare + "=".repeat((4 - (bare.length % 4)) % 4)));
+  } catch {
+    return null;
+  }
+}
+
+/** Why one part on the wire is not a Part we take; a raw part is rewritten in place for the SDK (FileBytes). */
+function prepareWirePart(parts: unknown[], i: number): string | null {
+  const where = `message.parts[${i}]`;
+  const part = parts[i];
+  if (!isPlainObject(part)) return `${where} must be an object`;
+  const present = CONTENT_FIELDS.filter((k) => isSet(part[k]));
+  if (present.length !== 1) return `${where} must have exactly one of text, raw, url or data`;
+  for (const k of ["filename", "mediaType", "media_type"]) if (isSet(part[k]) && typeof part[k] !== "string") return `${where}.${k} must be a string`;
+  if (isSet(part.metadata) && !isPlainObject(part.metadata)) return `${where}.metadata must be an object`;
+  switch (present[0]) {
+    case "text":
+      return typeof part.text === "string" ? null : `${where}.text must be a string`;
+    case "url": {
+      if (typeof part.url !== "string") return `${where}.url must be an absolute URL`;
+      try {
+        new URL(part.url);
+        return null;
+      } catch {
+        return `${where}.url must be an absolute URL`;
+      }
+    }
+    case "raw": {
+      const base64 = canonicalBase64(part.raw);
+      if (base64 === null) return `${where}.raw must be base64 text (RFC 4648, standard or URL-safe alphabet)`;
+      const { raw: _raw, ...rest } = part;
+      parts[i] = { ...rest, data: new FileBytes(base64) };
+      return null;
+    }
+    default:
+      return null;
+  }
+}
+
+/**
+ * Checks the parts of a SendMessage/SendStreamingMessage request as they came on the wire, before the SDK decodes
+ * them, and rewrites its raw parts for the SDK (FileBytes). The problem, said as the -32602 message, or null.
+ * An absent or null message or parts is left to the handler ("params.message is required", "at least one part").
+ */
+export function prepareWireParts(params: Record<string, unknown>): string | null {
+  const message = params.message;
+  if (!isSet(message)) return null;
+  if (!isPlainObject(message)) return "params.message must be an object";
+  const parts = message.parts;
+  if (!isSet(parts)) return null;
+  if (!Array.isArray(parts)) return "message.parts must be an array";
+  for (let i = 0; i < parts.length; i++) {
+    const problem = prepareWirePart(parts, i);
+    if (problem !== null) return problem;
+  }
+  return null;
+}
+
+/**
+ * A message's parts as a task submission (null: nothing to do, no text and no other part). Its input_refs, in the
+ * order of the parts (`filename` and `media_type` only when the part has them):
+ * - data: `{kind: "data", data}`
+ * - raw (bytes): `{kind: "file", bytes_base64, filename?, media_type?}`, base64 in the standard alphabet, padded
+ * - url: `{kind: "url", url, filename?, media_type?}`
+ * Bounds: the whole request is within MAX_BODY_BYTES (the route), and each ref within the core's free-form bound
+ * (MAX_JSON_BYTES of JSON; over it, creating the task is a validation error, -32602).
+ */
 export function submissionOf(message: Message): Submission | null {
   const text = textOf(message).trim();
   const refs: Record<string, unknown>[] = [];
@@ -212,9 +328,10 @@ export function submissionOf(message: Message): Submission | null {
     const meta = { ...(p.mediaType === "" ? {} : { media_type: p.mediaType }), ...(p.filename === "" ? {} : { filename: p.filename }) };
     const c = p.content;
     if (c === undefined || c.$case === "text") continue;
-    if (c.$case === "data") refs.push({ kind: "data", data: c.value ?? null, ...meta });
+    if (c.$case === "data" && c.value instanceof FileBytes) refs.push({ kind: "file", bytes_base64: c.value.base64, ...meta });
+    else if (c.$case === "data") refs.push({ kind: "data", data: c.value ?? null, ...meta });
     else if (c.$case === "url") refs.push({ kind: "url", url: c.value, ...meta });
-    else refs.push({ kind: "raw", bytes_base64: base64Of(c.value as Uint8Array), ...meta });
+    else refs.push({ kind: "file", bytes_base64: base64Of(c.value as Uint8Array), ...meta });
   }
   if (text === "" && refs.length === 0) return null;
   const firstLine = (text.split("\n").find((l) => l.trim() !== "") ?? "").trim();
@@ -232,6 +349,8 @@ const REJECT = new Set(["no", "n", "reject", "rejected", "deny", "denied", "decl
  * `decision`, else the text's yes/approve or no/reject.
  */
 export function responseOf(action: Action, message: Message): Record<string, unknown> | string {
+  // An action's answer is stored as input or a decision: a file or link would be dropped unsaid.
+  if (hasFileOrUrl(message)) return "an open action is answered with text or a data part, not files or URLs";
   const data = dataOf(message);
   const text = textOf(message).trim();
   if (action.kind === "input") {

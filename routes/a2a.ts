@@ -4,8 +4,8 @@
  * it to the official SDK's `JsonRpcTransportHandler` around our handler; streams are answered as SSE.
  */
 import { AgentCard } from "@a2a-js/sdk";
-import { ContentTypeNotSupportedError, VersionNotSupportedError } from "@a2a-js/sdk/errors";
-import { JsonRpcTransportHandler, ServerCallContext, type User } from "@a2a-js/sdk/server";
+import { ContentTypeNotSupportedError, RequestMalformedError, VersionNotSupportedError } from "@a2a-js/sdk/errors";
+import { type A2ARequestHandler, JsonRpcTransportHandler, ServerCallContext, type User } from "@a2a-js/sdk/server";
 import type { Context } from "hono";
 import { secretsEqual, verifyToken } from "../src/auth/tokens.js";
 import { MAX_DOCUMENT_DEPTH, jsonTextDepth } from "../src/core/index.js";
@@ -13,6 +13,7 @@ import { readConfig } from "../src/env.js";
 import { hexOf } from "../src/hex.js";
 import { reportIncident } from "../src/incident.js";
 import { RuntimeA2AHandler } from "./a2a-handler.js";
+import { prepareWireParts } from "./a2a-map.js";
 import { type AppEnv, actorOf } from "./auth.js";
 
 /** The protocol version this interface serves. */
@@ -90,13 +91,49 @@ class TokenUser implements User {
   }
 }
 
+/** What the SDK did with our handler in one request: whether it called it, and whether the call failed. */
+interface Observed {
+  readonly handler: A2ARequestHandler;
+  called: boolean;
+  failed: boolean;
+}
+
+/**
+ * Our handler as the SDK gets it, noting calls and failures. The SDK decodes the params before it calls the
+ * handler, and answers anything its decoder throws as -32603 with the JS message ("Cannot read properties of
+ * null"): an error answer for a call that never happened is such a failure; one for a call that succeeded is
+ * a failure to serialise our answer. Errors our handler throws are already ours (A2A errors, incident ids).
+ */
+function observed(handler: A2ARequestHandler): Observed {
+  const seen = { called: false, failed: false };
+  const proxy = new Proxy(handler, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        seen.called = true;
+        const out: unknown = value.apply(target, args);
+        if (out instanceof Promise) out.catch(() => (seen.failed = true));
+        return out;
+      };
+    },
+  });
+  return Object.assign(seen, { handler: proxy });
+}
+
+/** -32602 (with the spec's ErrorInfo, reason INVALID_PARAMS) and a message of ours. */
+function invalidParams(id: RpcId, message: string): Response {
+  return rpcError(id, JsonRpcTransportHandler.mapToJSONRPCError(new RequestMalformedError(message)));
+}
+
 const encoder = new TextEncoder();
 const sseFrame = (value: unknown, event?: string) => encoder.encode(`${event === undefined ? "" : `event: ${event}\n`}data: ${JSON.stringify(value)}\n\n`);
 
 /**
  * POST /a2a. The ladder (design decision 1): bearer token (401; a token of another role or the admin's: 403),
  * Content-Type (415, -32005), JSON (-32700), envelope and id (-32600), A2A-Version (absent: 1.0; `1.0.x`: 1.0;
- * else -32009); then the SDK's transport dispatches the method to our handler.
+ * else -32009), a sent message's parts (-32602; raw ones rewritten, see prepareWireParts); then the SDK's transport
+ * dispatches the method to our handler. Params the SDK cannot decode are -32602 with a message of ours.
  */
 export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
   const auth = c.req.header("authorization");
@@ -132,7 +169,8 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
     return rpcError(id, { code: -32600, message: "Request payload validation error: jsonrpc \"2.0\", a method and an id (string or integer) are required" });
   }
   // We declare no tenant: a tenant param is ignored (and the SDK's context refuses to be given one twice).
-  if (typeof request.params === "object" && request.params !== null && !Array.isArray(request.params)) delete (request.params as Record<string, unknown>).tenant;
+  const params = typeof request.params === "object" && request.params !== null && !Array.isArray(request.params) ? (request.params as Record<string, unknown>) : undefined;
+  if (params !== undefined) delete params.tenant;
 
   const requested = c.req.header("a2a-version") ?? c.req.query("A2A-Version");
   const version = requested === undefined || requested.trim() === "" ? A2A_VERSION : normalizedVersion(requested);
@@ -140,19 +178,31 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
     const error = new VersionNotSupportedError({ message: `A2A version ${requested!.slice(0, 20)} is not supported`, metadata: { requestedVersion: requested!.slice(0, 20), supportedVersions: A2A_VERSION } });
     return rpcError(id, JsonRpcTransportHandler.mapToJSONRPCError(error));
   }
+  // Parts are checked here, and raw (bytes) ones rewritten, before the SDK's decoder (which needs Node's Buffer) sees them.
+  if (params !== undefined && (request.method === "SendMessage" || request.method === "SendStreamingMessage")) {
+    const problem = prepareWireParts(params);
+    if (problem !== null) return invalidParams(id, problem);
+  }
 
   const origin = new URL(c.req.url).origin;
   const actor = actorOf(claims);
   const ctx = new ServerCallContext({ user: new TokenUser(actor.agent_id), requestedVersion: A2A_VERSION, state: new Map<string, unknown>([["actor", actor]]) });
-  const transport = new JsonRpcTransportHandler(new RuntimeA2AHandler(c.env, agentCard(origin), actor));
+  const seen = observed(new RuntimeA2AHandler(c.env, agentCard(origin), actor));
+  const transport = new JsonRpcTransportHandler(seen.handler);
   let out: Awaited<ReturnType<JsonRpcTransportHandler["handle"]>>;
   try {
     out = await transport.handle(request, ctx);
   } catch (e) {
     return rpcError(id, { code: -32603, message: reportIncident(e, `a2a ${request.method}`).message }, 500);
   }
-  if (!(Symbol.asyncIterator in out)) return Response.json(out, { status: (out.error as { code?: number } | undefined)?.code === -32603 ? 500 : 200 });
-  return sseResponse(out, id);
+  if (Symbol.asyncIterator in out) return sseResponse(out, id);
+  const error = out.error as { code?: number; message?: unknown } | undefined;
+  if (error?.code === -32603 && !seen.failed) {
+    // Not our handler's error: the SDK could not decode the params (the client's fault), or could not serialise our answer (a bug).
+    if (!seen.called) return invalidParams(id, `params are not a valid ${request.method.slice(0, 50)} request: a field has the wrong type`);
+    return rpcError(id, { code: -32603, message: reportIncident(new Error(String(error.message)), `a2a ${request.method} answer`).message }, 500);
+  }
+  return Response.json(out, { status: error?.code === -32603 ? 500 : 200 });
 }
 
 /** A stream's answer: its first event awaited (an error before it is a plain JSON-RPC error), then SSE. */
