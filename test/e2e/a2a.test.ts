@@ -195,4 +195,16 @@ describe("A2A over real HTTP", () => {
       expect(refused.body.result).toBeUndefined();
     }
   });
+
+  it("Should take a raw-bytes part under real workerd, which has no Node Buffer, and give it back in the task's history", async () => {
+    const token = await a2aClientToken();
+    const parts = [{ text: "Summarise this file" }, { raw: "aGVsbG8=", filename: "hello.txt", mediaType: "text/plain" }];
+    const sent = await rawRpc({ ...SEND, params: { ...SEND.params, message: { ...SEND.params.message, parts } } }, { authorization: `Bearer ${token}` });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    const id = sent.body.result.task.id as string;
+    const got = await rawRpc({ jsonrpc: "2.0", id: 2, method: "GetTask", params: { id } }, { authorization: `Bearer ${token}` });
+    expect(got.status).toBe(200);
+    const file = got.body.result.history[0].parts.find((p: { filename?: string }) => p.filename === "hello.txt");
+    expect(file.url).toBe("data:text/plain;base64,aGVsbG8=");
+  });
 });
