@@ -884,6 +884,14 @@ describe("authentication and scope", () => {
     expect((await jsonRpc(otherToken, "GetTask", { id: theirs.id })).body.result.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
   });
 
+  it("AUTH-INTASK-001..004 (N/A: this agent never uses AUTH_REQUIRED): Should surface a human approval as INPUT_REQUIRED on the Task, its question in status.message", async () => {
+    // Approvals are answered in-band (yes/no), never with credentials, so INPUT_REQUIRED (design decision 6).
+    const task = await submit();
+    expectOk(await call("POST", `${taskPath(task.id)}/actions`, S.orch, { kind: "approval", prompt: "May I email the board?" }), 201);
+    const seen = (await jsonRpc(token, "GetTask", { id: task.id })).body.result;
+    expect(seen.status).toMatchObject({ state: "TASK_STATE_INPUT_REQUIRED", message: { role: "ROLE_AGENT", parts: [{ text: "May I email the board?" }] } });
+  });
+
   it("AUTH-SCOPE-003: Should answer another client's task exactly as a task that does not exist", async () => {
     const theirs = (await submit(unique("Hidden"), {}, otherToken)).id;
     const missing = `a2a-${crypto.randomUUID().replaceAll("-", "").slice(0, 26)}`;
