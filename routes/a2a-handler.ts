@@ -226,6 +226,8 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
       })) as RpcResult<SubmittedTaskPage>;
       if (!result.ok) throw a2aErrorOf(result.error, "");
       const tasks = await Promise.all(result.value.entries.map(async (e) => a2aTaskOf(await this.view(e.task_id), params.historyLength)));
+      // Spec (ListTasks): artifacts only when asked for with includeArtifacts.
+      if (params.includeArtifacts !== true) for (const task of tasks) task.artifacts = [];
       return { tasks, nextPageToken: result.value.next_page_token, pageSize, totalSize: result.value.total_size };
     });
   }

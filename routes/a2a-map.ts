@@ -294,6 +294,35 @@ function prepareWirePart(parts: unknown[], i: number): string | null {
 }
 
 /**
+ * The media types a submitted message's parts may have (the Agent Card's defaultInputModes): text and JSON, and
+ * the files a task commonly starts from. A part without one is text, JSON or bytes by its kind.
+ */
+export const INPUT_MODES: readonly string[] = [
+  "text/plain", "text/markdown", "text/csv", "text/html", "application/json",
+  "application/pdf", "application/octet-stream", "image/png", "image/jpeg", "image/gif", "image/webp",
+];
+
+/** The first part whose media type is not one of INPUT_MODES (its index and type), or null (spec: -32005). */
+export function unsupportedMediaType(params: Record<string, unknown>): { index: number; mediaType: string } | null {
+  const parts = (params.message as { parts?: unknown } | undefined)?.parts;
+  if (!Array.isArray(parts)) return null;
+  for (const [index, part] of parts.entries()) {
+    if (!isPlainObject(part)) continue;
+    const type = part.mediaType ?? part.media_type;
+    // Parameters (`; charset=utf-8`) and case do not make another type.
+    if (typeof type === "string" && type !== "" && !INPUT_MODES.includes(type.split(";")[0]!.trim().toLowerCase())) return { index, mediaType: type.slice(0, 100) };
+  }
+  return null;
+}
+
+/** Why a sent message's role is not the client's (spec §5.7: role is required; a client speaks as ROLE_USER), or null. */
+export function wrongRole(params: Record<string, unknown>): string | null {
+  const message = params.message;
+  if (!isPlainObject(message)) return null;
+  return message.role === "ROLE_USER" ? null : "message.role must be ROLE_USER: a client's message is the user's";
+}
+
+/**
  * Checks the parts of a SendMessage/SendStreamingMessage request as they came on the wire, before the SDK decodes
  * them, and rewrites its raw parts for the SDK (FileBytes). The problem, said as the -32602 message, or null.
  * An absent or null message or parts is left to the handler ("params.message is required", "at least one part").

@@ -13,7 +13,7 @@ import { readConfig } from "../src/env.js";
 import { hexOf } from "../src/hex.js";
 import { reportIncident } from "../src/incident.js";
 import { RuntimeA2AHandler } from "./a2a-handler.js";
-import { prepareWireParts } from "./a2a-map.js";
+import { INPUT_MODES, prepareWireParts, unsupportedMediaType, wrongRole } from "./a2a-map.js";
 import { type AppEnv, actorOf } from "./auth.js";
 
 /** The protocol version this interface serves. */
@@ -35,7 +35,7 @@ export function agentCard(origin: string): AgentCard {
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
     securitySchemes: { bearer: { scheme: { $case: "httpAuthSecurityScheme", value: { description: "A session token with role a2a_client", scheme: "Bearer", bearerFormat: "JWT" } } } },
     securityRequirements: [{ schemes: { bearer: { list: [] } } }],
-    defaultInputModes: ["text/plain", "application/json"],
+    defaultInputModes: [...INPUT_MODES],
     defaultOutputModes: ["text/plain", "application/json"],
     skills: [
       {
@@ -180,8 +180,13 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
   }
   // Parts are checked here, and raw (bytes) ones rewritten, before the SDK's decoder (which needs Node's Buffer) sees them.
   if (params !== undefined && (request.method === "SendMessage" || request.method === "SendStreamingMessage")) {
-    const problem = prepareWireParts(params);
+    const problem = prepareWireParts(params) ?? wrongRole(params);
     if (problem !== null) return invalidParams(id, problem);
+    const unsupported = unsupportedMediaType(params);
+    if (unsupported !== null) {
+      const message = `message.parts[${unsupported.index}] has media type ${unsupported.mediaType}; accepted: ${INPUT_MODES.join(", ")}`;
+      return rpcError(id, JsonRpcTransportHandler.mapToJSONRPCError(new ContentTypeNotSupportedError({ message, metadata: { mediaType: unsupported.mediaType } })));
+    }
   }
 
   const origin = new URL(c.req.url).origin;
