@@ -7,12 +7,13 @@
  */
 import { type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
 import type { Client } from "@a2a-js/sdk/client";
+import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { a2aStateOf, a2aStateRank, a2aStreamStateOf, a2aTaskOf, a2aUpdatesOf, isTerminalA2a, type TaskViewJson } from "../../routes/a2a-map.js";
 import { projectEvent, replay, taskGetAnswer, taskGetPage, type WalEvent } from "../../src/core/index.js";
 import { connectA2a, data, send } from "./a2a-clients.js";
 import { call, newSession, step, type TestSession } from "./helpers.js";
-import { eventually, expectOk, mintRole, walOf } from "./support.js";
+import { eventually, expectOk, mintRole, taskStub, walOf } from "./support.js";
 
 let S: TestSession;
 let client: Client;
@@ -110,6 +111,39 @@ function expectEndsAtTerminal(events: StreamResponse[], terminal: TaskState): vo
   expect(terminals).toHaveLength(1);
 }
 
+/** The task view GET .../tasks/{tid} answers after the first `n` WAL events. */
+function viewAt(wal: WalEvent[], n: number): TaskViewJson {
+  const state = replay(wal.slice(0, n));
+  const page = taskGetPage(state, {});
+  if (!page.ok) throw new Error(page.error.message);
+  return JSON.parse(JSON.stringify(taskGetAnswer(state, page.value))) as TaskViewJson;
+}
+
+/** The updates a stream opened after the first `n` WAL events sends: the mapper folded over the rest, stopping at the end. */
+function updatesAfter(wal: WalEvent[], n: number): StreamResponse[] {
+  const view = viewAt(wal, n);
+  const mapped = a2aStreamStateOf(view, a2aTaskOf(view));
+  const out: StreamResponse[] = [];
+  for (const e of wal.slice(n)) {
+    for (const event of projectEvent(e)) {
+      out.push(...a2aUpdatesOf(mapped, event));
+      if (isTerminalA2a(mapped.sent)) return out;
+    }
+  }
+  return out;
+}
+
+/** Ends the task object's event streams as their lifetime (SSE_MAX_STREAM_MS) would; how many it ended. */
+async function endEventStreams(taskId: string): Promise<number> {
+  return runInDurableObject(taskStub(S.sid, taskId), async (instance) => {
+    // The hub is the object's own; closing with "lifetime" is what its timer does.
+    const hub = (instance as unknown as { hub: { subscribers: Set<unknown>; close(sub: unknown, reason: string): void } }).hub;
+    const subs = [...hub.subscribers];
+    for (const sub of subs) hub.close(sub, "lifetime");
+    return subs.length;
+  });
+}
+
 describe("SubscribeToTask after a dropped stream", () => {
   it("Should start the new stream with a Task holding everything done while the client was away, then the later updates to the end", async () => {
     const task = await submit();
@@ -143,6 +177,29 @@ describe("SubscribeToTask after a dropped stream", () => {
     const later = await after.rest();
     expect(later.map(label)).toEqual(["TASK_STATE_WORKING", "artifact:result", "TASK_STATE_COMPLETED"]);
     expectNoRegression(statesOf(after.first, later));
+  });
+});
+
+describe("task event streams that end before the task", () => {
+  it("Should reopen the task's event stream after its last runtime event, so the client gets each update once, as the WAL says", async () => {
+    const task = await submit();
+    await plan(task.id, step("one"), step("two", ["one"]));
+    const sub = await subscribe(task.id);
+    const openedAt = (await walOf(taskPath(task.id), S.orch)).length;
+    const events = sub.rest();
+    await finish(task.id, "one", await claim(task.id, "one"));
+    await eventually(async () => expect(await endEventStreams(task.id)).toBe(1));
+    // A WAL event of two runtime events (action.required, task.waiting), then the stream ends again.
+    expectOk(await call("POST", `${taskPath(task.id)}/actions`, S.orch, { kind: "input", prompt: "Which format?" }), 201);
+    await eventually(async () => expect(await endEventStreams(task.id)).toBe(1));
+    await client.sendMessage(send("PDF", { taskId: task.id }, { returnImmediately: true }));
+    await finish(task.id, "two", await claim(task.id, "two"));
+    expectOk(await call("POST", `${taskPath(task.id)}/complete`, S.orch, { reason: "Both parts done" }));
+    const got = await events;
+    expect(got).toEqual(updatesAfter(await walOf(taskPath(task.id), S.orch), openedAt));
+    expect(got.map(label)).toEqual([
+      "TASK_STATE_WORKING", "artifact:one", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING", "TASK_STATE_WORKING", "artifact:two", "artifact:result", "TASK_STATE_COMPLETED",
+    ]);
   });
 });
 
@@ -237,13 +294,6 @@ describe("stream order", () => {
 });
 
 describe("the runtime event mapper", () => {
-  /** The task view GET .../tasks/{tid} answers after the first `n` WAL events. */
-  const viewAt = (wal: WalEvent[], n: number): TaskViewJson => {
-    const state = replay(wal.slice(0, n));
-    const page = taskGetPage(state, {});
-    if (!page.ok) throw new Error(page.error.message);
-    return JSON.parse(JSON.stringify(taskGetAnswer(state, page.value))) as TaskViewJson;
-  };
   const textOfStatus = (t: Task | { status?: Task["status"] }) => JSON.stringify(t.status?.message?.parts ?? []);
 
   it("Should, from a snapshot at any point of a real WAL, say after each later event the state, status text and artifacts GetTask says then", async () => {
