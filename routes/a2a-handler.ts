@@ -86,9 +86,12 @@ async function guarded<T>(where: string, run: () => Promise<T>): Promise<T> {
  * The runtime events of a task event stream, in order, and "end" for its end frame; the stream closes when the
  * task ends or its lifetime (SSE_MAX_STREAM_MS) is over. Cancelled when the caller stops reading.
  */
-async function* runtimeEventsOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<RuntimeEvent | "end", void, undefined> {
+async function* runtimeEventsOf(stream: ReadableStream<Uint8Array>, gone: AbortSignal | undefined): AsyncGenerator<RuntimeEvent | "end", void, undefined> {
   const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
   const parser = new SseParser();
+  // The client went away: the pending read ends at once (else the slot is held until the task's next event).
+  const stop = () => void reader.cancel().catch(() => undefined);
+  gone?.addEventListener("abort", stop);
   try {
     for (;;) {
       const chunk = await reader.read();
@@ -96,8 +99,16 @@ async function* runtimeEventsOf(stream: ReadableStream<Uint8Array>): AsyncGenera
       for (const frame of parser.push(chunk.value)) yield frame.event === "end" ? "end" : (JSON.parse(frame.data) as RuntimeEvent);
     }
   } finally {
+    gone?.removeEventListener("abort", stop);
     await reader.cancel().catch(() => undefined);
   }
+}
+
+/** The signal a route aborts when the client of a stream goes away (ServerCallContext state `STREAM_GONE`), if any. */
+export const STREAM_GONE = "stream_gone";
+function goneSignalOf(ctx: ServerCallContext): AbortSignal | undefined {
+  const value = ctx.state?.get(STREAM_GONE);
+  return value instanceof AbortSignal ? value : undefined;
 }
 
 /** Text of an RPC answer that may be JSON text or a stream of it (a large page). */
@@ -247,22 +258,22 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     });
   }
 
-  async *sendMessageStream(params: SendMessageRequest, _ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+  async *sendMessageStream(params: SendMessageRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const taskId = await guarded("a2a SendStreamingMessage", () => this.submit(params));
-    yield* this.follow(taskId, true, params.configuration?.historyLength);
+    yield* this.follow(taskId, true, goneSignalOf(ctx), params.configuration?.historyLength);
   }
 
-  async *resubscribe(params: SubscribeToTaskRequest, _ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    yield* this.follow(params.id, false);
+  async *resubscribe(params: SubscribeToTaskRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    yield* this.follow(params.id, false, goneSignalOf(ctx));
   }
 
   /**
    * The task's stream (design decision 8): its Task at WAL position N first, then the updates its runtime events
    * after N mean (a2aUpdatesOf: no re-read of the task), in WAL order, so every subscriber sends the same ones;
    * closed at a terminal state (and, for SendStreamingMessage, at INPUT_REQUIRED) with that status last.
-   * Subscribing to a task that has ended is -32004.
+   * Subscribing to a task that has ended is -32004. Ends, reading nothing more, when `gone` is aborted.
    */
-  private async *follow(taskId: string, untilInterrupted: boolean, historyLength?: number): AsyncGenerator<StreamResponse, void, undefined> {
+  private async *follow(taskId: string, untilInterrupted: boolean, gone: AbortSignal | undefined, historyLength?: number): AsyncGenerator<StreamResponse, void, undefined> {
     const first = await guarded("a2a stream", () => this.view(taskId));
     const task = a2aTaskOf(first, historyLength);
     const ends = (state: TaskState) => isTerminalA2a(state) || (untilInterrupted && state === TaskState.TASK_STATE_INPUT_REQUIRED);
@@ -273,13 +284,13 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     // The last runtime event mapped (every one of WAL event N: the snapshot includes them); later ones only.
     let last = runtimeSequence(first.wal_seq, SEQUENCE_STRIDE - 1);
     const stub = this.stub(taskId);
-    for (;;) {
+    while (gone?.aborted !== true) {
       // The task's event stream ends after SSE_MAX_STREAM_MS: it is reopened after the last runtime event mapped.
       const at = sequencePosition(last);
       const opened = (await stub.streamEvents(this.actor, { seq: at.walSeq, k: at.k === SEQUENCE_STRIDE - 1 ? null : at.k })) as RpcResult<ReadableStream<Uint8Array>>;
       let events: AsyncIterable<RuntimeEvent | "end"> | Iterable<RuntimeEvent>;
-      if (opened.ok) events = runtimeEventsOf(opened.value);
-      else if (opened.error.code === "rate_limited") events = await this.walPage(taskId, at.k === SEQUENCE_STRIDE - 1 ? at.walSeq : at.walSeq - 1);
+      if (opened.ok) events = runtimeEventsOf(opened.value, gone);
+      else if (opened.error.code === "rate_limited") events = await this.walPage(taskId, at.k === SEQUENCE_STRIDE - 1 ? at.walSeq : at.walSeq - 1, gone);
       else throw a2aErrorOf(opened.error, taskId);
       for await (const event of events) {
         if (event === "end") {
@@ -300,12 +311,22 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
    * The runtime events of the next page of the task's WAL after `afterSeq`, read when its event stream already
    * has as many subscribers as it serves; after a pause when there is nothing new, so the caller tries again.
    */
-  private async walPage(taskId: string, afterSeq: number): Promise<RuntimeEvent[]> {
+  private async walPage(taskId: string, afterSeq: number, gone: AbortSignal | undefined): Promise<RuntimeEvent[]> {
     const page = (await this.stub(taskId).readWal(this.actor, afterSeq, WAL_PAGE)) as RpcResult<{ ndjson: string; last_wal_seq: number }>;
     if (!page.ok) throw a2aErrorOf(page.error, taskId);
     const out: RuntimeEvent[] = [];
     for (const line of page.value.ndjson.split("\n")) if (line !== "") out.push(...projectEvent(JSON.parse(line) as WalEvent));
-    if (out.length === 0) await new Promise((r) => setTimeout(r, WAL_POLL_MS));
+    if (out.length === 0 && gone?.aborted !== true) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, WAL_POLL_MS);
+        function done() {
+          clearTimeout(timer);
+          gone?.removeEventListener("abort", done);
+          resolve();
+        }
+        gone?.addEventListener("abort", done);
+      });
+    }
     return out;
   }
 

@@ -7,20 +7,28 @@
  */
 import { type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
 import type { Client } from "@a2a-js/sdk/client";
-import { runInDurableObject } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
+import { ServerCallContext } from "@a2a-js/sdk/server";
 import { beforeAll, describe, expect, it } from "vitest";
+import { agentCard } from "../../routes/a2a.js";
+import { RuntimeA2AHandler, STREAM_GONE } from "../../routes/a2a-handler.js";
+import { actorOf } from "../../routes/auth.js";
+import { verifyToken } from "../../src/auth/tokens.js";
+import type { Env } from "../../src/env.js";
 import { a2aStateOf, a2aStateRank, a2aStreamStateOf, a2aTaskOf, a2aUpdatesOf, isTerminalA2a, type TaskViewJson } from "../../routes/a2a-map.js";
 import { projectEvent, replay, taskGetAnswer, taskGetPage, type WalEvent } from "../../src/core/index.js";
 import { connectA2a, data, send } from "./a2a-clients.js";
 import { call, newSession, step, type TestSession } from "./helpers.js";
-import { eventually, expectOk, mintRole, taskStub, walOf } from "./support.js";
+import { BASE, eventually, expectOk, mintRole, TOKEN_SECRET, taskStub, walOf } from "./support.js";
 
 let S: TestSession;
 let client: Client;
+let clientToken: string;
 
 beforeAll(async () => {
   S = await newSession();
-  client = await connectA2a(await mintRole(S, "a2a_client", "stream-partner"));
+  clientToken = await mintRole(S, "a2a_client", "stream-partner");
+  client = await connectA2a(clientToken);
 });
 
 const taskPath = (id: string) => `/v1/sessions/${S.sid}/tasks/${id}`;
@@ -133,6 +141,11 @@ function updatesAfter(wal: WalEvent[], n: number): StreamResponse[] {
   return out;
 }
 
+/** How many event streams the task object serves now. */
+async function openEventStreams(taskId: string): Promise<number> {
+  return runInDurableObject(taskStub(S.sid, taskId), async (instance) => (instance as unknown as { hub: { stats: { open: number } } }).hub.stats.open);
+}
+
 /** Ends the task object's event streams as their lifetime (SSE_MAX_STREAM_MS) would; how many it ended. */
 async function endEventStreams(taskId: string): Promise<number> {
   return runInDurableObject(taskStub(S.sid, taskId), async (instance) => {
@@ -200,6 +213,34 @@ describe("task event streams that end before the task", () => {
     expect(got.map(label)).toEqual([
       "TASK_STATE_WORKING", "artifact:one", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING", "TASK_STATE_WORKING", "artifact:two", "artifact:result", "TASK_STATE_COMPLETED",
     ]);
+  });
+});
+
+describe("a client that goes away", () => {
+  it("Should stop the handler's stream and free the task's event stream when the route signals the client gone", async () => {
+    const task = await submit();
+    await plan(task.id, step("idle"));
+    const claims = (await verifyToken(TOKEN_SECRET, clientToken))!;
+    const gone = new AbortController();
+    const ctx = new ServerCallContext({ requestedVersion: "1.0", state: new Map<string, unknown>([["actor", actorOf(claims)], [STREAM_GONE, gone.signal]]) });
+    const handler = new RuntimeA2AHandler(env as unknown as Env, agentCard(BASE), actorOf(claims));
+    const stream = handler.resubscribe({ tenant: "", id: task.id }, ctx);
+    expect((await stream.next()).value?.payload?.$case).toBe("task");
+    const pending = stream.next();
+    await eventually(async () => expect(await openEventStreams(task.id)).toBe(1));
+    gone.abort();
+    // Nothing happens on the task: the stream ends because the client left, not because an event came.
+    expect((await pending).done).toBe(true);
+    await eventually(async () => expect(await openEventStreams(task.id)).toBe(0));
+  });
+
+  it("Should free the task's event stream when the official client aborts its SubscribeToTask, with the task idle", async () => {
+    const task = await submit();
+    await plan(task.id, step("idle"));
+    const sub = await subscribe(task.id);
+    await eventually(async () => expect(await openEventStreams(task.id)).toBe(1));
+    sub.abort.abort();
+    await eventually(async () => expect(await openEventStreams(task.id)).toBe(0));
   });
 });
 
