@@ -385,9 +385,13 @@ export function a2aUpdatesOf(s: A2aStreamState, e: RuntimeEventLike): StreamResp
   const out: StreamResponse[] = [];
   const ids = { taskId: s.taskId, contextId: s.contextId };
   const p = e.payload;
-  const step = e.stepId === undefined ? undefined : s.steps.get(e.stepId);
-  // Results a step reports on the way (started, updated, blocked, failed) stay on it, as the record keeps them.
+  // A step the snapshot did not list (a view pages a very large task) is learnt from its events.
+  let step = e.stepId === undefined ? undefined : s.steps.get(e.stepId);
+  if (step === undefined && e.stepId !== undefined) s.steps.set(e.stepId, (step = { title: e.stepId, result_summary: null, artifact_ids: [] }));
   if (step !== undefined) {
+    const snapshot = p.step as { title?: unknown } | undefined;
+    if (e.type === "task.attempt.started" && typeof snapshot?.title === "string") step.title = snapshot.title;
+    // Results a step reports on the way (started, updated, blocked, failed) stay on it, as the record keeps them.
     if (typeof p.resultSummary === "string") step.result_summary = p.resultSummary;
     if (Array.isArray(p.artifactIds)) step.artifact_ids = p.artifactIds.map(String);
   }

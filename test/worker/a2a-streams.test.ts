@@ -239,6 +239,7 @@ describe("a client that goes away", () => {
     await plan(task.id, step("idle"));
     const sub = await subscribe(task.id);
     await eventually(async () => expect(await openEventStreams(task.id)).toBe(1));
+    // The route cancels the SSE body; it must also abort the handler's STREAM_GONE signal.
     sub.abort.abort();
     await eventually(async () => expect(await openEventStreams(task.id)).toBe(0));
   });
@@ -368,6 +369,20 @@ describe("the runtime event mapper", () => {
         for (const a of truth.artifacts) expect(artifacts.get(a.artifactId), `${where}: ${a.artifactId}`).toEqual(a);
       }
     }
+  });
+
+  it("Should learn a step the snapshot did not list from its events, its title from its claim (a very large task's view is a page)", async () => {
+    const task = await submit();
+    await plan(task.id, step("late"));
+    const planned = (await walOf(taskPath(task.id), S.orch)).length;
+    await finish(task.id, "late", await claim(task.id, "late"));
+    const wal = await walOf(taskPath(task.id), S.orch);
+    const paged = { ...viewAt(wal, planned), steps: [] };
+    const mapped = a2aStreamStateOf(paged, a2aTaskOf(paged));
+    const updates = wal.slice(planned).flatMap((e) => projectEvent(e).flatMap((event) => a2aUpdatesOf(mapped, event)));
+    const artifacts = updates.flatMap((u) => (u.payload?.$case === "artifactUpdate" ? [u.payload.value.artifact] : []));
+    expect(artifacts).toEqual(a2aTaskOf(viewAt(wal, wal.length)).artifacts);
+    expect(artifacts[0]!.name).toBe("Step late");
   });
 
   it("Should say a task progress report's summary as a WORKING status update, and nothing for a heartbeat of the same state", async () => {
