@@ -21,19 +21,23 @@ import {
 import { A2AError, PushNotificationNotSupportedError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
 import { monotonicFactory } from "ulid";
-import { type Actor, ID_PATTERN, type RuntimeError } from "../src/core/index.js";
+import { type Actor, ID_PATTERN, projectEvent, type RuntimeError, type RuntimeEvent, runtimeSequence, SEQUENCE_STRIDE, sequencePosition, type WalEvent } from "../src/core/index.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import { reportIncident } from "../src/incident.js";
 import { SseParser } from "../src/client/sse-parser.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
 import type { SubmittedTaskPage } from "../durable-objects/session-rpc.js";
-import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
+import { a2aStateOf, a2aStreamStateOf, a2aTaskOf, a2aUpdatesOf, isTerminalA2a, listFilterOf, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
 
 const newId = monotonicFactory();
 const lowerId = () => newId().toLowerCase();
 
 /** Pause between two reads of a blocking SendMessage's task. */
 const SEND_POLL_MS = 200;
+
+/** WAL events per read, and the pause before reading again, of a stream whose task event stream is full. */
+const WAL_PAGE = 100;
+const WAL_POLL_MS = 500;
 
 /** -32602 with an ErrorInfo reason of ours (e.g. CONTEXT_MISMATCH) and string metadata. */
 export function invalidParams(message: string, reason?: string, metadata?: Record<string, string>): A2AError {
@@ -78,9 +82,33 @@ async function guarded<T>(where: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** What a status update would say: its state and message (a new open action is a new question). */
-function statusKey(task: Task): string {
-  return `${task.status?.state}|${task.status?.message?.messageId ?? ""}`;
+/**
+ * The runtime events of a task event stream, in order, and "end" for its end frame; the stream closes when the
+ * task ends or its lifetime (SSE_MAX_STREAM_MS) is over. Cancelled when the caller stops reading.
+ */
+async function* runtimeEventsOf(stream: ReadableStream<Uint8Array>, gone: AbortSignal | undefined): AsyncGenerator<RuntimeEvent | "end", void, undefined> {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  const parser = new SseParser();
+  // The client went away: the pending read ends at once (else the slot is held until the task's next event).
+  const stop = () => void reader.cancel().catch(() => undefined);
+  gone?.addEventListener("abort", stop);
+  try {
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) return;
+      for (const frame of parser.push(chunk.value)) yield frame.event === "end" ? "end" : (JSON.parse(frame.data) as RuntimeEvent);
+    }
+  } finally {
+    gone?.removeEventListener("abort", stop);
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+/** The signal a route aborts when the client of a stream goes away (ServerCallContext state `STREAM_GONE`), if any. */
+export const STREAM_GONE = "stream_gone";
+function goneSignalOf(ctx: ServerCallContext): AbortSignal | undefined {
+  const value = ctx.state?.get(STREAM_GONE);
+  return value instanceof AbortSignal ? value : undefined;
 }
 
 /** Text of an RPC answer that may be JSON text or a stream of it (a large page). */
@@ -232,67 +260,76 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     });
   }
 
-  async *sendMessageStream(params: SendMessageRequest, _ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+  async *sendMessageStream(params: SendMessageRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const taskId = await guarded("a2a SendStreamingMessage", () => this.submit(params));
-    yield* this.follow(taskId, true, params.configuration?.historyLength);
+    yield* this.follow(taskId, true, goneSignalOf(ctx), params.configuration?.historyLength);
   }
 
-  async *resubscribe(params: SubscribeToTaskRequest, _ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    yield* this.follow(params.id, false);
+  async *resubscribe(params: SubscribeToTaskRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    yield* this.follow(params.id, false, goneSignalOf(ctx));
   }
 
   /**
    * The task's stream (design decision 8): its Task at WAL position N first, then the updates its runtime events
-   * after N mean; closed at a terminal state (and, for SendStreamingMessage, at INPUT_REQUIRED). Subscribing to a
-   * task that has ended is -32004.
+   * after N mean (a2aUpdatesOf: no re-read of the task), in WAL order, so every subscriber sends the same ones;
+   * closed at a terminal state (and, for SendStreamingMessage, at INPUT_REQUIRED) with that status last.
+   * Subscribing to a task that has ended is -32004. Ends, reading nothing more, when `gone` is aborted.
    */
-  private async *follow(taskId: string, untilInterrupted: boolean, historyLength?: number): AsyncGenerator<StreamResponse, void, undefined> {
+  private async *follow(taskId: string, untilInterrupted: boolean, gone: AbortSignal | undefined, historyLength?: number): AsyncGenerator<StreamResponse, void, undefined> {
     const first = await guarded("a2a stream", () => this.view(taskId));
     const task = a2aTaskOf(first, historyLength);
-    const state = task.status!.state;
-    if (!untilInterrupted && isTerminalA2a(state)) throw new UnsupportedOperationError({ message: `Task ${taskId} is in a terminal state`, metadata: { taskId } });
+    const ends = (state: TaskState) => isTerminalA2a(state) || (untilInterrupted && state === TaskState.TASK_STATE_INPUT_REQUIRED);
+    if (!untilInterrupted && isTerminalA2a(task.status!.state)) throw new UnsupportedOperationError({ message: `Task ${taskId} is in a terminal state`, metadata: { taskId } });
     yield { payload: { $case: "task", value: task } };
-    if (isTerminalA2a(state) || (untilInterrupted && state === TaskState.TASK_STATE_INPUT_REQUIRED)) return;
-    let lastKey = statusKey(task);
-    let reached = state;
-    let seenSeq = first.wal_seq;
-    const sent = new Set(task.artifacts.map((a) => a.artifactId));
-    // The task's event stream ends after SSE_MAX_STREAM_MS: it is reopened after the last WAL event read.
-    for (;;) {
-      const opened = (await this.stub(taskId).streamEvents(this.actor, { seq: seenSeq, k: null })) as RpcResult<ReadableStream<Uint8Array>>;
-      if (!opened.ok) throw a2aErrorOf(opened.error, taskId);
-      const reader = opened.value.pipeThrough(new TextDecoderStream()).getReader();
-      const parser = new SseParser();
-      try {
-        for (;;) {
-          const chunk = await reader.read();
-          if (chunk.done) break;
-          // Heartbeat comments complete no frame; any runtime event (or the end frame) may change the task.
-          if (parser.push(chunk.value).length === 0) continue;
-          // The task as those events left it, read back: the mapping is the one GetTask answers with.
-          const view = await guarded("a2a stream", () => this.view(taskId));
-          seenSeq = view.wal_seq;
-          const now = a2aTaskOf(view);
-          for (const artifact of now.artifacts) {
-            if (sent.has(artifact.artifactId)) continue;
-            sent.add(artifact.artifactId);
-            yield { payload: { $case: "artifactUpdate", value: { taskId, contextId: now.contextId, artifact, append: false, lastChunk: true, metadata: undefined } } };
-          }
-          const status = now.status!;
-          // Never back to SUBMITTED once work started (a reopened task is pending again): still WORKING to the client.
-          if (status.state === TaskState.TASK_STATE_SUBMITTED && reached !== TaskState.TASK_STATE_SUBMITTED) status.state = TaskState.TASK_STATE_WORKING;
-          reached = status.state;
-          const key = statusKey(now);
-          if (key !== lastKey) {
-            lastKey = key;
-            yield { payload: { $case: "statusUpdate", value: { taskId, contextId: now.contextId, status, metadata: undefined } } };
-          }
-          if (isTerminalA2a(status.state) || (untilInterrupted && status.state === TaskState.TASK_STATE_INPUT_REQUIRED)) return;
+    if (ends(task.status!.state)) return;
+    const mapped = a2aStreamStateOf(first, task);
+    // The last runtime event mapped (every one of WAL event N: the snapshot includes them); later ones only.
+    let last = runtimeSequence(first.wal_seq, SEQUENCE_STRIDE - 1);
+    const stub = this.stub(taskId);
+    while (gone?.aborted !== true) {
+      // The task's event stream ends after SSE_MAX_STREAM_MS: it is reopened after the last runtime event mapped.
+      const at = sequencePosition(last);
+      const opened = (await stub.streamEvents(this.actor, { seq: at.walSeq, k: at.k === SEQUENCE_STRIDE - 1 ? null : at.k })) as RpcResult<ReadableStream<Uint8Array>>;
+      let events: AsyncIterable<RuntimeEvent | "end"> | Iterable<RuntimeEvent>;
+      if (opened.ok) events = runtimeEventsOf(opened.value, gone);
+      else if (opened.error.code === "rate_limited") events = await this.walPage(taskId, at.k === SEQUENCE_STRIDE - 1 ? at.walSeq : at.walSeq - 1, gone);
+      else throw a2aErrorOf(opened.error, taskId);
+      for await (const event of events) {
+        if (event === "end") {
+          // The task ended with no terminal event mapped (never expected): its status as GetTask says it.
+          const now = a2aTaskOf(await guarded("a2a stream", () => this.view(taskId)));
+          yield { payload: { $case: "statusUpdate", value: { taskId, contextId: now.contextId, status: now.status, metadata: undefined } } };
+          return;
         }
-      } finally {
-        await reader.cancel().catch(() => undefined);
+        if (event.sequence <= last) continue;
+        last = event.sequence;
+        for (const update of a2aUpdatesOf(mapped, event)) yield update;
+        if (ends(mapped.sent)) return;
       }
     }
+  }
+
+  /**
+   * The runtime events of the next page of the task's WAL after `afterSeq`, read when its event stream already
+   * has as many subscribers as it serves; after a pause when there is nothing new, so the caller tries again.
+   */
+  private async walPage(taskId: string, afterSeq: number, gone: AbortSignal | undefined): Promise<RuntimeEvent[]> {
+    const page = (await this.stub(taskId).readWal(this.actor, afterSeq, WAL_PAGE)) as RpcResult<{ ndjson: string; last_wal_seq: number }>;
+    if (!page.ok) throw a2aErrorOf(page.error, taskId);
+    const out: RuntimeEvent[] = [];
+    for (const line of page.value.ndjson.split("\n")) if (line !== "") out.push(...projectEvent(JSON.parse(line) as WalEvent));
+    if (out.length === 0 && gone?.aborted !== true) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, WAL_POLL_MS);
+        function done() {
+          clearTimeout(timer);
+          gone?.removeEventListener("abort", done);
+          resolve();
+        }
+        gone?.addEventListener("abort", done);
+      });
+    }
+    return out;
   }
 
   async createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
