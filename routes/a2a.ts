@@ -12,7 +12,7 @@ import { MAX_DOCUMENT_DEPTH, jsonTextDepth } from "../src/core/index.js";
 import { readConfig } from "../src/env.js";
 import { hexOf } from "../src/hex.js";
 import { reportIncident } from "../src/incident.js";
-import { RuntimeA2AHandler } from "./a2a-handler.js";
+import { RuntimeA2AHandler, STREAM_GONE } from "./a2a-handler.js";
 import { INPUT_MODES, prepareWireParts, unsupportedMediaType, wrongRole } from "./a2a-map.js";
 import { type AppEnv, actorOf } from "./auth.js";
 
@@ -191,7 +191,9 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
 
   const origin = new URL(c.req.url).origin;
   const actor = actorOf(claims);
-  const ctx = new ServerCallContext({ user: new TokenUser(actor.agent_id), requestedVersion: A2A_VERSION, state: new Map<string, unknown>([["actor", actor]]) });
+  // Aborted when the client goes away mid-stream, so the handler stops waiting on the task's event stream.
+  const gone = new AbortController();
+  const ctx = new ServerCallContext({ user: new TokenUser(actor.agent_id), requestedVersion: A2A_VERSION, state: new Map<string, unknown>([["actor", actor], [STREAM_GONE, gone.signal]]) });
   const seen = observed(new RuntimeA2AHandler(c.env, agentCard(origin), actor));
   const transport = new JsonRpcTransportHandler(seen.handler);
   let out: Awaited<ReturnType<JsonRpcTransportHandler["handle"]>>;
@@ -200,7 +202,7 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
   } catch (e) {
     return rpcError(id, { code: -32603, message: reportIncident(e, `a2a ${request.method}`).message }, 500);
   }
-  if (Symbol.asyncIterator in out) return sseResponse(out, id);
+  if (Symbol.asyncIterator in out) return sseResponse(out, id, gone);
   const error = out.error as { code?: number; message?: unknown } | undefined;
   if (error?.code === -32603 && !seen.failed) {
     // Not our handler's error: the SDK could not decode the params (the client's fault), or could not serialise our answer (a bug).
@@ -211,7 +213,7 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
 }
 
 /** A stream's answer: its first event awaited (an error before it is a plain JSON-RPC error), then SSE. */
-async function sseResponse(stream: AsyncGenerator<unknown, void, undefined>, id: RpcId): Promise<Response> {
+async function sseResponse(stream: AsyncGenerator<unknown, void, undefined>, id: RpcId, gone: AbortController): Promise<Response> {
   const it = stream[Symbol.asyncIterator]();
   let first: IteratorResult<unknown, void>;
   try {
@@ -236,6 +238,7 @@ async function sseResponse(stream: AsyncGenerator<unknown, void, undefined>, id:
     },
     // The client went away: stop reading the task's event stream (the task itself goes on).
     async cancel() {
+      gone.abort();
       await it.return(undefined);
     },
   });
