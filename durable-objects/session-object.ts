@@ -12,6 +12,7 @@ import type { IndexEntryWithActions } from "./open-actions.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import { buildSessionSnapshot } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
+import { decodePageToken, encodePageToken, MAX_SUBMITTED_PAGE_SIZE, type PageCursor } from "./submitted-page-token.js";
 import { SseHub, subscribersFull } from "./sse-hub.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-store.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
@@ -28,40 +29,6 @@ type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_m
 
 /** Columns of the tasks table copied from the entry for filtering, added in place to tables made before them. */
 const LISTED_COLUMNS = ["origin_client_agent_id", "thread_id"] as const;
-/** The largest page of listSubmittedTasks (A2A ListTasks' pageSize bound). */
-export const MAX_SUBMITTED_PAGE_SIZE = 100;
-
-/** Where a page of listSubmittedTasks ended, and for which client. */
-interface PageCursor {
-  readonly client: string;
-  readonly updated_at: string;
-  readonly task_id: string;
-}
-
-/** The cursor as an opaque token: base64url of a JSON array (task ids and client ids are not limited to ASCII). */
-function encodePageToken(cursor: PageCursor): string {
-  const bytes = new TextEncoder().encode(JSON.stringify([cursor.client, cursor.updated_at, cursor.task_id]));
-  let binary = "";
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-/** The cursor a token names, or null when it is not one of ours. */
-function decodePageToken(token: string): PageCursor | null {
-  if (!/^[A-Za-z0-9_-]+$/.test(token)) return null;
-  try {
-    const binary = atob(token.replace(/-/g, "+").replace(/_/g, "/"));
-    const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
-    const value: unknown = JSON.parse(text);
-    if (!Array.isArray(value) || value.length !== 3 || !value.every((v) => typeof v === "string")) return null;
-    const [client, updatedAt, taskId] = value as [string, string, string];
-    if (Number.isNaN(Date.parse(updatedAt)) || taskId === "") return null;
-    return { client, updated_at: updatedAt, task_id: taskId };
-  } catch {
-    return null;
-  }
-}
-
 /** How a task's index entry changed, as the session stream reports it. */
 export type SnapshotChange = "created" | "updated" | "terminal";
 

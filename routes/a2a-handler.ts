@@ -27,7 +27,8 @@ import { reportIncident } from "../src/incident.js";
 import { SseParser } from "../src/client/sse-parser.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
 import type { SubmittedTaskPage } from "../durable-objects/session-rpc.js";
-import { a2aStateOf, a2aStreamStateOf, a2aTaskOf, a2aUpdatesOf, isTerminalA2a, listFilterOf, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
+import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
+import { a2aStreamStateOf, a2aUpdatesOf } from "./a2a-stream-map.js";
 
 const newId = monotonicFactory();
 const lowerId = () => newId().toLowerCase();
@@ -184,6 +185,10 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     const submission = submissionOf(message);
     if (submission === null) throw invalidParams("the message has no content");
     if (message.contextId.length > 200) throw invalidParams("message.contextId is longer than 200 characters");
+    // referenceTaskIds (spec §3.4.3): tasks this work builds on, each one the client may see (else -32001).
+    const references = [...new Set(message.referenceTaskIds)];
+    if (references.length > 100) throw invalidParams("message.referenceTaskIds names more than 100 tasks");
+    for (const ref of references) await this.view(ref);
     const taskId = `a2a-${lowerId()}`;
     const body = {
       task_id: taskId,
@@ -193,6 +198,7 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
       objective: submission.objective,
       thread_id: message.contextId === "" ? `ctx-${lowerId()}` : message.contextId,
       ...(submission.input_refs.length === 0 ? {} : { input_refs: submission.input_refs }),
+      ...(references.length === 0 ? {} : { relationships: references.map((task_id) => ({ kind: "source_task", task_id })) }),
       steps: [],
     };
     const result = (await this.stub(taskId).createTask(this.actor, body, null)) as RpcResult<unknown>;

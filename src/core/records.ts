@@ -107,6 +107,14 @@ export const TaskOriginSchema = z.object({ protocol: z.literal("a2a"), client_ag
 /** A submitted task's origin. */
 export type TaskOrigin = z.infer<typeof TaskOriginSchema>;
 
+/**
+ * A task graph edge from this task (seed 001 "relationships"): `source_task`, a task whose result this one builds
+ * on (an A2A message's referenceTaskIds).
+ */
+export const TaskRelationshipSchema = z.object({ kind: z.literal("source_task"), task_id: IdSchema });
+/** An edge of the task graph. */
+export type TaskRelationship = z.infer<typeof TaskRelationshipSchema>;
+
 export const TaskRecordFieldsSchema = z.object({
   objective: TextSchema.nullable(),
   task_kind: z.string().max(64).nullable(),
@@ -127,6 +135,7 @@ export const TaskRecordFieldsSchema = z.object({
   default_retry_policy: RetryPolicySchema.nullable(),
   /** Seed 001 `input_refs`: prompt, files, data the work starts from (an A2A message's data and file parts). */
   input_refs: z.array(JsonObjectSchema).max(100).nullable(),
+  relationships: z.array(TaskRelationshipSchema).max(100).nullable(),
 });
 /** The orchestrator's task record fields. */
 export type TaskRecordFields = z.infer<typeof TaskRecordFieldsSchema>;

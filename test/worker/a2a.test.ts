@@ -130,6 +130,18 @@ describe("SendMessage: a message submits a task the session's orchestrator plans
     expect(a.id).not.toBe(b.id);
   });
 
+  it("Should record referenceTaskIds as source_task edges of the new task, and refuse a task the client cannot see with -32001, creating nothing", async () => {
+    const earlier = await submit("the first draft");
+    const refined = (await client.sendMessage(send("Make it shorter", { referenceTaskIds: [earlier.id, earlier.id] }, { returnImmediately: true }))) as Task;
+    const record = expectOk(await call("GET", taskPath(refined.id), S.orch)).task;
+    expect(record.relationships).toEqual([{ kind: "source_task", task_id: earlier.id }]);
+    const theirs = (await other.sendMessage(send("their work", {}, { returnImmediately: true }))) as Task;
+    const before = expectOk(await call("GET", `/v1/sessions/${S.sid}/tasks?limit=500`, S.orch)).total;
+    const e = await failure(client.sendMessage(send("Build on theirs", { referenceTaskIds: [theirs.id] }, { returnImmediately: true })));
+    expect(e).toBeInstanceOf(TaskNotFoundError);
+    expect(expectOk(await call("GET", `/v1/sessions/${S.sid}/tasks?limit=500`, S.orch)).total).toBe(before);
+  });
+
   it("Should show COMPLETED with the step's result as an artifact once the orchestrator has run and completed it", async () => {
     const task = await submit();
     await planAndRun(task.id);
