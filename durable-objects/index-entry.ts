@@ -28,6 +28,8 @@ export function indexEntryOf(state: DagState, withActions = true): IndexEntryWit
     next_deadline_at: deadline === null ? null : new Date(deadline).toISOString(),
     ...(withActions ? { open_actions: oldestOpenActions(state) } : {}),
     open_action_count: state.index.openActions.size,
+    origin_client_agent_id: task.origin?.client_agent_id ?? null,
+    thread_id: task.thread_id ?? null,
   };
 }
 

@@ -12,10 +12,11 @@ import type { IndexEntryWithActions } from "./open-actions.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import { buildSessionSnapshot } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
+import { decodePageToken, encodePageToken, MAX_SUBMITTED_PAGE_SIZE, type PageCursor } from "./submitted-page-token.js";
 import { SseHub, subscribersFull } from "./sse-hub.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-store.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
-import type { SessionRpc, TaskListQuery } from "./session-rpc.js";
+import type { SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
 const RESERVATION_CHECK_MS = 60_000;
@@ -26,6 +27,8 @@ const STREAM_PAGE = 200;
 
 type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };
 
+/** Columns of the tasks table copied from the entry for filtering, added in place to tables made before them. */
+const LISTED_COLUMNS = ["origin_client_agent_id", "thread_id"] as const;
 /** How a task's index entry changed, as the session stream reports it. */
 export type SnapshotChange = "created" | "updated" | "terminal";
 
@@ -52,9 +55,14 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
         native_status TEXT,
         status TEXT,
         updated_at TEXT,
-        seq INTEGER NOT NULL
+        seq INTEGER NOT NULL,
+        origin_client_agent_id TEXT,
+        thread_id TEXT
       )`);
+      this.addListedColumns();
       this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_terminal ON tasks (terminal, updated_at)");
+      // A2A ListTasks: one client's tasks, newest first (the index is read backwards).
+      this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_origin ON tasks (origin_client_agent_id, updated_at, task_id)");
       // Idempotency-Keys of task creates: a create's own record lives in its task's object, which a retry
       // naming another task_id never reaches; the session sees every create.
       this.sql.exec("CREATE TABLE IF NOT EXISTS create_keys (key TEXT PRIMARY KEY, hash TEXT NOT NULL, task_id TEXT NOT NULL, created_at_ms INTEGER NOT NULL)");
@@ -70,6 +78,20 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
 
   private get sql(): SqlStorage {
     return this.ctx.storage.sql;
+  }
+
+  /**
+   * In place: a tasks table made before origins and threads were listed gains their columns, filled from the
+   * stored entries (null where an entry predates them; the task's next push sets them). No await in between,
+   * so a column is added and filled in one implicit transaction.
+   */
+  private addListedColumns(): void {
+    const present = new Set(this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('tasks')").toArray().map((c) => c.name));
+    for (const column of LISTED_COLUMNS) {
+      if (present.has(column)) continue;
+      this.sql.exec(`ALTER TABLE tasks ADD COLUMN ${column} TEXT`);
+      this.sql.exec(`UPDATE tasks SET ${column} = json_extract(entry, '$.${column}') WHERE entry IS NOT NULL`);
+    }
   }
 
   /** Answers at once: the empty Worker → Durable Object round trip behind GET /health/object. */
@@ -143,15 +165,21 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     // The open actions go to the inbox, a row each; the entry row and the event log keep their count only. An
     // entry without them (their set did not change since the last push) leaves the task's rows as they are.
     const { open_actions: open, ...listedEntry } = entry as Partial<IndexEntryWithActions> & IndexEntry;
-    const values = [JSON.stringify(listedEntry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at] as const;
+    const values = [
+      JSON.stringify(listedEntry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at,
+      entry.origin_client_agent_id ?? null, entry.thread_id ?? null,
+    ] as const;
     if (row === undefined) {
       const seq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n;
       this.sql.exec(
-        "INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, entry, terminal, native_status, status, updated_at, seq) VALUES (?, ?, 'confirmed', ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, entry, terminal, native_status, status, updated_at, origin_client_agent_id, thread_id, seq) VALUES (?, ?, 'confirmed', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         entry.task_id, entry.wal_name, Date.now(), ...values, seq,
       );
     } else {
-      this.sql.exec("UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ? WHERE task_id = ?", ...values, entry.task_id);
+      this.sql.exec(
+        "UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ?, origin_client_agent_id = ?, thread_id = ? WHERE task_id = ?",
+        ...values, entry.task_id,
+      );
     }
     if (open !== undefined) this.replaceActions(entry, open);
     this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
@@ -248,6 +276,56 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
       .toArray();
     const tasks = rows.map((r) => this.listed(r));
     return { tasks, total, limit, offset, next_offset: offset + tasks.length < total ? offset + tasks.length : null };
+  }
+
+  /**
+   * A2A ListTasks: the tasks `client_agent_id` submitted, optionally of one thread (context) and some normalized
+   * statuses, newest `updated_at` first (ties: task_id descending), read by keyset from the tasks_by_origin
+   * index. The page token names the last entry of its page and the client it was given to; a token that does
+   * not decode, or was given to another client, is validation_error.
+   */
+  async listSubmittedTasks(query: SubmittedTaskQuery): Promise<RpcResult<SubmittedTaskPage>> {
+    const size = query.page_size;
+    if (!Number.isInteger(size) || size < 1 || size > MAX_SUBMITTED_PAGE_SIZE) {
+      return err(runtimeError("validation_error", `page_size must be an integer from 1 to ${MAX_SUBMITTED_PAGE_SIZE}`, { page_size: size }));
+    }
+    let after: PageCursor | null = null;
+    if (query.page_token !== undefined && query.page_token !== "") {
+      after = decodePageToken(query.page_token);
+      if (after === null || after.client !== query.client_agent_id) {
+        return err(runtimeError("validation_error", "page_token is not a page token of this list: start again without one"));
+      }
+    }
+    const where = ["origin_client_agent_id = ?", "state = 'confirmed'"];
+    const args: (string | number)[] = [query.client_agent_id];
+    if (query.context_id !== undefined) {
+      where.push("thread_id = ?");
+      args.push(query.context_id);
+    }
+    if (query.statuses !== undefined) {
+      if (query.statuses.length === 0) return ok({ entries: [], next_page_token: "", total_size: 0 });
+      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
+      args.push(...query.statuses);
+    }
+    if (query.native_statuses !== undefined) {
+      if (query.native_statuses.length === 0) return ok({ entries: [], next_page_token: "", total_size: 0 });
+      where.push(`native_status IN (${query.native_statuses.map(() => "?").join(", ")})`);
+      args.push(...query.native_statuses);
+    }
+    // Entries pushed before open actions were counted have none.
+    if (query.with_open_actions !== undefined) where.push(`COALESCE(json_extract(entry, '$.open_action_count'), 0) ${query.with_open_actions ? ">" : "="} 0`);
+    const clause = where.join(" AND ");
+    const total = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM tasks WHERE ${clause}`, ...args).one().n;
+    const keyset = after === null ? "" : " AND (updated_at, task_id) < (?, ?)";
+    const keyArgs = after === null ? [] : [after.updated_at, after.task_id];
+    // One row past the page tells whether another page follows.
+    const rows = this.sql
+      .exec<{ entry: string }>(`SELECT entry FROM tasks WHERE ${clause}${keyset} ORDER BY updated_at DESC, task_id DESC LIMIT ?`, ...args, ...keyArgs, size + 1)
+      .toArray();
+    const entries = rows.slice(0, size).map((r) => JSON.parse(r.entry) as IndexEntry);
+    const last = entries[entries.length - 1];
+    const next = rows.length > size && last !== undefined ? encodePageToken({ client: query.client_agent_id, updated_at: last.updated_at, task_id: last.task_id }) : "";
+    return ok({ entries, next_page_token: next, total_size: total });
   }
 
   /**

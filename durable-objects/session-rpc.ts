@@ -14,6 +14,33 @@ export interface TaskListQuery {
   readonly offset?: number;
 }
 
+/** Filters and cursor of A2A ListTasks: the tasks one client submitted. */
+export interface SubmittedTaskQuery {
+  /** Only tasks whose origin is this A2A client. */
+  readonly client_agent_id: string;
+  /** Only tasks of this thread (the A2A contextId). */
+  readonly context_id?: string;
+  /** Only tasks whose normalized status is one of these (an empty list matches none). */
+  readonly statuses?: readonly string[];
+  /** Only tasks whose native status is one of these (an empty list matches none). */
+  readonly native_statuses?: readonly string[];
+  /** Only tasks with (true) or without (false) an open action. */
+  readonly with_open_actions?: boolean;
+  /** 1..100. */
+  readonly page_size: number;
+  /** The `next_page_token` of the page before; absent or "" for the first page. */
+  readonly page_token?: string;
+}
+
+/** A page of a client's submitted tasks, newest `updated_at` first. */
+export interface SubmittedTaskPage {
+  readonly entries: IndexEntry[];
+  /** Opaque; "" on the last page. */
+  readonly next_page_token: string;
+  /** Every task matching the filters, across all pages. */
+  readonly total_size: number;
+}
+
 /** The RPC methods of one session's object. */
 export interface SessionRpc extends Rpc.DurableObjectBranded {
   /** Answers at once: the empty Worker → Durable Object round trip behind GET /health/object. */
@@ -32,6 +59,8 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   streamEvents(afterSeq: number): Promise<RpcResult<ReadableStream<Uint8Array>>>;
   /** agent.task_list. */
   listTasks(query: TaskListQuery): Promise<TaskListPage>;
+  /** A2A ListTasks: the tasks one client submitted, newest first, a page at a time (validation_error: bad page size or token). */
+  listSubmittedTasks(query: SubmittedTaskQuery): Promise<RpcResult<SubmittedTaskPage>>;
   /** The session's inbox: open actions of all its tasks, newest first. */
   listOpenActions(query: { limit?: number; offset?: number }): Promise<SessionActionPage>;
   /** The session snapshot; null when no session of this id was created. */

@@ -1,6 +1,7 @@
-/** @module The HTTP application: public routes, authentication, v1 routes, the MCP endpoint, and the error envelope. */
+/** @module The HTTP application: public routes, authentication, v1 routes, the MCP and A2A endpoints, and the error envelope. */
 import { Hono } from "hono";
 import { runtimeError } from "../src/core/index.js";
+import { serveA2a, serveAgentCard } from "./a2a.js";
 import { type AppEnv, authenticate } from "./auth.js";
 import { requireValidContentLength } from "./body.js";
 import { corsFromEnv } from "./cors.js";
@@ -22,6 +23,10 @@ export function buildApp(): Hono<AppEnv> {
     return c.json({ ok: pong === "pong" });
   });
   app.route("/", publicRoutes);
+  // A2A: the public Agent Card, and JSON-RPC for a2a_client tokens (the route authenticates: its errors are JSON-RPC's).
+  app.get("/.well-known/agent-card.json", serveAgentCard);
+  app.use("/a2a", requireValidContentLength);
+  app.post("/a2a", serveA2a);
   // MCP: the same tokens, CORS and body checks as /v1; each tool call runs its /v1 route through this app.
   app.use("/mcp", corsFromEnv, requireValidContentLength, authenticate);
   app.all("/mcp", (c) => serveMcp(c, async (request) => app.fetch(request, c.env, c.executionCtx)));

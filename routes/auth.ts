@@ -5,8 +5,11 @@ import { type Actor, ID_PATTERN } from "../src/core/index.js";
 import type { Env } from "../src/env.js";
 import { fail } from "./http-error.js";
 
+/** Claims of a token the REST and MCP routes serve: every role but `a2a_client`, which speaks A2A only. */
+export type SessionTokenClaims = TokenClaims & { readonly role: Exclude<TokenClaims["role"], "a2a_client"> };
+
 /** The authenticated caller of a request. */
-export type Caller = { readonly kind: "admin" } | { readonly kind: "token"; readonly claims: TokenClaims; readonly actor: Actor };
+export type Caller = { readonly kind: "admin" } | { readonly kind: "token"; readonly claims: SessionTokenClaims; readonly actor: Actor };
 
 /** Hono environment of every route. */
 export interface AppEnv {
@@ -43,7 +46,8 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
   const claims = await verifyToken(c.env.TOKEN_SECRET, token);
   if (claims === null) fail("unauthorized", "the token is malformed, forged or expired");
-  c.set("caller", { kind: "token", claims, actor: actorOf(claims) });
+  if (claims.role === "a2a_client") fail("tool_not_available", "an a2a_client token speaks A2A at /a2a only", { role: claims.role });
+  c.set("caller", { kind: "token", claims: claims as SessionTokenClaims, actor: actorOf(claims) });
   return next();
 };
 

@@ -63,6 +63,7 @@ async function prepare(env: Env, sid: string, tid: string, prefix: string, comma
   try {
     const claims = await verifyToken(env.TOKEN_SECRET, command.token);
     if (claims === null) return runtimeError("unauthorized", "the command's token is malformed, forged or expired");
+    if (claims.role === "a2a_client") return runtimeError("tool_not_available", "an a2a_client token speaks A2A at /a2a only", { role: claims.role });
     const actor = actorOf(claims);
     if (actor.session_id !== sid || (actor.role === "worker" && actor.task_id !== tid)) return runtimeError("permission_denied", "the command's token is not in this task's scope");
     const path = command.path.split("?")[0]!;

@@ -147,6 +147,27 @@ export function openApiDocument(origin: string): Record<string, unknown> {
       },
     },
   };
+  paths["/.well-known/agent-card.json"] = {
+    get: {
+      operationId: "agentCard",
+      summary: "The A2A Agent Card (protocol 1.0): the JSON-RPC interface at /a2a, streaming, the bearer scheme, accepted input types. Cacheable: Cache-Control and a strong ETag (304 on If-None-Match).",
+      security: [],
+      responses: { "200": { description: "The Agent Card", content: { "application/json": { schema: { type: "object" } } } }, "304": { description: "Not modified" } },
+    },
+  };
+  paths["/a2a"] = {
+    post: {
+      operationId: "a2a",
+      summary: "A2A 1.0 over JSON-RPC 2.0 for a2a_client tokens: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask (streams as SSE).",
+      description: "A message without taskId submits a task to the token's session; with taskId it answers the task's open action. A client sees only the tasks it submitted. Errors are JSON-RPC errors with ErrorInfo in error.data.",
+      requestBody: { required: true, content: { "application/json": { schema: { type: "object" } } } },
+      security: [{ bearer: [] }],
+      responses: {
+        "200": { description: "The JSON-RPC answer, or an SSE stream of them", content: { "application/json": { schema: { type: "object" } }, "text/event-stream": { schema: { type: "string" } } } },
+        default: { description: "A JSON-RPC error (401 without a valid token, 403 for another role, 415 for another Content-Type)", content: { "application/json": { schema: { type: "object" } } } },
+      },
+    },
+  };
   return {
     openapi: "3.1.0",
     info: { title: "Agent task runtime", version: "1.0.0", description: LIMITS_TEXT },

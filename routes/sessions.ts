@@ -54,7 +54,8 @@ sessionRoutes.post("/:sid/tokens", async (c) => {
   const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid));
   if ((await session.describe()) === null) fail("not_found", `no session ${sid}`);
   const runId = body.role === "orchestrator" ? `orun_${lowerId()}` : null;
-  const agentId = body.agent_id ?? body.role;
+  // An A2A client sees only what its agent id submitted: each unnamed one gets an id of its own.
+  const agentId = body.agent_id ?? (body.role === "a2a_client" ? `a2a_${lowerId()}` : body.role);
   const minted = await mintToken(c.env.TOKEN_SECRET, { role: body.role, sid, sub: agentId, run: runId }, Date.now(), body.ttl_seconds ?? readConfig(c.env).tokenTtlSeconds);
   return c.json({ role: body.role, agent_id: agentId, run_id: runId, ...minted }, 201);
 });

@@ -245,6 +245,8 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   console.log(`  live events    GET ${taskUrl}/events`);
   console.log(`  API reference  ${base}/docs`);
   console.log(`  MCP clients    ${base}/mcp (header Authorization: Bearer <token>)`);
+  console.log(`  A2A clients    ${base}/.well-known/agent-card.json (the card), JSON-RPC at ${base}/a2a with a token of role a2a_client,`);
+  console.log(`                 minted by POST ${base}/v1/sessions/${session.session_id}/tokens {"role":"a2a_client"} (npm run demo:a2a sends one a task)`);
   console.log(dim(`  orchestrator token: ${session.orchestrator.token}`));
   return finalStatus === "unknown" ? view.task.status : finalStatus;
 }

@@ -37,6 +37,8 @@ export interface Env {
   readonly SOCKET_MAX_QUEUED_BYTES?: string;
   /** Origins allowed by CORS on /v1/*: comma-separated, or `*`; empty or unset: none. */
   readonly CORS_ORIGINS?: string;
+  /** Longest wait of a blocking A2A SendMessage for its task to leave SUBMITTED (default 10,000). */
+  readonly A2A_SEND_WAIT_MS?: string;
 }
 
 /** Runtime configuration with the documented defaults. */
@@ -48,6 +50,8 @@ export interface RuntimeConfig {
   /** Large GET .../tasks/{tid} answers one task object streams at once (TASK_MAX_LARGE_READS). */
   readonly maxLargeReads: number;
   readonly socket: SocketConfig;
+  /** How long a blocking A2A SendMessage waits for its task to leave SUBMITTED (A2A_SEND_WAIT_MS). */
+  readonly a2aSendWaitMs: number;
 }
 
 /** Limits of the command sockets of one task object. */
@@ -94,6 +98,7 @@ export function readConfig(env: Env): RuntimeConfig {
       maxConnections: positiveInt(env.SOCKET_MAX_CONNECTIONS, 64),
       maxQueuedBytes: positiveInt(env.SOCKET_MAX_QUEUED_BYTES, 16 * 1_048_576),
     },
+    a2aSendWaitMs: positiveInt(env.A2A_SEND_WAIT_MS, 10_000),
   };
 }
 

@@ -6,7 +6,7 @@ import { z } from "zod";
  * Roles a token can carry (API.md "Auth"); admin is the static ADMIN_TOKEN, never a JWT. An approver reads like
  * an observer and may answer human actions, nothing else.
  */
-export const TokenRoleSchema = z.enum(["orchestrator", "worker", "observer", "approver"]);
+export const TokenRoleSchema = z.enum(["orchestrator", "worker", "observer", "approver", "a2a_client"]);
 
 /** Claims of a runtime token. Worker tokens are scoped to one task and one run. */
 export const TokenClaimsSchema = z.object({

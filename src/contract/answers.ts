@@ -42,6 +42,10 @@ export interface IndexEntry {
   readonly next_deadline_at: string | null;
   /** How many of the task's actions are open (absent in entries pushed before actions existed). */
   readonly open_action_count?: number;
+  /** The A2A client that submitted the task (its origin), null for an orchestrator's own task; absent in entries pushed before origins existed. */
+  readonly origin_client_agent_id?: string | null;
+  /** The task's thread (an A2A contextId for a submitted task); absent in entries pushed before it was listed. */
+  readonly thread_id?: string | null;
 }
 
 /** One row of agent.task_list: the index entry plus whether it may lag the task. */

@@ -31,7 +31,7 @@ export const CreateSessionBody = z.strictObject({
 
 /** POST /v1/sessions/{sid}/tokens. */
 export const MintTokenBody = z.strictObject({
-  role: z.enum(["orchestrator", "observer", "approver"]),
+  role: z.enum(["orchestrator", "observer", "approver", "a2a_client"]),
   agent_id: z.string().min(1).max(128).optional(),
   ttl_seconds: z.number().int().min(60).max(30 * 86_400).optional(),
 });

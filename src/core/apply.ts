@@ -44,6 +44,7 @@ const handlers: Handlers = {
       started_at: null,
       created_by_agent_id: e.actor_agent_id,
       created_by_run_id: e.actor_run_id,
+      origin: t.origin ?? null,
       created_at: e.created_at,
       updated_at: e.created_at,
       ended_at: null,

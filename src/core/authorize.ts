@@ -12,11 +12,13 @@ type Roles = readonly ActorRole[];
 const ORCHESTRATOR: Roles = ["orchestrator"];
 const WORKER: Roles = ["worker"];
 const EITHER: Roles = ["orchestrator", "worker"];
-const DECIDERS: Roles = ["orchestrator", "approver"];
+const DECIDERS: Roles = ["orchestrator", "approver", "a2a_client"];
+/** An A2A client submits work and may stop it; the orchestrator plans and runs it. */
+const ORCHESTRATOR_OR_SUBMITTER: Roles = ["orchestrator", "a2a_client"];
 
 /** The tool name and the roles of every command (`anyone`: no role or scope check); the system actor may issue any. */
 export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: string; readonly roles: Roles | "anyone" } } = {
-  create_task: { tool: "agent.task_create", roles: ORCHESTRATOR },
+  create_task: { tool: "agent.task_create", roles: ORCHESTRATOR_OR_SUBMITTER },
   update_task: { tool: "agent.task_update", roles: ORCHESTRATOR },
   update_step: { tool: "agent.task_update_step", roles: EITHER },
   append_progress: { tool: "agent.task_progress", roles: EITHER },
@@ -24,7 +26,7 @@ export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: 
   claim_next: { tool: "agent.task_claim_next", roles: WORKER },
   complete_task: { tool: "agent.task_complete", roles: ORCHESTRATOR },
   fail_task: { tool: "agent.task_fail", roles: ORCHESTRATOR },
-  cancel_task: { tool: "agent.task_cancel", roles: ORCHESTRATOR },
+  cancel_task: { tool: "agent.task_cancel", roles: ORCHESTRATOR_OR_SUBMITTER },
   block_task: { tool: "task_blocked", roles: ORCHESTRATOR },
   reopen_task: { tool: "task_reopened", roles: ORCHESTRATOR },
   dispatch_worker: { tool: "agent.dispatch_worker", roles: ORCHESTRATOR },

@@ -9,6 +9,7 @@ import {
   IdSchema,
   RetryPolicySchema,
   StepStatusSchema,
+  TaskRelationshipSchema,
   TextSchema,
   TitleSchema,
   VisibilitySchema,
@@ -65,6 +66,8 @@ const recordFields = {
   parent_task_id: z.string().max(200),
   root_task_id: z.string().max(200),
   default_retry_policy: RetryPolicySchema,
+  input_refs: z.array(JsonObjectSchema).max(100),
+  relationships: z.array(TaskRelationshipSchema).max(100),
 };
 type RecordFieldSchemas = typeof recordFields;
 const optionalFields = Object.fromEntries(Object.entries(recordFields).map(([k, v]) => [k, v.optional()])) as { [K in keyof RecordFieldSchemas]: z.ZodOptional<RecordFieldSchemas[K]> };

@@ -5,7 +5,8 @@ import type { CoreLimits } from "./limits.js";
 import type { DagState } from "./state.js";
 
 /** The role a caller acts in; it comes from a signed token, never from a command body. */
-export type ActorRole = "orchestrator" | "worker" | "observer" | "approver" | "system";
+/** `a2a_client`: an agent that hands the session work over A2A; it sees and stops only the tasks it submitted. */
+export type ActorRole = "orchestrator" | "worker" | "observer" | "approver" | "a2a_client" | "system";
 
 /** The caller of a command (003: actor fields come from the run context, not the model). */
 export interface Actor {

@@ -17,7 +17,10 @@ function recordFieldsOf(cmd: CommandOf<"create_task">): TaskRecordFields {
 /** agent.task_create: validate the whole DAG, then task_created, the roots' task_step_ready, task_running. */
 export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">, ctx: DecideContext): Decision {
   const { actor } = ctx;
-  if (actor.role !== "orchestrator") return refuse(runtimeError("tool_not_available", "agent.task_create is available to the orchestrator only", { role: actor.role }));
+  const submitted = actor.role === "a2a_client";
+  if (actor.role !== "orchestrator" && !submitted) return refuse(runtimeError("tool_not_available", "agent.task_create is available to the orchestrator only", { role: actor.role }));
+  // An A2A client hands over work, not a plan: the session's orchestrator adds the steps (API.md "A2A").
+  if (submitted && cmd.steps.length > 0) return refuse(runtimeError("validation_error", "a submitted task starts with no steps: the session's orchestrator plans them", { steps: cmd.steps.length }));
   if (state.task !== null) return refuse(runtimeError("task_id_conflict", `task ${state.task.task_id} already exists`, { task_id: state.task.task_id }));
   if (cmd.steps.length > ctx.limits.maxStepsPerTask) {
     return refuse(runtimeError("validation_error", `a task holds at most ${ctx.limits.maxStepsPerTask} steps`, { steps: cmd.steps.length }));
@@ -42,6 +45,8 @@ export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">,
         title: cmd.title,
         summary: cmd.summary,
         ...recordFieldsOf(cmd),
+        // Who asked is the token's client, whatever the message said.
+        ...(submitted ? { requested_by: actor.agent_id, origin: { protocol: "a2a" as const, client_agent_id: actor.agent_id } } : {}),
         step_lease_timeout_ms: cmd.step_lease_timeout_ms ?? ctx.limits.stepLeaseTimeoutMs,
       },
       steps,

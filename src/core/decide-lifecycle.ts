@@ -81,7 +81,7 @@ export function decideCompleteTask(state: DagState, cmd: CommandOf<"complete_tas
 export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | CommandOf<"cancel_task">, ctx: DecideContext): Decision {
   const task = state.task!;
   const failing = cmd.type === "fail_task";
-  const guard = requireOrchestrator(task, ctx.actor, failing ? "agent.task_fail" : "agent.task_cancel") ?? requireLiveTask(task);
+  const guard = requireOrchestrator(task, ctx.actor, failing ? "agent.task_fail" : "agent.task_cancel", !failing) ?? requireLiveTask(task);
   if (guard !== null) return refuse(guard);
   const reason = TASK_STOP_REASONS[cmd.type];
   const em = new Emitter(state, ctx);

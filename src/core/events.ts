@@ -10,6 +10,7 @@ import {
   RetryPolicySchema,
   StepSnapshotSchema,
   StoredAcceptanceSchema,
+  TaskOriginSchema,
   TaskRecordFieldsSchema,
   TaskSchema,
   TextSchema,
@@ -60,7 +61,7 @@ export const CreatedTaskSchema = TaskSchema.pick({
   title: true,
   summary: true,
   step_lease_timeout_ms: true,
-}).extend(storedRecordFields);
+}).extend({ ...storedRecordFields, origin: TaskOriginSchema.optional() });
 
 /** A step as recorded by task_created and add_step: defaults filled in (no retry policy in WALs from before them). */
 export const RecordedStepSchema = StepInputSchema.required().extend({ retry_policy: RetryPolicySchema.optional() });

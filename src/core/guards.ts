@@ -10,12 +10,17 @@ export function checkScope(task: Task, actor: Actor): RuntimeError | null {
   if (actor.role === "system") return null;
   if (actor.session_id !== task.session_id) return runtimeError("permission_denied", "the caller belongs to another session");
   if (actor.role === "worker" && actor.task_id !== task.task_id) return runtimeError("permission_denied", "the worker run is scoped to another task");
+  // An A2A client reaches only what it submitted, and cannot learn that other tasks exist.
+  if (actor.role === "a2a_client" && task.origin?.client_agent_id !== actor.agent_id) return runtimeError("not_found", "no such task");
   return null;
 }
 
-/** Orchestrator-only tools: anyone else gets tool_not_available (003 "Permission"). */
-export function requireOrchestrator(task: Task, actor: Actor, tool: string): RuntimeError | null {
-  if (actor.role !== "orchestrator") return runtimeError("tool_not_available", `${tool} is available to the orchestrator only`, { role: actor.role });
+/**
+ * Orchestrator-only tools: anyone else gets tool_not_available (003 "Permission"). `alsoSubmitter`: the A2A
+ * client that submitted the task may too (it may cancel its own work).
+ */
+export function requireOrchestrator(task: Task, actor: Actor, tool: string, alsoSubmitter = false): RuntimeError | null {
+  if (actor.role !== "orchestrator" && !(alsoSubmitter && actor.role === "a2a_client")) return runtimeError("tool_not_available", `${tool} is available to the orchestrator only`, { role: actor.role });
   return checkScope(task, actor);
 }
 

@@ -99,6 +99,22 @@ export type ErrorFact = z.infer<typeof ErrorFactSchema>;
  * stored in the WAL and returned, never interpreted by the scheduler (except `acceptance.required_artifacts`,
  * which `complete` checks, and `default_retry_policy`).
  */
+/**
+ * Where a task came from when it was not an orchestrator's plan: submitted by an A2A client (seed 001 "A2A peer
+ * tasks"). Set by task_created only; it decides who besides the session's own agents may see the task.
+ */
+export const TaskOriginSchema = z.object({ protocol: z.literal("a2a"), client_agent_id: z.string().min(1).max(128) });
+/** A submitted task's origin. */
+export type TaskOrigin = z.infer<typeof TaskOriginSchema>;
+
+/**
+ * A task graph edge from this task (seed 001 "relationships"): `source_task`, a task whose result this one builds
+ * on (an A2A message's referenceTaskIds).
+ */
+export const TaskRelationshipSchema = z.object({ kind: z.literal("source_task"), task_id: IdSchema });
+/** An edge of the task graph. */
+export type TaskRelationship = z.infer<typeof TaskRelationshipSchema>;
+
 export const TaskRecordFieldsSchema = z.object({
   objective: TextSchema.nullable(),
   task_kind: z.string().max(64).nullable(),
@@ -117,6 +133,9 @@ export const TaskRecordFieldsSchema = z.object({
   parent_task_id: z.string().max(200).nullable(),
   root_task_id: z.string().max(200).nullable(),
   default_retry_policy: RetryPolicySchema.nullable(),
+  /** Seed 001 `input_refs`: prompt, files, data the work starts from (an A2A message's data and file parts). */
+  input_refs: z.array(JsonObjectSchema).max(100).nullable(),
+  relationships: z.array(TaskRelationshipSchema).max(100).nullable(),
 });
 /** The orchestrator's task record fields. */
 export type TaskRecordFields = z.infer<typeof TaskRecordFieldsSchema>;
@@ -137,6 +156,7 @@ export const TaskSchema = TaskRecordFieldsSchema.extend({
   last_error: ErrorFactSchema.nullable(),
   created_by_agent_id: z.string(),
   created_by_run_id: z.string().nullable(),
+  origin: TaskOriginSchema.nullable(),
   created_at: TimestampSchema,
   updated_at: TimestampSchema,
   /** When the task first became running. */

@@ -22,6 +22,8 @@ export const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 export const orchestrator: Actor = { role: "orchestrator", session_id: SESSION, agent_id: "orch", run_id: "orch_run" };
 /** An observer of SESSION. */
 export const observer: Actor = { role: "observer", session_id: SESSION, agent_id: "dash", run_id: null };
+/** An A2A client of the session: it reaches only tasks it submitted. */
+export const a2aClient: Actor = { role: "a2a_client", session_id: SESSION, agent_id: "partner", run_id: null };
 /** An orchestrator of another session. */
 export const stranger: Actor = { role: "orchestrator", session_id: "sess_other", agent_id: "orch2", run_id: "orch2_run" };
 

@@ -135,5 +135,7 @@ describe("the core under random command sequences", () => {
     expect(eventTypes.filter((t) => !stats.events.has(t)), "event types never produced").toEqual([]);
     const codes = ["action_resolved", "not_found", "invalid_transition", "task_terminal", "step_already_claimed", "step_already_claimed_by_run", "dependency_cycle", "step_has_dependents", "task_not_completeable", "task_not_dispatchable", "validation_error", "permission_denied", "tool_not_available", "unknown_dependency", "duplicate_step"];
     expect(codes.filter((code) => ![...stats.refused.keys()].some((k) => k.endsWith(`:${code}`))), "error codes never produced").toEqual([]);
+    // Only an A2A client meets a task that is not there for it when it cancels or answers an action.
+    expect(stats.refused.get("cancel_task:not_found") ?? 0, "an A2A client's cancel of a task it did not submit").toBeGreaterThan(0);
   });
 });

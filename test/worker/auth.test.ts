@@ -6,7 +6,7 @@
 import { sign } from "hono/jwt";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
-import { expectError, expectOk, signClaims, TOKEN_SECRET, uniqueId, walText } from "./support.js";
+import { expectError, expectOk, mintRole, signClaims, TOKEN_SECRET, uniqueId, walText } from "./support.js";
 
 /** Session A with task t1 (a, b ready; c after a) and task t2; session B beside it. */
 let A: TestSession;
@@ -216,6 +216,43 @@ describe("403 tool_not_available: the role lacks the tool", () => {
     ["claim-next", "POST", "TASK/steps/claim-next"],
   ])("Should answer 403 tool_not_available when the orchestrator calls %s (worker tool)", async (_name, method, path) => {
     expectError(await call(method, resolve(path), A.orch), 403, "tool_not_available");
+  });
+});
+
+describe("an a2a_client token outside /a2a", () => {
+  let client: string;
+  beforeAll(async () => {
+    client = await mintRole(A, "a2a_client", "partner-agent");
+  });
+
+  it.each([
+    ["GET", "/v1/sessions/SID"],
+    ["GET", "/v1/sessions/SID/tasks"],
+    ["GET", "TASK"],
+    ["GET", "TASK/wal"],
+    ["POST", "/v1/sessions/SID/tasks", { task_id: "x3", wal_name: "x3", title: "x", steps: [] }],
+    ["POST", "TASK/cancel", {}],
+    ["GET", "/v1/tools"],
+  ] as [string, string, unknown?][])("Should answer 403 tool_not_available on %s %s, writing nothing", async (method, path, body) => {
+    const before = (await call("GET", t1, A.orch)).body.wal_seq;
+    expectError(await call(method, path.replace("SID", A.sid).replace("TASK", t1), client, body), 403, "tool_not_available");
+    expect((await call("GET", t1, A.orch)).body.wal_seq).toBe(before);
+  });
+
+  it("Should give each a2a_client minted without an agent id an id of its own", async () => {
+    const mint = async () => expectOk(await call("POST", `/v1/sessions/${A.sid}/tokens`, A.orch, { role: "a2a_client" }), 201);
+    const [one, two] = [await mint(), await mint()];
+    expect(one.agent_id).toMatch(/^a2a_/);
+    expect(two.agent_id).not.toBe(one.agent_id);
+    expect(one.run_id).toBeNull();
+  });
+
+  it("Should refuse it on /mcp and as a batch command's token", async () => {
+    const mcp = await call("POST", "/mcp", client, { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }, { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" });
+    expectError(mcp, 403, "tool_not_available");
+    const batch = expectOk(await call("POST", `${t1}/batch`, A.orch, { commands: [{ token: client, method: "POST", path: `${t1}/cancel`, body: {} }] }));
+    expect(batch.results[0]).toMatchObject({ ok: false, status: 403, body: { error: { code: "tool_not_available" } } });
+    expect((await call("GET", t1, A.orch)).body.task.status).not.toBe("cancelled");
   });
 });
 

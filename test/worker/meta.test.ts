@@ -13,6 +13,9 @@ describe("public and self-describing routes", () => {
     expect(Object.keys(res.body.paths["/v1/sessions/{sid}/tasks/{tid}/socket"].get.responses)).toContain("101");
     // The MCP endpoint is one JSON-RPC POST with the same bearer token.
     expect(res.body.paths["/mcp"].post.security).toEqual([{ bearer: [] }]);
+    // A2A: the public card and the JSON-RPC endpoint.
+    expect(res.body.paths["/.well-known/agent-card.json"].get.security).toEqual([]);
+    expect(res.body.paths["/a2a"].post.security).toEqual([{ bearer: [] }]);
     // The error envelope names every code a client may meet, the bug and rate-limit codes included.
     expect(res.body.components.schemas.Error.properties.error.properties.code.enum).toEqual(expect.arrayContaining(["storage_error", "internal_error", "rate_limited", "validation_error"]));
   });

@@ -105,7 +105,7 @@ export function uniqueId(prefix = "t"): string {
 }
 
 /** Mints a session token of `role` with the session's orchestrator token. */
-export async function mintRole(s: { sid: string; orch: string }, role: "orchestrator" | "observer" | "approver", agentId?: string): Promise<string> {
+export async function mintRole(s: { sid: string; orch: string }, role: "orchestrator" | "observer" | "approver" | "a2a_client", agentId?: string): Promise<string> {
   const res = await SELF.fetch(`${BASE}/v1/sessions/${s.sid}/tokens`, {
     method: "POST",
     headers: { authorization: `Bearer ${s.orch}`, "content-type": "application/json" },

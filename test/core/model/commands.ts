@@ -5,7 +5,7 @@
  */
 import fc from "fast-check";
 import { type Actor, type DagState, isTerminalTask, type WorkerRun } from "../../../src/core/index.js";
-import { observer, orchestrator, SESSION, stranger, TASK } from "../harness.js";
+import { a2aClient, observer, orchestrator, SESSION, stranger, TASK } from "../harness.js";
 import { approver, BAD_INPUT_SCHEMA, INPUT_SCHEMA, INPUTS, MISSING_ACTION } from "./actions.js";
 import { POLICIES, POOLS } from "./dag-gen.js";
 
@@ -248,6 +248,14 @@ function worker(scene: Scene, n: number, prefer: "free" | "holding" | "any"): Ac
  * Picks the actor from `n` (0..99): ten lanes by `n % 10`, mostly the tool's natural caller, sometimes another
  * role, the observer or another session's orchestrator; n >= 94 is a worker token naming another task or agent.
  */
+/**
+ * A caller the task is not for: the observer, another session's orchestrator, or an A2A client (the model's
+ * tasks are the orchestrator's, so to a client they do not exist).
+ */
+function outsider(n: number): Actor {
+  return [observer, stranger, a2aClient][Math.floor(n / 10) % 3]!;
+}
+
 function actorFor(scene: Scene, n: number, bias: "worker" | "orchestrator", prefer: "free" | "holding" | "any" = "any"): Actor {
   const forged = (extra: Partial<Actor>): Actor => {
     const real = worker(scene, n, "any");
@@ -257,8 +265,8 @@ function actorFor(scene: Scene, n: number, bias: "worker" | "orchestrator", pref
   if (n >= 94) return forged({ task_id: "task_2" });
   const lane = n % 10;
   const w = () => worker(scene, Math.floor(n / 10), prefer) ?? orchestrator;
-  if (bias === "worker") return lane <= 7 ? w() : lane === 8 ? orchestrator : n % 20 < 10 ? observer : stranger;
-  return lane <= 5 || lane === 9 ? orchestrator : lane === 6 ? w() : [observer, stranger][lane - 7]!;
+  if (bias === "worker") return lane <= 7 ? w() : lane === 8 ? orchestrator : outsider(n);
+  return lane <= 5 || lane === 9 ? orchestrator : lane === 6 ? w() : lane === 7 ? observer : outsider(n);
 }
 
 function stepIds(scene: Scene, from: number, actor: Actor | null, extra: readonly string[]): string[] {
@@ -502,7 +510,7 @@ function respondAction(scene: Scene, spec: Extract<Spec, { k: "respond_action" }
     return requestAction(scene, { k: "request_action", who: 0, level: 8 + (spec.who % 2), kind: spec.decision % 2, schema: spec.decision % 2, timeout: null, step: { from: 0, n: 0 } });
   }
   const lane = spec.who % 10;
-  const actor = lane <= 4 ? orchestrator : lane <= 7 ? approver : lane === 8 ? (worker(scene, spec.who, "any") ?? observer) : spec.who % 20 < 10 ? observer : stranger;
+  const actor = lane <= 4 ? orchestrator : lane <= 7 ? approver : lane === 8 ? (worker(scene, spec.who, "any") ?? observer) : outsider(spec.who);
   const { actions } = scene.state;
   const open = [...scene.state.index.openActions];
   const all = [...actions.keys()];

@@ -30,6 +30,8 @@ const RECORD = {
   parent_task_id: "task_0",
   root_task_id: "task_root",
   default_retry_policy: { max_attempts: 2, initial_interval_ms: 1_000, backoff_coefficient: 2, max_interval_ms: 5_000 },
+  input_refs: [{ kind: "file", uri: "r2://inputs/brief.pdf" }],
+  relationships: [{ kind: "source_task", task_id: "task_earlier" }],
 } as const;
 
 describe("the task record's fields", () => {
@@ -144,7 +146,7 @@ describe("WALs written before the record fields", () => {
     ["golden-stopped", GOLDEN_STOPPED_WAL_PATH],
   ])("Should replay the %s WAL with the new fields null and its indexes whole", (_, path) => {
     const state = replay(parseWalJsonl(readFileSync(path, "utf8")));
-    for (const field of ["task_family", "visibility", "requested_by", "owner", "assignee", "scope", "constraints", "task_profile", "thread_id", "root_task_id", "default_retry_policy"] as const) {
+    for (const field of ["task_family", "visibility", "requested_by", "owner", "assignee", "scope", "constraints", "task_profile", "thread_id", "root_task_id", "default_retry_policy", "input_refs", "relationships", "origin"] as const) {
       expect(state.task![field], field).toBeNull();
     }
     for (const s of state.steps.values()) expect(s).toMatchObject({ retry_policy: null, retry_at: null });
