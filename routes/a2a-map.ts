@@ -35,7 +35,12 @@ export function openActions(view: TaskViewJson): Action[] {
  * is SUBMITTED; running, blocked and paused are WORKING (blocked and paused say why in the status message).
  */
 export function a2aStateOf(view: TaskViewJson): TaskState {
-  switch (view.task.status) {
+  return a2aStateFor(view.task.status, openActions(view).length > 0);
+}
+
+/** The rule of a2aStateOf from a task's native status and whether an action of it is open (terminal first). */
+export function a2aStateFor(native: string, actionOpen: boolean): TaskState {
+  switch (native) {
     case "completed":
       return TaskState.TASK_STATE_COMPLETED;
     case "failed":
@@ -43,8 +48,8 @@ export function a2aStateOf(view: TaskViewJson): TaskState {
     case "cancelled":
       return TaskState.TASK_STATE_CANCELED;
     default:
-      if (openActions(view).length > 0) return TaskState.TASK_STATE_INPUT_REQUIRED;
-      return view.task.status === "pending" ? TaskState.TASK_STATE_SUBMITTED : TaskState.TASK_STATE_WORKING;
+      if (actionOpen) return TaskState.TASK_STATE_INPUT_REQUIRED;
+      return native === "pending" ? TaskState.TASK_STATE_SUBMITTED : TaskState.TASK_STATE_WORKING;
   }
 }
 

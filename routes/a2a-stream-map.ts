@@ -4,7 +4,7 @@
  * back in state. The snapshot itself is routes/a2a-map.ts's mapping of the task view.
  */
 import { type Artifact, type Message, Role, type Task, TaskState } from "@a2a-js/sdk";
-import { a2aStateOf, isTerminalA2a, openActions, statusMessage, stepArtifact, type TaskViewJson, textPart } from "./a2a-map.js";
+import { a2aStateFor, a2aStateOf, isTerminalA2a, openActions, statusMessage, stepArtifact, type TaskViewJson, textPart } from "./a2a-map.js";
 
 type StreamResponse = import("@a2a-js/sdk").StreamResponse;
 
@@ -71,17 +71,7 @@ export function a2aStateRank(state: TaskState): number {
 
 /** The state a2aStateOf gives a task in this stream state (terminal first, then open actions, then pending). */
 function streamStateOf(s: A2aStreamState): TaskState {
-  switch (s.native) {
-    case "completed":
-      return TaskState.TASK_STATE_COMPLETED;
-    case "failed":
-      return TaskState.TASK_STATE_FAILED;
-    case "cancelled":
-      return TaskState.TASK_STATE_CANCELED;
-    default:
-      if (s.actions.length > 0) return TaskState.TASK_STATE_INPUT_REQUIRED;
-      return s.native === "pending" ? TaskState.TASK_STATE_SUBMITTED : TaskState.TASK_STATE_WORKING;
-  }
+  return a2aStateFor(s.native, s.actions.length > 0);
 }
 
 /** A text message from the agent on the stream's task. */
