@@ -15,7 +15,7 @@ import { Client } from "./harness/http-client.js";
 import { idleBefore, machineInfo, round, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
 import { CARRIERS, type Carrier, follow, pooled, type Round, runRound, setupSubmitBlock } from "./scenarios/a2a.js";
-import { median } from "./scenarios/mcp.js";
+import { median } from "./harness/rounds.js";
 
 run(async () => {
   const usage = "usage: npm run bench:a2a -- [--quick] [--pairs 12] [--calls 96] [--streams 100] [--steps 200] [--workers 8] [--url http://127.0.0.1:<port>]\n  --pairs: interleaved rounds of each carrier per concurrency; --calls: calls per round, shared by the clients; --streams/--steps/--workers: the follow scenario";

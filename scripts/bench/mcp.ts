@@ -13,7 +13,8 @@ import { parseCli, run } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { idleBefore, machineInfo, round, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
-import { CARRIERS, type Carrier, type McpOp, median, pooled, type Round, runRound, setupBlock } from "./scenarios/mcp.js";
+import { median } from "./harness/rounds.js";
+import { CARRIERS, type Carrier, type McpOp, pooled, type Round, runRound, setupBlock } from "./scenarios/mcp.js";
 
 /** The goal: an MCP call (the 2026 client) costs at most this many REST calls. */
 const GOAL_RATIO = 1.5;

@@ -17,12 +17,12 @@ import type { Client as A2aClient } from "@a2a-js/sdk/client";
 import { performance } from "node:perf_hooks";
 import { monotonicFactory } from "ulid";
 import { projectWal, WalEventSchema } from "../../../src/core/index.js";
-import { connectA2aClient } from "../../demo-a2a.js";
+import { connectA2aClient } from "../../a2a-client.js";
 import { type Client, type Session, stepsOf } from "../harness/http-client.js";
-import { cpuSnap, cpuUse, type CpuUse, errorCount, groupCpuMs, type LatencyStats, round, stats } from "../harness/meter.js";
+import { errorCount, groupCpuMs, type LatencyStats, round, stats } from "../harness/meter.js";
 import { errorText } from "../harness/report.js";
+import { type Latency, latencyOf, pooledRounds, type TimedRound, timeCalls } from "../harness/rounds.js";
 import { within } from "../harness/waits.js";
-import { median } from "./mcp.js";
 
 const newId = monotonicFactory();
 const lowerId = () => newId().toLowerCase();
@@ -93,59 +93,23 @@ export async function setupSubmitBlock(client: Client, adminToken: string, concu
   return { concurrency, callers, answerBytes: { rest: restBytes, a2a: Buffer.byteLength(wireText) } };
 }
 
-/** Latency statistics with the 95th percentile added (nearest rank). */
-export type Latency = LatencyStats & { p95_ms: number };
-
-export function latencyOf(samples: number[]): Latency {
-  const sorted = Float64Array.from(samples).sort();
-  const p95 = sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(0.95 * sorted.length) - 1))]!;
-  return { ...stats(samples), p95_ms: round(p95) };
-}
-
 /** One round: one carrier, `callsPerClient` calls by each client of the block back to back. */
-export interface Round { carrier: Carrier; concurrency: number; pair: number; calls: number; seconds: number; calls_per_s: number; latency: Latency; cpu: CpuUse; cpu_ms_per_call: { client: number; server: number | null }; errors: number; first_error?: string; samples?: number[] }
+export interface Round extends TimedRound {
+  carrier: Carrier;
+  concurrency: number;
+  pair: number;
+}
 
 /** Runs one round; `serverGroup` is the dev server's process group (its CPU is measured when given). */
 export async function runRound(block: SubmitBlock, carrier: Carrier, callsPerClient: number, pair: number, serverGroup: number | null | undefined): Promise<Round> {
-  const calls = block.callers.get(carrier)!;
-  const latencies: number[] = [];
-  const errors = errorCount();
-  const before = cpuSnap(null, groupCpuMs(serverGroup)?.ms);
-  const t0 = performance.now();
-  await Promise.all(
-    calls.map(async (call, c) => {
-      for (let i = 0; i < callsPerClient && errors.count < 20; i++) {
-        const start = performance.now();
-        try {
-          await call(pair * 100_000 + c * 1_000 + i);
-          latencies.push(performance.now() - start);
-        } catch (e) {
-          errors.note(errorText(e));
-        }
-      }
-    }),
-  );
-  const seconds = (performance.now() - t0) / 1000;
-  const cpu = cpuUse(before, cpuSnap(serverGroup));
-  const n = Math.max(1, latencies.length);
-  return {
-    carrier, concurrency: block.concurrency, pair, calls: latencies.length, seconds: round(seconds), calls_per_s: round(latencies.length / seconds, 1), latency: latencyOf(latencies),
-    cpu, cpu_ms_per_call: { client: round(cpu.client_ms / n, 3), server: cpu.server_ms === null ? null : round(cpu.server_ms / n, 3) }, ...errors.fields(), samples: latencies,
-  };
+  // Each call's number is unique across the run (pair, client, call), for the ids it makes.
+  const calls = block.callers.get(carrier)!.map((call) => (i: number, c: number) => call(pair * 100_000 + c * 1_000 + i));
+  return { carrier, concurrency: block.concurrency, pair, ...(await timeCalls(calls, callsPerClient, serverGroup)) };
 }
 
 /** Rounds of one carrier as one: calls and time summed, latencies pooled, CPU summed. */
 export function pooled(rounds: Round[]) {
-  const sum = (f: (r: Round) => number) => rounds.reduce((a, r) => a + f(r), 0);
-  const seconds = sum((r) => r.seconds);
-  const calls = sum((r) => r.calls);
-  const server = rounds.some((r) => r.cpu.server_ms === null) ? null : sum((r) => r.cpu.server_ms!);
-  return {
-    rounds: rounds.length, calls, seconds: round(seconds), calls_per_s: round(calls / seconds, 1), latency: latencyOf(rounds.flatMap((r) => r.samples ?? [])),
-    cpu_ms_per_call: { client: round(sum((r) => r.cpu.client_ms) / Math.max(1, calls), 3), server: server === null ? null : round(server / Math.max(1, calls), 3) },
-    other_share_median: median(rounds.map((r) => r.cpu.other_share ?? NaN).filter(Number.isFinite)),
-    errors: sum((r) => r.errors), first_error: rounds.find((r) => r.first_error !== undefined)?.first_error,
-  };
+  return pooledRounds(rounds);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

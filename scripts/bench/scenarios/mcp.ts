@@ -7,10 +7,9 @@
 import { Client as McpClient, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { performance } from "node:perf_hooks";
 import { type Client, type Session, stepsOf } from "../harness/http-client.js";
-import { cpuSnap, cpuUse, type CpuUse, errorCount, groupCpuMs, type LatencyStats, round, stats } from "../harness/meter.js";
-import { errorText } from "../harness/report.js";
+import { round } from "../harness/meter.js";
+import { pooledRounds, type TimedRound, timeCalls } from "../harness/rounds.js";
 
 /** The two operations. */
 export type McpOp = "read" | "write";
@@ -144,71 +143,29 @@ export async function setupBlock(client: Client, adminToken: string, concurrency
   return { concurrency, op, readTask, writeTask, answerBytes, callers, httpRequests, close: async () => void (await Promise.allSettled(closers.map((f) => f()))) };
 }
 
-/** Latency statistics with the 95th percentile added (nearest rank). */
-export type Latency = LatencyStats & { p95_ms: number };
-
-function latencyOf(samples: number[]): Latency {
-  const sorted = Float64Array.from(samples).sort();
-  const p95 = sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(0.95 * sorted.length) - 1))]!;
-  return { ...stats(samples), p95_ms: round(p95) };
-}
-
 /** One round: one carrier, `callsPerClient` calls by each client of the block back to back; `samples` stay in memory. */
-export interface Round {
-  carrier: Carrier; op: McpOp; concurrency: number; pair: number; calls: number; seconds: number; calls_per_s: number; latency: Latency;
-  http_requests_per_call: number; cpu: CpuUse; cpu_ms_per_call: { client: number; server: number | null }; errors: number; first_error?: string; samples?: number[];
+export interface Round extends TimedRound {
+  carrier: Carrier;
+  op: McpOp;
+  concurrency: number;
+  pair: number;
+  http_requests_per_call: number;
 }
 
 /** Runs one round of `carrier` in `block`; `serverGroup` is the dev server's process group (its CPU is measured when given). */
 export async function runRound(block: Block, carrier: Carrier, callsPerClient: number, pair: number, serverGroup: number | null | undefined): Promise<Round> {
-  const calls = block.callers.get(carrier)!;
   const counter = block.httpRequests.get(carrier)!;
-  const latencies: number[] = [];
-  const errors = errorCount();
   const requestsBefore = counter.n;
-  // The server's counters read first (a scan of /proc, ≈ 5 ms of this process's CPU), so the scan stays out of the client's share.
-  const before = cpuSnap(null, groupCpuMs(serverGroup)?.ms);
-  const t0 = performance.now();
-  await Promise.all(
-    calls.map(async (call) => {
-      for (let i = 0; i < callsPerClient && errors.count < 20; i++) {
-        const start = performance.now();
-        try {
-          await call(block.op, i);
-          latencies.push(performance.now() - start);
-        } catch (e) {
-          errors.note(errorText(e));
-        }
-      }
-    }),
-  );
-  const seconds = (performance.now() - t0) / 1000;
-  const cpu = cpuUse(before, cpuSnap(serverGroup));
-  const n = Math.max(1, latencies.length);
-  return {
-    carrier, op: block.op, concurrency: block.concurrency, pair, calls: latencies.length, seconds: round(seconds), calls_per_s: round(latencies.length / seconds, 1), latency: latencyOf(latencies),
-    http_requests_per_call: round((counter.n - requestsBefore) / Math.max(1, latencies.length + errors.count), 3),
-    cpu, cpu_ms_per_call: { client: round(cpu.client_ms / n, 3), server: cpu.server_ms === null ? null : round(cpu.server_ms / n, 3) }, ...errors.fields(), samples: latencies,
-  };
-}
-
-/** The median of `xs` (NaN when empty). */
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  const timed = await timeCalls(block.callers.get(carrier)!.map((call) => (i: number) => call(block.op, i)), callsPerClient, serverGroup);
+  return { carrier, op: block.op, concurrency: block.concurrency, pair, ...timed, http_requests_per_call: round((counter.n - requestsBefore) / Math.max(1, timed.calls + timed.errors), 3) };
 }
 
 /** The rounds of one carrier (one op, one concurrency) as one: calls and time summed, latencies pooled, CPU summed. */
 export function pooled(rounds: Round[]) {
-  const sum = (f: (r: Round) => number) => rounds.reduce((a, r) => a + f(r), 0);
-  const seconds = sum((r) => r.seconds);
-  const calls = sum((r) => r.calls);
-  const server = rounds.some((r) => r.cpu.server_ms === null) ? null : sum((r) => r.cpu.server_ms!);
+  const calls = rounds.reduce((a, r) => a + r.calls, 0);
   return {
-    rounds: rounds.length, calls, seconds: round(seconds), calls_per_s: round(calls / seconds, 1), calls_per_s_by_round: rounds.map((r) => r.calls_per_s),
-    latency: latencyOf(rounds.flatMap((r) => r.samples ?? [])), http_requests_per_call: round(sum((r) => r.http_requests_per_call * r.calls) / Math.max(1, calls), 3),
-    cpu_ms_per_call: { client: round(sum((r) => r.cpu.client_ms) / Math.max(1, calls), 3), server: server === null ? null : round(server / Math.max(1, calls), 3) },
-    other_share_median: median(rounds.map((r) => r.cpu.other_share ?? NaN).filter(Number.isFinite)),
-    errors: sum((r) => r.errors), first_error: rounds.find((r) => r.first_error !== undefined)?.first_error,
+    ...pooledRounds(rounds),
+    calls_per_s_by_round: rounds.map((r) => r.calls_per_s),
+    http_requests_per_call: round(rounds.reduce((a, r) => a + r.http_requests_per_call * r.calls, 0) / Math.max(1, calls), 3),
   };
 }
