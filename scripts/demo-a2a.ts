@@ -13,10 +13,11 @@
  */
 import { pathToFileURL } from "node:url";
 import { type Message, type Part, Role, type SendMessageRequest, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
-import { type Client, ClientFactory, ClientFactoryOptions, createAuthenticatingFetchWithRetry, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
+import type { Client } from "@a2a-js/sdk/client";
 import { RuntimeClient, type StepHandler, taskPath } from "../src/client/index.js";
+import { connectA2aClient } from "./a2a-client.js";
 import { parseCli } from "./bench/harness/cli.js";
-import { defaultAdminToken, type DevServer, startDevServer, stopDevServer } from "./dev-server.js";
+import { defaultAdminToken, withServerAt } from "./dev-server.js";
 
 /** Where the runtime is, who creates the session, where the demo's lines go, and how long it may take. */
 export interface A2aDemoOptions {
@@ -131,22 +132,6 @@ function lineOf(u: A2aUpdate): string {
   if (u.kind === "artifactUpdate") return `  ${who} ← artifact  ${u.artifactId}: ${u.text}`;
   const text = u.text === undefined || u.text === "" ? "" : `  "${u.text}"`;
   return `  ${who} ← ${u.kind === "task" ? "Task     " : "status   "} ${u.state}${text}`;
-}
-
-/** The official A2A client for `token`, built from the Agent Card it discovers at `base`. */
-export async function connectA2aClient(base: string, token: string): Promise<Client> {
-  const authed = createAuthenticatingFetchWithRetry((input, init) => fetch(input, init), {
-    headers: async () => ({ Authorization: `Bearer ${token}` }),
-    shouldRetryWithHeaders: async () => undefined,
-  });
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl: authed })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl: authed }),
-      preferredTransports: ["JSONRPC"],
-    }),
-  );
-  return factory.createFromUrl(base);
 }
 
 /** Runs the demo against `base`; returns what the A2A client saw. */
@@ -325,21 +310,12 @@ async function orchestrate(orch: RuntimeClient, sid: string, signal: AbortSignal
 async function main(): Promise<void> {
   const usage = "usage: npm run demo:a2a -- [--base http://127.0.0.1:8787 --admin-token TOKEN]";
   const opts = parseCli(usage, { base: null as string | null, adminToken: null as string | null });
-  let server: DevServer | undefined;
-  if (opts.base === null) {
-    console.log("starting a local server (wrangler dev)…");
-    server = await startDevServer({ workDir: "bench/tmp/a2a-demo" });
-  }
-  process.once("SIGINT", () => void (server === undefined ? Promise.resolve() : stopDevServer(server)).then(() => process.exit(130)));
-  try {
-    const base = (opts.base ?? server!.base).replace(/\/+$/, "");
+  await withServerAt(opts.base, "bench/tmp/a2a-demo", async (base) => {
     const summary = await runA2aDemo({ base, adminToken: opts.adminToken ?? defaultAdminToken() });
     console.log(`\ntask ${summary.taskId}: ${summary.finalState}; ${summary.updates.length} streamed updates, ${summary.subscription.length} on SubscribeToTask`);
     for (const a of summary.artifacts) console.log(`  artifact ${a.artifactId.padEnd(16)} ${a.name.padEnd(26)} ${a.text}${a.data === undefined ? "" : ` ${JSON.stringify(a.data)}`}`);
     if (summary.finalState !== "TASK_STATE_COMPLETED") process.exitCode = 1;
-  } finally {
-    if (server !== undefined) await stopDevServer(server);
-  }
+  });
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -176,3 +176,19 @@ export async function withBenchServer<T>(url: string | null, vars: Record<string
     await stopDevServer(server);
   }
 }
+
+/**
+ * Runs `body` against `base` when given (any runtime, deployed ones included: the examples talk to them), else
+ * against a dev server started here with its storage under `workDir`, stopped when `body` is done or on Ctrl-C.
+ */
+export async function withServerAt<T>(base: string | null, workDir: string, body: (base: string) => Promise<T>): Promise<T> {
+  if (base !== null) return body(base.replace(/\/+$/, ""));
+  console.log("starting a local server (wrangler dev)…");
+  const server = await startDevServer({ workDir });
+  stopOnSignal(() => stopDevServer(server));
+  try {
+    return await body(server.base);
+  } finally {
+    await stopDevServer(server);
+  }
+}

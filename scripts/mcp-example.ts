@@ -9,7 +9,7 @@
 import { pathToFileURL } from "node:url";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { parseCli } from "./bench/harness/cli.js";
-import { defaultAdminToken, type DevServer, startDevServer, stopDevServer } from "./dev-server.js";
+import { defaultAdminToken, withServerAt } from "./dev-server.js";
 
 /** Where the runtime is, who creates the session, and where the example's lines go. */
 export interface McpExampleOptions {
@@ -126,20 +126,11 @@ export async function runMcpExample({ base, adminToken, log = console.log }: Mcp
 async function main(): Promise<void> {
   const usage = "usage: npm run example:mcp -- [--base http://127.0.0.1:8787 --admin-token TOKEN]";
   const opts = parseCli(usage, { base: null as string | null, adminToken: null as string | null });
-  let server: DevServer | undefined;
-  if (opts.base === null) {
-    console.log("starting a local server (wrangler dev)…");
-    server = await startDevServer({ workDir: "bench/tmp/mcp-example" });
-  }
-  process.once("SIGINT", () => void (server === undefined ? Promise.resolve() : stopDevServer(server)).then(() => process.exit(130)));
-  try {
-    const base = (opts.base ?? server!.base).replace(/\/+$/, "");
+  await withServerAt(opts.base, "bench/tmp/mcp-example", async (base) => {
     const summary = await runMcpExample({ base, adminToken: opts.adminToken ?? defaultAdminToken() });
     console.log(`\ntask ${summary.taskId}: ${summary.status}; ${summary.stepsCompleted}/${summary.steps.length} steps completed; ${summary.toolCalls} tool calls over MCP ${summary.protocolVersion}`);
     if (summary.status !== "completed") process.exitCode = 1;
-  } finally {
-    if (server !== undefined) await stopDevServer(server);
-  }
+  });
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -5,26 +5,16 @@
  */
 import { SELF } from "cloudflare:test";
 import { type Message, type Part, Role, type SendMessageConfiguration, type SendMessageRequest, type StreamResponse } from "@a2a-js/sdk";
-import { type Client, ClientFactory, ClientFactoryOptions, createAuthenticatingFetchWithRetry, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
+import type { Client } from "@a2a-js/sdk/client";
+import { connectA2aClient } from "../../scripts/a2a-client.js";
 import { BASE } from "./support.js";
 
 /** SELF.fetch must be called on SELF: the SDK calls its fetchImpl detached. */
 const selfFetch: typeof fetch = (input, init) => SELF.fetch(input instanceof Request ? input : String(input), init) as unknown as Promise<Response>;
 
-/** The official client for `token`, built from the Agent Card it discovers at BASE. */
-export async function connectA2a(token: string): Promise<Client> {
-  const authed = createAuthenticatingFetchWithRetry(selfFetch, {
-    headers: async () => ({ Authorization: `Bearer ${token}` }),
-    shouldRetryWithHeaders: async () => undefined,
-  });
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl: authed })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl: authed }),
-      preferredTransports: ["JSONRPC"],
-    }),
-  );
-  return factory.createFromUrl(BASE);
+/** The official client for `token`, built from the Agent Card it discovers at BASE, its requests through SELF. */
+export function connectA2a(token: string): Promise<Client> {
+  return connectA2aClient(BASE, token, selfFetch);
 }
 
 /** A text part. */
