@@ -19,6 +19,9 @@ export interface Env {
   /** Milliseconds a task's fail/cancel waits for each worker run it asked to cancel (default 30,000). */
   readonly CHILD_CANCEL_TIMEOUT_MS?: string;
   readonly ACTION_TIMEOUT_MS?: string;
+  readonly DELEGATE_TIMEOUT_MS?: string;
+  readonly DELEGATE_RETRY_MS?: string;
+  readonly DELEGATE_MAX_TRIES?: string;
   readonly MAX_BODY_BYTES?: string;
   readonly TOKEN_TTL_SECONDS?: string;
   /** Milliseconds between SSE heartbeat comments (default 15,000). */
@@ -84,6 +87,9 @@ export function readConfig(env: Env): RuntimeConfig {
       maxStepsPerTask: positiveInt(env.MAX_STEPS_PER_TASK, 10_000),
       childCancelTimeoutMs: positiveInt(env.CHILD_CANCEL_TIMEOUT_MS, 30_000),
       actionTimeoutMs: positiveInt(env.ACTION_TIMEOUT_MS, 86_400_000),
+      delegateTimeoutMs: positiveInt(env.DELEGATE_TIMEOUT_MS, 3_600_000),
+      delegateRetryMs: positiveInt(env.DELEGATE_RETRY_MS, 1_000),
+      delegateMaxTries: positiveInt(env.DELEGATE_MAX_TRIES, 6),
     },
     maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1_048_576),
     tokenTtlSeconds: positiveInt(env.TOKEN_TTL_SECONDS, 86_400),

@@ -37,7 +37,7 @@ export const MintTokenBody = z.strictObject({
 });
 
 /** POST /v1/sessions/{sid}/tasks (agent.task_create). */
-export const CreateTaskBody = CreateTaskSchema.omit({ type: true });
+export const CreateTaskBody = CreateTaskSchema.omit({ type: true, delegated_from: true });
 /** PATCH .../tasks/{tid} (agent.task_update). */
 export const UpdateTaskBody = UpdateTaskSchema.omit({ type: true });
 /** POST .../complete, /fail, /cancel, /block, /reopen, /pause, /resume. */

@@ -7,6 +7,7 @@ import type { RetryOutcome, WalEvent } from "./events.js";
 import {
   type Attempt,
   type AttemptStatus,
+  type Delegate,
   DEFAULT_WORKER_POOL,
   type RetryPolicy,
   type Step,
@@ -33,7 +34,16 @@ export function runOf(state: DagState, event: WalEvent, runId: string): WorkerRu
 
 export function createStep(
   state: DagState,
-  input: { step_id: string; title: string; summary: string; depends_on_step_ids: string[]; required: boolean; worker_pool_id: string; retry_policy?: RetryPolicy | null },
+  input: {
+    step_id: string;
+    title: string;
+    summary: string;
+    depends_on_step_ids: string[];
+    required: boolean;
+    worker_pool_id: string;
+    retry_policy?: RetryPolicy | null | undefined;
+    delegate?: Delegate | undefined;
+  },
   at: string,
 ): void {
   const step: Step = {
@@ -56,6 +66,8 @@ export function createStep(
     retry_policy: input.retry_policy ?? null,
     retry_attempts: 0,
     retry_at: null,
+    delegate: input.delegate ?? null,
+    delegation_id: null,
     ordinal: state.next_ordinal++,
     created_at: at,
     updated_at: at,
@@ -124,6 +136,8 @@ export function setTaskStatus(state: DagState, status: TaskStatus, reason: strin
   task.status_reason = reason;
   if (TERMINAL_TASK_STATUSES.has(status)) {
     task.ended_at = at;
+    // A child task's result is owed to its parent from now on (seed 001 delivery_state).
+    if (task.delegated_from !== null && task.delivery_state === null) task.delivery_state = "pending";
     // A finished task retries nothing: the steps that waited for a retry keep their failure.
     for (const id of [...state.index.retrying]) setRetryAt(state, state.steps.get(id)!, null);
   }

@@ -38,6 +38,9 @@ export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: 
   respond_action: { tool: "agent.respond_action", roles: DECIDERS },
   // Anyone's read may trigger it; its events are recorded as the system's whoever asked.
   reconcile_leases: { tool: "lease reconciliation", roles: "anyone" },
+  // The runtime's own records of its delegates' outbound calls: no token's role may send them.
+  record_delegation: { tool: "delegation report", roles: [] },
+  record_delivery: { tool: "delivery report", roles: [] },
 };
 
 /**

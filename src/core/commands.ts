@@ -6,6 +6,9 @@ import {
   ActionKindSchema,
   ArtifactIdsSchema,
   AttributionSchema,
+  DelegatedFromSchema,
+  DelegateSchema,
+  DeliveryStateSchema,
   IdSchema,
   RetryPolicySchema,
   StepStatusSchema,
@@ -25,6 +28,8 @@ export const StepInputSchema = z.strictObject({
   worker_pool_id: IdSchema.optional(),
   /** null or absent: the task's default_retry_policy, if any. */
   retry_policy: RetryPolicySchema.nullable().optional(),
+  /** The runtime runs the step through this delegate (a child task, an A2A peer's task) instead of a worker. */
+  delegate: DelegateSchema.optional(),
 });
 /** A step as the orchestrator writes it. */
 export type StepInput = z.infer<typeof StepInputSchema>;
@@ -100,6 +105,8 @@ export const CreateTaskSchema = z.strictObject({
   steps: z.array(StepInputSchema).max(10_000),
   ...optionalFields,
   step_lease_timeout_ms: z.number().int().min(1_000).max(86_400_000).optional(),
+  /** A child task's delegation (the runtime's own creates only; the public body has no such field). */
+  delegated_from: DelegatedFromSchema.optional(),
 });
 
 /** agent.task_update: structured patch operations applied in order, atomically. */
@@ -201,6 +208,63 @@ export const RespondActionSchema = z.strictObject({
   comment: TextSchema.optional(),
 });
 
+/** What a delegate's outbound call found, as the delegating task records it (the runtime's own command). */
+export const DelegationReportSchema = z.discriminatedUnion("kind", [
+  /** The child task exists, or the peer accepted the message: its remote refs. */
+  z.strictObject({
+    kind: z.literal("started"),
+    remote_task_id: z.string().min(1).max(256),
+    remote_context_id: z.string().max(256).nullable().optional(),
+    remote_status: z.string().max(64).nullable().optional(),
+    delivery_mechanism: z.enum(["callback", "polling", "streaming"]),
+  }),
+  /** A peer's task as last seen (a poll or a stream event): its state, the status message, its artifacts. */
+  z.strictObject({
+    kind: z.literal("remote_status"),
+    remote_status: z.string().min(1).max(64),
+    status_message: TextSchema.nullable().optional(),
+    artifacts: z
+      .array(z.strictObject({ artifact_id: z.string().min(1).max(256), name: z.string().max(256).nullable(), text: TextSchema.nullable() }))
+      .max(100)
+      .optional(),
+  }),
+  /** An outbound call failed; `retryable` says whether trying again may help. */
+  z.strictObject({
+    kind: z.literal("try_failed"),
+    intent: z.enum(["create_child", "cancel_child", "a2a_send", "a2a_follow", "a2a_answer", "a2a_cancel"]),
+    error: TextSchema,
+    retryable: z.boolean(),
+  }),
+  /** A child task ended and reported its result. */
+  z.strictObject({
+    kind: z.literal("child_settled"),
+    child_task_id: z.string().min(1).max(64),
+    child_status: z.enum(["completed", "failed", "cancelled"]),
+    result_summary: TextSchema.nullable(),
+    artifact_ids: ArtifactIdsSchema,
+  }),
+  /** The answer to a peer's question was delivered. */
+  z.strictObject({ kind: z.literal("answered") }),
+  /** The delegate acknowledged a cancellation; `not_created`: no child exists, and none will be. */
+  z.strictObject({ kind: z.literal("cancel_acknowledged"), remote_state: z.enum(["cancelled", "already_terminal", "not_created"]) }),
+]);
+/** What a delegate's outbound call found. */
+export type DelegationReport = z.infer<typeof DelegationReportSchema>;
+
+/** The runtime records what a delegate's outbound call found (system only). */
+export const RecordDelegationSchema = z.strictObject({
+  type: z.literal("record_delegation"),
+  delegation_id: z.string().min(1).max(128),
+  report: DelegationReportSchema,
+});
+
+/** A child task records whether its result reached its parent (system only). */
+export const RecordDeliverySchema = z.strictObject({
+  type: z.literal("record_delivery"),
+  delivery_state: DeliveryStateSchema.exclude(["pending"]),
+  detail: TextSchema.optional(),
+});
+
 /** Expire leases, worker-run deadlines, cancellation waits and actions, and reopen steps whose retry is due, at `ctx.now`. */
 export const ReconcileLeasesSchema = z.strictObject({ type: z.literal("reconcile_leases") });
 
@@ -225,6 +289,8 @@ export const CommandSchema = z.discriminatedUnion("type", [
   RequestActionSchema,
   RespondActionSchema,
   ReconcileLeasesSchema,
+  RecordDelegationSchema,
+  RecordDeliverySchema,
 ]);
 /** Every command `decide` accepts. */
 export type Command = z.infer<typeof CommandSchema>;

@@ -48,6 +48,7 @@ export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">,
         // Who asked is the token's client, whatever the message said.
         ...(submitted ? { requested_by: actor.agent_id, origin: { protocol: "a2a" as const, client_agent_id: actor.agent_id } } : {}),
         step_lease_timeout_ms: cmd.step_lease_timeout_ms ?? ctx.limits.stepLeaseTimeoutMs,
+        ...(cmd.delegated_from === undefined ? {} : { delegated_from: cmd.delegated_from }),
       },
       steps,
     },

@@ -3,11 +3,12 @@ import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
 import { leaseAfterResolution } from "./decide-actions.js";
+import { emitDelegationStarts, emitDelegationTimeout, startsDelegations } from "./decide-delegation.js";
 import { closing, emitRunEnd, emitRunningIfFirstActive, RUN_ENDINGS, TASK_STOP_REASONS } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
 import { checkScope, requireLiveTask, requireOrchestrator } from "./guards.js";
-import { DEFAULT_WORKER_POOL, type Step, type WorkerRun } from "./records.js";
+import { DEFAULT_WORKER_POOL, LIVE_DELEGATION_STATUSES, type Step, type WorkerRun } from "./records.js";
 import { err, ok, type Result } from "./result.js";
 import type { RetryOutcome } from "./events.js";
 import { retryField, retryOutcome } from "./retry-policy.js";
@@ -112,7 +113,9 @@ const LEASE = 1;
 const RUN_DEADLINE = 2;
 const CANCEL_WAIT = 3;
 const RETRY = 4;
-type DueKind = typeof ACTION_EXPIRY | typeof LEASE | typeof RUN_DEADLINE | typeof CANCEL_WAIT | typeof RETRY;
+const DELEGATE_DEADLINE = 5;
+const DELEGATE_START = 6;
+type DueKind = typeof ACTION_EXPIRY | typeof LEASE | typeof RUN_DEADLINE | typeof CANCEL_WAIT | typeof RETRY | typeof DELEGATE_DEADLINE | typeof DELEGATE_START;
 
 /** Something past its deadline: an action (`id` an action), a held step's lease or a retry (`id` a step), a run's deadline or cancellation wait (`id` a run). */
 interface Due {
@@ -139,6 +142,12 @@ function eachDeadline(state: DagState, visit: (at: number, kind: DueKind, id: st
     }
     for (const id of index.openActions) visit(Date.parse(state.actions.get(id)!.expires_at), ACTION_EXPIRY, id);
     for (const id of index.retrying) visit(Date.parse(state.steps.get(id)!.retry_at!), RETRY, id);
+    for (const id of index.openDelegations) {
+      const d = state.delegations.get(id)!;
+      if (d.deadline_at !== null && LIVE_DELEGATION_STATUSES.has(d.status)) visit(Date.parse(d.deadline_at), DELEGATE_DEADLINE, id);
+    }
+    // A ready delegated step is due at once: the runtime takes it up itself.
+    if (index.readyDelegated.size > 0 && startsDelegations(state)) for (const id of index.readyDelegated) visit(Date.parse(state.steps.get(id)!.updated_at), DELEGATE_START, id);
   }
   for (const id of index.cancellingRuns) visit(Date.parse(state.runs.get(id)!.cancel_request!.deadline_at), CANCEL_WAIT, id);
 }
@@ -196,6 +205,14 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
       const request = run.cancel_request!;
       em.emit("child_agent_cancel_timeout", null, { run_id: run.run_id, reason: request.reason, deadline_at: request.deadline_at });
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: CANCEL_TIMEOUT, result: null, cancel_requested: true });
+    } else if (item.kind === DELEGATE_DEADLINE) {
+      const d = state.delegations.get(item.id)!;
+      if (!released.has(d.step_id)) {
+        released.add(d.step_id);
+        emitDelegationTimeout(state, em, d);
+      }
+    } else if (item.kind === DELEGATE_START) {
+      // Taken up together after this pass (emitDelegationStarts).
     } else if (item.kind === RETRY) {
       const step = state.steps.get(item.id)!;
       em.emit("task_step_reopened", step.step_id, { reason: RETRY_POLICY, by_retry_policy: true, on_behalf_of_agent_id: task.created_by_agent_id });
@@ -218,6 +235,7 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
     }
   }
   emitRunningIfFirstActive(state, em, anyReady);
+  if (due.some((item) => item.kind === DELEGATE_START)) emitDelegationStarts(state, em, ctx);
   return accept(em);
 }
 

@@ -17,6 +17,7 @@ export function recordedStep(input: StepInput): RecordedStep {
     worker_pool_id: input.worker_pool_id ?? DEFAULT_WORKER_POOL,
     // Absent rather than null without a policy: the recorded step is then exactly as before policies existed.
     ...(input.retry_policy == null ? {} : { retry_policy: input.retry_policy }),
+    ...(input.delegate === undefined ? {} : { delegate: input.delegate }),
   };
 }
 

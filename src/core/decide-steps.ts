@@ -66,6 +66,9 @@ export function decideClaimStep(state: DagState, cmd: CommandOf<"claim_step">, c
   }
   const step = state.steps.get(cmd.step_id);
   if (step === undefined) return refuse(runtimeError("not_found", `no step ${cmd.step_id}`, { step_id: cmd.step_id }));
+  if (step.delegate !== null) {
+    return refuse(runtimeError("permission_denied", `step ${step.step_id} is delegated: the runtime runs it through its delegate`, { step_id: step.step_id, delegate: step.delegate.kind }));
+  }
   if (!runMaySee(run, step)) {
     return refuse(runtimeError("permission_denied", `step ${step.step_id} is outside this run's scope`, { step_id: step.step_id }));
   }
@@ -88,7 +91,7 @@ export function firstClaimable(state: DagState, run: WorkerRun): Step | undefine
     let best: Step | undefined;
     for (const id of run.allowed_step_ids) {
       const step = state.steps.get(id);
-      if (step?.status === "ready" && step.worker_pool_id === run.worker_pool_id && (best === undefined || step.ordinal < best.ordinal)) best = step;
+      if (step?.status === "ready" && step.delegate === null && step.worker_pool_id === run.worker_pool_id && (best === undefined || step.ordinal < best.ordinal)) best = step;
     }
     return best;
   }

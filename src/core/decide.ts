@@ -9,6 +9,7 @@ import type { DecideContext, Decision } from "./context.js";
 import { decideCreateTask } from "./decide-create-task.js";
 import { decideUpdateTask } from "./decide-update-task.js";
 import { decideRequestAction, decideRespondAction, withdrawEndedActions } from "./decide-actions.js";
+import { decideRecordDelegation, decideRecordDelivery, followUpDelegations } from "./decide-delegation.js";
 import { decideBackToPending, decideBlockTask, decideCompleteTask, decidePauseTask, decideStopTask } from "./decide-lifecycle.js";
 import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
 import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
@@ -38,6 +39,8 @@ const deciders: Deciders = {
   request_action: decideRequestAction,
   respond_action: decideRespondAction,
   reconcile_leases: decideReconcileLeases,
+  record_delegation: decideRecordDelegation,
+  record_delivery: decideRecordDelivery,
 };
 
 /** Formats zod issues as one readable line plus structured details. */
@@ -58,6 +61,9 @@ export function decide(state: DagState, command: unknown, ctx: DecideContext): D
   const denied = authorize(state.task, ctx.actor, cmd.type);
   if (denied !== null) return refuse(denied);
   const decision = (deciders[cmd.type] as (s: DagState, c: Command, ctx: DecideContext) => Decision)(state, cmd, ctx);
-  if (decision.ok) withdrawEndedActions(state, decision.events, ctx);
+  if (decision.ok) {
+    withdrawEndedActions(state, decision.events, ctx);
+    followUpDelegations(state, decision.events, ctx);
+  }
   return decision;
 }

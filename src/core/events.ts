@@ -6,6 +6,10 @@ import {
   ActionKindSchema,
   ArtifactIdsSchema,
   AttemptStatusSchema,
+  DelegatedFromSchema,
+  DelegateSchema,
+  DelegationOutcomeSchema,
+  DeliveryStateSchema,
   IdSchema,
   RetryPolicySchema,
   StepSnapshotSchema,
@@ -61,10 +65,10 @@ export const CreatedTaskSchema = TaskSchema.pick({
   title: true,
   summary: true,
   step_lease_timeout_ms: true,
-}).extend({ ...storedRecordFields, origin: TaskOriginSchema.optional() });
+}).extend({ ...storedRecordFields, origin: TaskOriginSchema.optional(), delegated_from: DelegatedFromSchema.optional() });
 
 /** A step as recorded by task_created and add_step: defaults filled in (no retry policy in WALs from before them). */
-export const RecordedStepSchema = StepInputSchema.required().extend({ retry_policy: RetryPolicySchema.optional() });
+export const RecordedStepSchema = StepInputSchema.required().extend({ retry_policy: RetryPolicySchema.optional(), delegate: DelegateSchema.optional() });
 
 /** A step as the WAL records it. */
 export type RecordedStep = z.infer<typeof RecordedStepSchema>;
@@ -166,6 +170,56 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
       lease_expires_at: TimestampSchema.nullable(),
     }),
   ),
+  /**
+   * A ready delegated step is taken up by the runtime itself: a run of its own (agent `runtime`), an attempt, and
+   * the delegation record whose outbound work (create the child, send to the peer) the task's alarm performs.
+   */
+  event(
+    "step_delegated",
+    z.object({
+      delegation_id: z.string(),
+      run_id: z.string(),
+      attempt_id: z.string(),
+      attempt_ordinal: z.number().int().positive(),
+      kind: z.enum(["task", "a2a"]),
+      child_task_id: IdSchema.nullable(),
+      agent_card_ref: z.string().nullable(),
+      message: TextSchema.nullable(),
+      deadline_at: TimestampSchema.nullable(),
+      step_snapshot: StepSnapshotSchema,
+    }),
+  ),
+  /** A delegate's remote refs or status changed (each change a fact); a successful outbound call also resets its tries. */
+  event(
+    "delegation_updated",
+    z.object({
+      delegation_id: z.string(),
+      status: z.enum(["starting", "active", "input_required", "answering", "cancelling", "closed"]).optional(),
+      remote_task_id: z.string().optional(),
+      remote_context_id: z.string().nullable().optional(),
+      remote_status: z.string().nullable().optional(),
+      delivery_mechanism: z.enum(["callback", "polling", "streaming"]).optional(),
+      remote_artifact_refs: z.array(z.string()).optional(),
+      input_action_id: z.string().nullable().optional(),
+      cancel_sent: z.literal(true).optional(),
+    }),
+  ),
+  /** An outbound call of a delegation failed; the next try is due at `next_try_at`. */
+  event("delegation_try_failed", z.object({ delegation_id: z.string(), intent: z.string(), error: TextSchema, tries: z.number().int().positive(), next_try_at: TimestampSchema })),
+  /** The step's claim ended while its delegate was live: the delegate is to be told to stop. */
+  event("delegation_cancel_requested", z.object({ delegation_id: z.string(), reason: z.string() })),
+  /**
+   * The delegation's attempt ended (`outcome`); the step events that settle the step follow in the same decision.
+   * `cleanup`: the delegate may still run (a timeout, a lost peer) and is told to stop (status cancelling).
+   */
+  event(
+    "delegation_settled",
+    z.object({ delegation_id: z.string(), outcome: DelegationOutcomeSchema, reason: z.string().nullable(), remote_status: z.string().nullable(), cleanup: z.boolean() }),
+  ),
+  /** Nothing more is owed to or awaited from the delegate. */
+  event("delegation_closed", z.object({ delegation_id: z.string(), reason: z.string() })),
+  /** A child task's result reached its parent (delivered), or could not (failed, parent_missing). */
+  event("task_delivery_recorded", z.object({ delivery_state: DeliveryStateSchema, detail: TextSchema.nullable() })),
   event(
     "task_progress",
     z.object({

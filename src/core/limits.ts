@@ -22,6 +22,12 @@ export interface CoreLimits {
   readonly childCancelTimeoutMs: number;
   /** How long an action waits for a person when its request names no timeout (then it resolves as expired). */
   readonly actionTimeoutMs: number;
+  /** How long an A2A peer's task may take when its delegate names no timeout (then the attempt ends timed_out). */
+  readonly delegateTimeoutMs: number;
+  /** The wait before the second try of a delegate's failed outbound call (doubling, at most a minute). */
+  readonly delegateRetryMs: number;
+  /** Tries of one outbound call (create the child, send to the peer, follow it) before the attempt fails. */
+  readonly delegateMaxTries: number;
 }
 
 /** The documented defaults. */
@@ -30,4 +36,7 @@ export const DEFAULT_LIMITS: CoreLimits = {
   stepLeaseTimeoutMs: 60_000,
   childCancelTimeoutMs: 30_000,
   actionTimeoutMs: 86_400_000,
+  delegateTimeoutMs: 3_600_000,
+  delegateRetryMs: 1_000,
+  delegateMaxTries: 6,
 };

@@ -30,6 +30,10 @@
  * | worker_run_ended         | finished: subagent.completed; cancelled: task.cancel_requested (unless requested earlier or a late result), subagent.closed; timed_out: subagent.failed |
  * | worker_run_cancel_requested | task.cancel_requested (status cancelling, with the cancellation deadline)   |
  * | child_agent_cancel_timeout  | subagent.status (status unknown: the run never confirmed it stopped)        |
+ * | step_delegated           | task.delegated (the delegate, its run and attempt), task.attempt.started          |
+ * | delegation_updated / _try_failed / _settled / _closed | task.dependency.updated (remote refs, status, outcome) |
+ * | delegation_cancel_requested | task.cancel_requested (step; the delegate is told to stop)             |
+ * | task_delivery_recorded   | task.progress (phase delivering, deliveryState)                          |
  */
 import { z } from "zod";
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
@@ -261,6 +265,53 @@ const projections: Projections = {
     const progress = compact({ phase: p.phase, summary: p.summary, counters: p.counters, outputRefs: p.output_refs });
     return [{ type: "task.progress", ...stepFields(e), runId: e.actor_run_id ?? undefined, phase: p.phase ?? undefined, taskProgress: progress, payload: { ...progress, ...actor } }];
   },
+  step_delegated(e, actor) {
+    const p = e.payload;
+    const delegate = compact({ delegationId: p.delegation_id, kind: p.kind, childTaskId: p.child_task_id, agentCardRef: p.agent_card_ref, deadlineAt: p.deadline_at });
+    const worker = { agentId: "runtime", runId: p.run_id };
+    return [
+      { type: "task.delegated", ...stepFields(e), runId: p.run_id, attemptId: p.attempt_id, worker, payload: { ...delegate, ...actor }, refs: p.child_task_id === null ? undefined : { childTaskId: p.child_task_id } },
+      { type: "task.attempt.started", ...stepFields(e), runId: p.run_id, attemptId: p.attempt_id, nativeStatus: "running", status: "running", worker, payload: { attemptOrdinal: p.attempt_ordinal, step: p.step_snapshot, delegationId: p.delegation_id } },
+    ];
+  },
+  delegation_updated(e, actor) {
+    const p = e.payload;
+    const refs = compact({
+      remoteTaskId: p.remote_task_id,
+      remoteContextId: p.remote_context_id,
+      remoteStatus: p.remote_status,
+      deliveryMechanism: p.delivery_mechanism,
+      remoteArtifactRefs: p.remote_artifact_refs,
+    });
+    return [{ type: "task.dependency.updated", ...stepFields(e), nativeStatus: p.remote_status ?? undefined, status: p.status, payload: { delegationId: p.delegation_id, ...refs, ...actor } }];
+  },
+  delegation_try_failed: (e) => [
+    {
+      type: "task.dependency.updated",
+      ...stepFields(e),
+      statusReason: e.payload.error,
+      payload: { delegationId: e.payload.delegation_id, intent: e.payload.intent, tries: e.payload.tries, nextTryAt: e.payload.next_try_at },
+    },
+  ],
+  delegation_cancel_requested: (e) => [
+    { type: "task.cancel_requested", ...stepFields(e), status: "cancelling", statusReason: e.payload.reason, payload: { delegationId: e.payload.delegation_id } },
+  ],
+  delegation_settled: (e) => [
+    {
+      type: "task.dependency.updated",
+      ...stepFields(e),
+      nativeStatus: e.payload.remote_status ?? undefined,
+      status: e.payload.outcome,
+      statusReason: e.payload.reason ?? undefined,
+      payload: { delegationId: e.payload.delegation_id, outcome: e.payload.outcome, cleanup: e.payload.cleanup },
+    },
+  ],
+  delegation_closed: (e) => [
+    { type: "task.dependency.updated", ...stepFields(e), status: "closed", statusReason: e.payload.reason, payload: { delegationId: e.payload.delegation_id } },
+  ],
+  task_delivery_recorded: (e) => [
+    { type: "task.progress", phase: "delivering", statusReason: e.payload.detail ?? undefined, payload: { deliveryState: e.payload.delivery_state }, taskProgress: { deliveryState: e.payload.delivery_state } },
+  ],
   worker_dispatched(e, actor) {
     const p = e.payload;
     const worker = compact({ agentId: p.agent_id, runId: p.run_id, workerPoolId: p.worker_pool_id, allowedStepIds: p.allowed_step_ids, maxSteps: p.max_steps, deadlineAt: p.deadline_at });

@@ -1,5 +1,5 @@
 /** @module The in-memory task DAG and the derived indexes that keep the hot path free of whole-DAG scans. */
-import type { Action, Attempt, Step, StepStatus, Task, WorkerRun } from "./records.js";
+import type { Action, Attempt, Delegation, Step, StepStatus, Task, WorkerRun } from "./records.js";
 import { HELD_STEP_STATUSES, STEP_STATUSES, TERMINAL_TASK_STATUSES } from "./records.js";
 import { ReadyQueue } from "./ready-queue.js";
 
@@ -44,6 +44,10 @@ export interface DagIndex {
   readonly stepActions: Map<string, string>;
   /** Steps waiting for a retry their policy scheduled (retry_at set). */
   readonly retrying: Set<string>;
+  /** Ready delegated steps: the runtime takes them up itself (they are in no worker pool's ready queue). */
+  readonly readyDelegated: Set<string>;
+  /** Delegations not closed: each has outbound work or a report it waits for. */
+  readonly openDelegations: Set<string>;
 }
 
 /** A task DAG as the core holds it: records plus derived indexes. */
@@ -54,6 +58,8 @@ export interface DagState {
   readonly attempts: Map<string, Attempt>;
   /** Human actions, open and resolved, in the order they were asked. */
   readonly actions: Map<string, Action>;
+  /** Delegations of delegated steps, one per attempt, in the order they started. */
+  readonly delegations: Map<string, Delegation>;
   /** Latest progress per step id; the key "" holds task-level progress. */
   readonly progress: Map<string, ProgressRecord>;
   last_wal_seq: number;
@@ -73,6 +79,7 @@ export function emptyState(): DagState {
     runs: new Map(),
     attempts: new Map(),
     actions: new Map(),
+    delegations: new Map(),
     progress: new Map(),
     last_wal_seq: 0,
     next_ordinal: 0,
@@ -88,11 +95,17 @@ export function emptyState(): DagState {
       openActions: new Set(),
       stepActions: new Map(),
       retrying: new Set(),
+      readyDelegated: new Set(),
+      openDelegations: new Set(),
     },
   };
 }
 
 function addReady(state: DagState, step: Step): void {
+  if (step.delegate !== null) {
+    state.index.readyDelegated.add(step.step_id);
+    return;
+  }
   let queue = state.index.ready.get(step.worker_pool_id);
   if (queue === undefined) {
     queue = new ReadyQueue();
@@ -102,6 +115,10 @@ function addReady(state: DagState, step: Step): void {
 }
 
 function removeReady(state: DagState, step: Step): void {
+  if (step.delegate !== null) {
+    state.index.readyDelegated.delete(step.step_id);
+    return;
+  }
   const queue = state.index.ready.get(step.worker_pool_id);
   if (queue === undefined) return;
   queue.remove(step.step_id, step.ordinal);
@@ -243,5 +260,6 @@ export function rebuildIndex(state: DagState): DagIndex {
     if (action.step_id !== null) fresh.index.stepActions.set(action.step_id, action.action_id);
   }
   for (const step of state.steps.values()) if (step.retry_at !== null) fresh.index.retrying.add(step.step_id);
+  for (const d of state.delegations.values()) if (d.status !== "closed") fresh.index.openDelegations.add(d.delegation_id);
   return fresh.index;
 }

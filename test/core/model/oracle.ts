@@ -183,6 +183,10 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
     case "reconcile_leases":
     case "update_task":
       return {};
+    // The runtime's own records: no token's role sends them.
+    case "record_delegation":
+    case "record_delivery":
+      return { accept: false, code: "tool_not_available" };
   }
 }
 
