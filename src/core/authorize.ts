@@ -41,6 +41,7 @@ export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: 
   // The runtime's own records of its delegates' outbound calls: no token's role may send them.
   record_delegation: { tool: "delegation report", roles: [] },
   record_delivery: { tool: "delivery report", roles: [] },
+  cancel_for_parent: { tool: "cancellation by the parent", roles: [] },
 };
 
 /**

@@ -258,6 +258,9 @@ export const RecordDelegationSchema = z.strictObject({
   report: DelegationReportSchema,
 });
 
+/** The runtime cancels a child task whose parent's delegation ended (system only). */
+export const CancelForParentSchema = z.strictObject({ type: z.literal("cancel_for_parent"), delegation_id: z.string().min(1).max(128), reason: TextSchema });
+
 /** A child task records whether its result reached its parent (system only). */
 export const RecordDeliverySchema = z.strictObject({
   type: z.literal("record_delivery"),
@@ -291,6 +294,7 @@ export const CommandSchema = z.discriminatedUnion("type", [
   ReconcileLeasesSchema,
   RecordDelegationSchema,
   RecordDeliverySchema,
+  CancelForParentSchema,
 ]);
 /** Every command `decide` accepts. */
 export type Command = z.infer<typeof CommandSchema>;

@@ -2,7 +2,7 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
-import { accept, refuse } from "./decision.js";
+import { accept, acceptNothing, refuse } from "./decision.js";
 import { closing, heldStepOf, TASK_STOP_REASONS } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import { requireLiveTask, requireOrchestrator } from "./guards.js";
@@ -83,7 +83,25 @@ export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | Co
   const failing = cmd.type === "fail_task";
   const guard = requireOrchestrator(task, ctx.actor, failing ? "agent.task_fail" : "agent.task_cancel", !failing) ?? requireLiveTask(task);
   if (guard !== null) return refuse(guard);
-  const reason = TASK_STOP_REASONS[cmd.type];
+  return stopTask(state, ctx, failing, cmd.reason ?? null);
+}
+
+/**
+ * A child task whose parent's delegation ended is cancelled by the runtime (seed 001: cancellation sticks to the
+ * graph), exactly as agent.task_cancel would; a child that already ended, or another delegation's, is left alone.
+ */
+export function decideCancelForParent(state: DagState, cmd: CommandOf<"cancel_for_parent">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  if (task.delegated_from?.delegation_id !== cmd.delegation_id) {
+    return refuse(runtimeError("not_found", `task ${task.task_id} was not created by delegation ${cmd.delegation_id}`, { delegation_id: cmd.delegation_id }));
+  }
+  if (requireLiveTask(task) !== null) return acceptNothing();
+  return stopTask(state, ctx, false, cmd.reason);
+}
+
+/** The forced stop itself: runs asked to cancel, unfinished steps ended, then the task. */
+function stopTask(state: DagState, ctx: DecideContext, failing: boolean, why: string | null): Decision {
+  const reason = TASK_STOP_REASONS[failing ? "fail_task" : "cancel_task"];
   const em = new Emitter(state, ctx);
   emitCancelRequests(state, em, ctx, reason);
   for (const step of stepsInOrder(state, (s) => !TERMINAL_STEP_STATUSES.has(s.status))) {
@@ -93,8 +111,8 @@ export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | Co
       em.emit("task_step_cancelled", step.step_id, { reason, ...closing(step) });
     }
   }
-  if (failing) em.emit("task_failed", null, { reason: cmd.reason ?? null });
-  else em.emit("task_cancelled", null, { reason: cmd.reason ?? null });
+  if (failing) em.emit("task_failed", null, { reason: why });
+  else em.emit("task_cancelled", null, { reason: why });
   return accept(em);
 }
 

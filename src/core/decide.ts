@@ -10,7 +10,7 @@ import { decideCreateTask } from "./decide-create-task.js";
 import { decideUpdateTask } from "./decide-update-task.js";
 import { decideRequestAction, decideRespondAction, withdrawEndedActions } from "./decide-actions.js";
 import { decideRecordDelegation, decideRecordDelivery, followUpDelegations } from "./decide-delegation.js";
-import { decideBackToPending, decideBlockTask, decideCompleteTask, decidePauseTask, decideStopTask } from "./decide-lifecycle.js";
+import { decideBackToPending, decideBlockTask, decideCancelForParent, decideCompleteTask, decidePauseTask, decideStopTask } from "./decide-lifecycle.js";
 import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
 import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
 import { refuse } from "./decision.js";
@@ -41,6 +41,7 @@ const deciders: Deciders = {
   reconcile_leases: decideReconcileLeases,
   record_delegation: decideRecordDelegation,
   record_delivery: decideRecordDelivery,
+  cancel_for_parent: decideCancelForParent,
 };
 
 /** Formats zod issues as one readable line plus structured details. */

@@ -186,6 +186,7 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
     // The runtime's own records: no token's role sends them.
     case "record_delegation":
     case "record_delivery":
+    case "cancel_for_parent":
       return { accept: false, code: "tool_not_available" };
   }
 }
