@@ -27,6 +27,7 @@ import { reportIncident } from "../src/incident.js";
 import { IdempotencyStore } from "./idempotency-store.js";
 import type { IndexEntry } from "../src/contract/index.js";
 import { IndexOutbox } from "./index-outbox.js";
+import { OutboundCalls, type OutboundPorts } from "./outbound-calls.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
 import { endFrame, runtimeFrames } from "./sse-frames.js";
 import type { SseHub } from "./sse-hub.js";
@@ -56,6 +57,8 @@ export interface CommitShellParts {
   readonly pushIndex: (entry: IndexEntry) => Promise<void>;
   /** Told after a commit that resolved actions (answered, expired or withdrawn): their records as now resolved. */
   readonly actionsResolved?: (actions: readonly Action[]) => void;
+  /** The calls delegated steps make to other task objects and to A2A peers. */
+  readonly outbound: OutboundPorts;
 }
 
 /** The commit path, memory and alarm of one task object; single writer. */
@@ -76,6 +79,8 @@ export class CommitShell {
   readonly idempotency = new IdempotencyStore(() => this.storage.sql);
   /** The session-index replica's pushes, due after commits and covered by the alarm. */
   private readonly index: IndexOutbox;
+  /** The delegated steps' outbound calls, owed by the WAL and covered by the alarm. */
+  readonly outbound: OutboundCalls;
   private alarmAt: number | null = null;
   /** ULIDs that sort in creation order even within one millisecond. */
   private readonly ulid = monotonicFactory();
@@ -83,6 +88,7 @@ export class CommitShell {
   constructor(private readonly parts: CommitShellParts) {
     this.storage = parts.storage;
     this.index = new IndexOutbox(parts.storage.sql, () => this.current, parts.pushIndex);
+    this.outbound = new OutboundCalls(() => this.current, parts.outbound, (command) => this.commitSystem(command));
   }
 
   /** The task's memory, as the WAL replays (replaced wholesale when it is rebuilt: read it through this). */
@@ -104,7 +110,9 @@ export class CommitShell {
       this.loadFromWal();
       this.alarmAt = await this.parts.alarms.getAlarm();
       this.index.recover(Date.now());
-      if (this.index.dueAt !== null) await this.scheduleAlarm();
+      // Outbound calls owed before a crash are owed again: the WAL says what they are.
+      this.outbound.refresh();
+      if (this.index.dueAt !== null || this.outbound.dueAt !== null) await this.scheduleAlarm();
     } catch (e) {
       this.markBroken(runtimeError("storage_error", "the task's WAL could not be replayed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) }));
     }
@@ -265,10 +273,36 @@ export class CommitShell {
     if (this.reconcile(Date.now())) void this.afterCommit();
   }
 
-  /** After a commit: the session index's push is due (or under way), and the alarm covers every deadline. */
+  /**
+   * After a commit: the session index's push is due (or under way), outbound calls now due start (their outcome is
+   * committed when they answer; nobody waits for them here), and the alarm covers every deadline.
+   */
   async afterCommit(): Promise<void> {
-    this.index.noteCommit(Date.now());
+    const now = Date.now();
+    this.index.noteCommit(now);
+    this.outbound.refresh();
+    if (this.outbound.dueAt !== null && this.outbound.dueAt <= now) void this.outbound.flush(now);
     await this.scheduleAlarm();
+  }
+
+  /**
+   * Commits one of the runtime's own commands (an outbound call's outcome, a child's report), decided as the
+   * system; true when it was accepted (whether or not it changed anything).
+   */
+  async commitSystem(command: Record<string, unknown>): Promise<boolean> {
+    const task = this.current.task;
+    if (task === null) return false;
+    const result = this.transact((unit) => {
+      this.reconcileInto(unit, Date.now());
+      return this.decideAndApply(unit, systemActor(task.session_id), command, Date.now());
+    });
+    await this.afterCommit();
+    if (!result.ok) return false;
+    if (!result.value.ok) {
+      reportIncident(new Error(`${String(command.type)} refused: ${result.value.error.code} ${result.value.error.message}`), "task object: runtime command");
+      return false;
+    }
+    return true;
   }
 
   /**
@@ -278,7 +312,7 @@ export class CommitShell {
    * Re-setting it on every write cost about a quarter of the steps/s under load.
    */
   private async scheduleAlarm(exact = false): Promise<void> {
-    const candidates = [nextDeadline(this.current), this.index.dueAt].filter((t): t is number => t !== null);
+    const candidates = [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt].filter((t): t is number => t !== null);
     const target = candidates.length === 0 ? null : Math.min(...candidates);
     if (target === this.alarmAt) return;
     if (!exact && (target === null || (this.alarmAt !== null && this.alarmAt <= target))) return;
@@ -292,7 +326,8 @@ export class CommitShell {
     this.alarmAt = null;
     if (this.guard() !== null) return;
     if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
-    await this.index.flush(Date.now());
+    this.outbound.refresh();
+    await Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now())]);
     await this.scheduleAlarm(true);
   }
 }

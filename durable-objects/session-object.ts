@@ -148,6 +148,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return ok(null);
   }
 
+  /** A child task's reservation: one its object made on an earlier try (still only reserved) is kept. */
+  async reserveChild(taskId: string, walName: string): Promise<RpcResult<null>> {
+    const mine = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE task_id = ? AND wal_name = ? AND state = 'reserved'", taskId, walName).one().n;
+    if (mine > 0) return ok(null);
+    return this.reserve(taskId, walName);
+  }
+
   /** Drops a reservation whose create failed, and its Idempotency-Key (nothing was created under it). */
   async release(taskId: string): Promise<void> {
     const dropped = this.sql.exec("DELETE FROM tasks WHERE task_id = ? AND state = 'reserved'", taskId).rowsWritten;

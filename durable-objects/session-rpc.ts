@@ -53,6 +53,11 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   reserve(taskId: string, walName: string, idem?: Idempotency | null): Promise<RpcResult<null>>;
   /** Drops a reservation whose create failed. */
   release(taskId: string): Promise<void>;
+  /**
+   * Reserves a delegated step's child task id, which only that child's own object ever creates: a reservation
+   * left by an earlier try of the same create is kept, not a conflict.
+   */
+  reserveChild(taskId: string, walName: string): Promise<RpcResult<null>>;
   /** Records what a task object says of its task (the session-index replica's push). */
   upsertTask(entry: IndexEntry): Promise<void>;
   /** GET /v1/sessions/{sid}/events: the session event log after `afterSeq`, then live rows. */

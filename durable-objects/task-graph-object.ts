@@ -6,13 +6,15 @@
  * command sockets (command-sockets.ts).
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
+import type { Actor, ChildReport, ChildTaskRequest, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
 import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
-import { type Env, type RuntimeConfig, readConfig } from "../src/env.js";
+import { type Env, type RuntimeConfig, readConfig, taskObjectName } from "../src/env.js";
 import { ActionWaiters, type PollAnswer } from "./action-waiters.js";
+import { ChildTasks } from "./child-tasks.js";
 import { CommandSockets } from "./command-sockets.js";
 import { CommitShell } from "./commit-shell.js";
 import type { Idempotency } from "./idempotency-store.js";
+import { type ChildCancelAnswer, type ChildCreateAnswer, type DeliveryAnswer, type OutboundPorts } from "./outbound-calls.js";
 import { IdempotentWrites } from "./idempotent-writes.js";
 import { LargeReads } from "./large-reads.js";
 import type { RpcResult } from "./rpc-result.js";
@@ -33,12 +35,25 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   private readonly sockets: CommandSockets;
   /** Long-polls of GET .../actions/{action_id}?wait_ms=; answered by the shell after the commit resolving their action. */
   private readonly waiters = new ActionWaiters();
+  private readonly children: ChildTasks;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = readConfig(env);
     this.hub = new SseHub(this.config.sse);
     const sessions = env.SESSIONS;
+    const tasks = env.TASK_GRAPHS;
+    const sessionId = () => this.shell.state.task!.session_id;
+    const taskObject = (taskId: string) => tasks.get(tasks.idFromName(taskObjectName(sessionId(), taskId)));
+    const noPeers = async () => ({ ok: false as const, code: "not_allowed", message: "A2A peers are not configured", retryable: false });
+    const outbound: OutboundPorts = {
+      createChild: (child, createdBy) => taskObject(child.task_id).createChildTask(sessionId(), child, createdBy),
+      cancelChild: (childTaskId, delegationId, reason) => taskObject(childTaskId).cancelChildTask(delegationId, reason),
+      deliver: (report) => taskObject(report.parent_task_id).deliverChildResult(report),
+      peerSend: noPeers,
+      peerGet: noPeers,
+      peerCancel: noPeers,
+    };
     this.shell = new CommitShell({
       storage: { sql: ctx.storage.sql, transactionSync: (work) => ctx.storage.transactionSync(work) },
       alarms: ctx.storage,
@@ -49,7 +64,9 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
         this.waiters.resolve(actions);
         this.sockets.pushActionsResolved(this.shell.state.task!.task_id, actions);
       },
+      outbound,
     });
+    this.children = new ChildTasks(this.shell, (id) => sessions.get(sessions.idFromName(id)));
     this.writes = new IdempotentWrites(this.shell, (sessionId) => sessions.get(sessions.idFromName(sessionId)));
     this.reads = new TaskReads(this.shell, this.hub, new LargeReads(this.config.maxLargeReads), this.waiters);
     this.sockets = new CommandSockets({
@@ -126,6 +143,21 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   /** The session index entry, for the session's clean-up of reservations; null when no task was created. */
   async indexEntry(): Promise<IndexEntry | null> {
     return this.reads.indexEntry();
+  }
+
+  /** A parent's delegation creates its child task here (idempotent). */
+  async createChildTask(sessionId: string, request: ChildTaskRequest, createdByAgentId: string): Promise<ChildCreateAnswer> {
+    return this.children.create(sessionId, request, createdByAgentId);
+  }
+
+  /** A parent's delegation ended: the child task here is cancelled (or, not created yet, never will be). */
+  async cancelChildTask(delegationId: string, reason: string): Promise<ChildCancelAnswer> {
+    return this.children.cancel(delegationId, reason);
+  }
+
+  /** A child task's end reaches its parent here (idempotent). */
+  async deliverChildResult(report: ChildReport): Promise<DeliveryAnswer> {
+    return this.children.deliver(report);
   }
 
   // ---- Platform hooks ----------------------------------------------------------------------------

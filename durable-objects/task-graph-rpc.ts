@@ -3,7 +3,8 @@
  * src/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
  */
 import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
-import type { Action, Actor, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
+import type { Action, Actor, ChildReport, ChildTaskRequest, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
+import type { ChildCancelAnswer, ChildCreateAnswer, DeliveryAnswer } from "./outbound-calls.js";
 import type { Idempotency } from "./idempotency-store.js";
 import type { RpcResult } from "./rpc-result.js";
 import type { TaskCursor } from "./sse-frames.js";
@@ -41,4 +42,10 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   getAction(actor: Actor, actionId: string, waitMs: number): Promise<RpcResult<{ action: Action }>>;
   /** The session index entry; null when no task was created. */
   indexEntry(): Promise<IndexEntry | null>;
+  /** A parent's delegation creates its child task here (idempotent). */
+  createChildTask(sessionId: string, request: ChildTaskRequest, createdByAgentId: string): Promise<ChildCreateAnswer>;
+  /** A parent's delegation ended: the child task here is cancelled (or, not created yet, never will be). */
+  cancelChildTask(delegationId: string, reason: string): Promise<ChildCancelAnswer>;
+  /** A child task's end reaches its parent here (idempotent). */
+  deliverChildResult(report: ChildReport): Promise<DeliveryAnswer>;
 }

@@ -100,9 +100,17 @@ export function taskView(state: DagState, items: TaskPageItems = allItems(state)
     runs: items.runs,
     progress: steps.length === state.steps.size ? [...state.progress.values()] : pageProgress(state, steps),
     actions: steps.length === state.steps.size ? [...state.actions.values()] : pageActions(state, steps),
+    /** Delegated steps' attempts with seed 001's remote refs (child task, A2A peer task), oldest first. */
+    delegations: steps.length === state.steps.size ? [...state.delegations.values()] : pageDelegations(state, steps),
     diagnostics: diagnostics(state),
     wal_seq: state.last_wal_seq,
   };
+}
+
+/** The delegations of these steps, in the order they started. */
+function pageDelegations(state: DagState, steps: readonly Step[]) {
+  const ids = new Set(steps.map((s) => s.step_id));
+  return [...state.delegations.values()].filter((d) => ids.has(d.step_id));
 }
 
 /** The actions of these steps and the task's own, in the order they were asked. */
