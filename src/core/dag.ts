@@ -48,3 +48,30 @@ export function findCycle(nodes: ReadonlyMap<string, DagNode>): RuntimeError | n
   const onCycle = [...indegree].filter(([, n]) => n > 0).map(([id]) => id).slice(0, 20);
   return runtimeError("dependency_cycle", `the dependencies form a cycle (steps on or behind it: ${onCycle.join(", ")})`, { step_ids: onCycle });
 }
+
+/** The part of a step the delegate check reads: a child task's steps, which may delegate in turn. */
+interface DelegatingNode extends DagNode {
+  readonly delegate?: { readonly kind: string; readonly task?: { readonly steps: readonly DelegatingNode[] } } | null | undefined;
+}
+
+/**
+ * A delegated step's child task is checked as a create would check it (duplicate steps, unknown dependencies,
+ * cycles), at every depth, when the parent's step is written: a child that could never be created is refused now,
+ * not when its step becomes ready. The error names the step whose delegate is wrong.
+ */
+export function findDelegateError(step: DelegatingNode, path: string = step.step_id): RuntimeError | null {
+  const child = step.delegate?.kind === "task" ? step.delegate.task : undefined;
+  if (child === undefined) return null;
+  const nodes = new Map<string, DelegatingNode>();
+  for (const node of child.steps) {
+    if (nodes.has(node.step_id)) return runtimeError("duplicate_step", `the child task of step ${path} has step ${node.step_id} twice`, { step_id: path, child_step_id: node.step_id });
+    nodes.set(node.step_id, node);
+  }
+  const shape = findUnknownDependency(nodes) ?? findCycle(nodes);
+  if (shape !== null) return runtimeError(shape.code, `the child task of step ${path}: ${shape.message}`, { step_id: path, ...shape.details });
+  for (const node of child.steps) {
+    const inner = findDelegateError(node, `${path}/${node.step_id}`);
+    if (inner !== null) return inner;
+  }
+  return null;
+}

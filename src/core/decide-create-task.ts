@@ -2,7 +2,7 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
-import { findCycle, findUnknownDependency } from "./dag.js";
+import { findCycle, findDelegateError, findUnknownDependency } from "./dag.js";
 import { recordedStep } from "./decide-shared.js";
 import { accept, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
@@ -32,6 +32,10 @@ export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">,
   }
   const shapeError = findUnknownDependency(nodes) ?? findCycle(nodes);
   if (shapeError !== null) return refuse(shapeError);
+  for (const step of cmd.steps) {
+    const delegateError = findDelegateError(step);
+    if (delegateError !== null) return refuse(delegateError);
+  }
 
   const em = new Emitter(state, ctx);
   const steps = cmd.steps.map(recordedStep);

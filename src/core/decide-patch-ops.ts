@@ -5,6 +5,7 @@
  */
 import type { PatchOp } from "./commands.js";
 import type { DecideContext } from "./context.js";
+import { findDelegateError } from "./dag.js";
 import { recordedStep } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import type { PatchScratch, ScratchStep } from "./patch-scratch.js";
@@ -47,6 +48,8 @@ const deciders: PatchOpDeciders = {
     if (scratch.steps.size >= ctx.limits.maxStepsPerTask) {
       return err(runtimeError("validation_error", `a task holds at most ${ctx.limits.maxStepsPerTask} steps`));
     }
+    const delegateError = findDelegateError(input);
+    if (delegateError !== null) return err(delegateError);
     const step = recordedStep(input);
     // The scratch step gets its own dependency list (PatchScratch.add): later ops must not rewrite the recorded patch.
     scratch.add(step);

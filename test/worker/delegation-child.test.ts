@@ -114,3 +114,21 @@ describe("a step delegated to a child task", { timeout: 30_000 }, () => {
     expect(root.runs.every((r: any) => r.status !== "active" && r.status !== "cancelling")).toBe(true);
   });
 });
+
+describe("a delegated step's child task as written", () => {
+  it.each([
+    ["a cycle", [step("x", ["y"]), step("y", ["x"])], "dependency_cycle"],
+    ["an unknown dependency", [step("x", ["nope"])], "unknown_dependency"],
+    ["a step twice", [step("x"), step("x")], "duplicate_step"],
+  ])("Should refuse a child task with %s when the parent is created, and when the step is added", async (_name, steps, code) => {
+    const s = await newSession();
+    const created = await call("POST", `/v1/sessions/${s.sid}/tasks`, s.orch, { task_id: "bad", wal_name: "bad", title: "Bad", steps: [childStep("sub", [], steps)] });
+    expect(created.status, JSON.stringify(created.body)).toBeGreaterThanOrEqual(400);
+    expect(created.status).toBeLessThan(500);
+    expect(created.body.error.code).toBe(code);
+    expect((await call("GET", `/v1/sessions/${s.sid}/tasks/bad`, s.orch)).status).toBe(404);
+    await newTask(s, "fine", [step("a")]);
+    const added = await call("PATCH", `/v1/sessions/${s.sid}/tasks/fine`, s.orch, { ops: [{ op: "add_step", step: childStep("sub", [], steps) }] });
+    expect(added.body.error.code).toBe(code);
+  });
+});
