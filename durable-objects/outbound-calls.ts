@@ -61,7 +61,8 @@ export class OutboundCalls {
 
   constructor(
     private readonly state: () => DagState,
-    private readonly ports: OutboundPorts,
+    /** The calls it makes (a field: the fault tests gate them to stop the outbox between two of its steps). */
+    public ports: OutboundPorts,
     private readonly commit: CommitReport,
   ) {}
 
