@@ -297,7 +297,7 @@ describe("GET .../tasks/{tid} (agent.task_get)", () => {
   it("Should answer the DAG with attempts, runs, progress and diagnostics when the task exists", async () => {
     const { s, t, id } = await task(DIAMOND());
     const view = await getTask(t, s.orch);
-    expect(Object.keys(view).sort()).toEqual(["actions", "attempts", "diagnostics", "progress", "runs", "snapshot", "steps", "task", "wal_seq"]);
+    expect(Object.keys(view).sort()).toEqual(["actions", "attempts", "delegations", "diagnostics", "progress", "runs", "snapshot", "steps", "task", "wal_seq"]);
     expect(Object.keys(view.snapshot).sort()).toEqual(["attempts", "blockedTasks", "deliveryState", "openActions", "task", "taskGraph"]);
     expect(view.steps.map((x: any) => [x.step_id, x.status])).toEqual([
       ["a", "ready"],

@@ -60,7 +60,7 @@ describe("GET .../tasks/{tid} in pages", () => {
   it("Should answer a task that fits one page whole, without `page`, and with `page` once limit or cursor is asked", async () => {
     const { t } = await busyTask();
     const whole = expectOk(await call("GET", t, S.orch));
-    expect(Object.keys(whole).sort()).toEqual(["actions", "attempts", "diagnostics", "progress", "runs", "snapshot", "steps", "task", "wal_seq"]);
+    expect(Object.keys(whole).sort()).toEqual(["actions", "attempts", "delegations", "diagnostics", "progress", "runs", "snapshot", "steps", "task", "wal_seq"]);
     expect([whole.steps.length, whole.runs.length, whole.attempts.length]).toEqual([23, 10, 12]);
     const asked = expectOk(await call("GET", `${t}?limit=1000`, S.orch));
     const { page, ...rest } = asked;
