@@ -1,13 +1,16 @@
 /**
  * Credentials of a session's A2A peers (POST/GET /v1/sessions/{sid}/peers): the orchestrator sets one
  * Authorization value per peer origin and lists the origins; no read answers a value, only the session object's
- * peerAuthorization (what delegated steps send) gives it; other roles are refused and bad origins are 400.
+ * peerAuthorization (what delegated steps send) gives it; other roles are refused and bad origins are 400. And
+ * the outbound peer client (durable-objects/a2a-peer.ts) under workerd, with the runtime's own A2A facade as peer.
  */
+import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { PeerClient } from "../../durable-objects/a2a-peer.js";
 import { MAX_PEER_CREDENTIALS } from "../../durable-objects/session-peers.js";
 import { call, dispatch, newSession, newTask, step } from "./helpers.js";
 import { connectMcp } from "./mcp-clients.js";
-import { bindings, expectError, expectOk, mintRole, uniqueId } from "./support.js";
+import { BASE, bindings, expectError, expectOk, mintRole, uniqueId } from "./support.js";
 
 const peersOf = (sid: string) => `/v1/sessions/${sid}/peers`;
 const sessionStub = (sid: string) => bindings.SESSIONS.get(bindings.SESSIONS.idFromName(sid));
@@ -110,5 +113,47 @@ describe("Peer credentials", () => {
       await mcp.close();
     }
     expect(await sessionStub(s.sid).peerAuthorization("https://peer.example")).toBe("Bearer via-mcp");
+  });
+});
+
+describe("PeerClient inside workerd, with the runtime's own A2A facade as the peer", () => {
+  // SELF.fetch must be called on SELF; every request the client makes is recorded with its Authorization.
+  const seen: { url: string; authorization: string | null }[] = [];
+  const selfFetch: typeof fetch = async (input, init) => {
+    const request = new Request(input as RequestInfo, init);
+    seen.push({ url: request.url, authorization: request.headers.get("authorization") });
+    return SELF.fetch(request) as unknown as Promise<Response>;
+  };
+  const CARD = `${BASE}/.well-known/agent-card.json`;
+
+  it("Should send a message (a SUBMITTED task), read it and cancel it, with the credential sent to that origin only", async () => {
+    const s = await newSession();
+    const token = await mintRole(s, "a2a_client", "delegating-runtime");
+    const asked: string[] = [];
+    const client = new PeerClient({ allowlist: ["runtime.test"], timeoutMs: 10_000, maxResponseBytes: 1_048_576 }, selfFetch, async (origin) => {
+      asked.push(origin);
+      return origin === new URL(BASE).origin ? `Bearer ${token}` : null;
+    });
+    const sent = await client.send(CARD, { message_id: `step-${uniqueId()}`, text: "Translate the release notes" });
+    expect(sent).toMatchObject({ ok: true, streaming: true, task: { remote_status: "TASK_STATE_SUBMITTED", remote_context_id: expect.any(String), artifacts: [] } });
+    if (!sent.ok) return;
+    const id = sent.task.remote_task_id;
+    expect(expectOk(await call("GET", `/v1/sessions/${s.sid}/tasks/${id}`, s.orch)).task).toMatchObject({ objective: "Translate the release notes", origin: { client_agent_id: "delegating-runtime" } });
+    expect(await client.get(CARD, id)).toMatchObject({ ok: true, task: { remote_task_id: id, remote_status: "TASK_STATE_SUBMITTED" } });
+    expect(await client.cancel(CARD, id)).toMatchObject({ ok: true, task: { remote_task_id: id, remote_status: "TASK_STATE_CANCELED" } });
+    expect(await client.cancel(CARD, id)).toMatchObject({ ok: false, code: "rpc_error", retryable: false });
+    expect(new Set(asked)).toEqual(new Set([new URL(BASE).origin]));
+    expect(seen.length).toBeGreaterThanOrEqual(5);
+    expect(seen.every((r) => r.authorization === `Bearer ${token}`)).toBe(true);
+  });
+
+  it("Should answer the facade's 401 (no credential stored) as http_error, not retryable, and refuse a host off the allowlist before any request", async () => {
+    const before = seen.length;
+    const refused = await new PeerClient({ allowlist: ["elsewhere.example"], timeoutMs: 10_000, maxResponseBytes: 1_048_576 }, selfFetch).send(CARD, { message_id: "m", text: "x" });
+    expect(refused).toMatchObject({ ok: false, code: "not_allowed", retryable: false });
+    expect(seen.length).toBe(before);
+    const anonymous = await new PeerClient({ allowlist: ["runtime.test"], timeoutMs: 10_000, maxResponseBytes: 1_048_576 }, selfFetch).send(CARD, { message_id: "m", text: "x" });
+    expect(anonymous).toMatchObject({ ok: false, code: "http_error", retryable: false });
+    if (!anonymous.ok) expect(anonymous.message).toContain("HTTP 401");
   });
 });
