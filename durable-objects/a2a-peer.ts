@@ -285,11 +285,15 @@ export class PeerClient {
     const bytes = await readLimited(response, maxResponseBytes, signal, url, timeoutMs);
     const text = new TextDecoder().decode(bytes);
     if (response.status < 200 || response.status > 299) throw new PeerFailure(httpError(url, response.status, text.slice(0, EXCERPT)));
+    let parsed: unknown;
     try {
-      JSON.parse(text);
+      parsed = JSON.parse(text);
     } catch {
       throw new PeerFailure(malformed(`the answer of ${url.slice(0, EXCERPT)} is not JSON: ${JSON.stringify(text.slice(0, 80))}`));
     }
+    // The SDK decodes a `raw` (bytes) part with the global Buffer, which workerd has only with nodejs_compat: such a
+    // part would fail the whole answer. We record text parts only, so bytes parts are dropped before decoding.
+    if (text.includes('"raw"')) return Response.json(withoutRawParts(parsed), { status: response.status });
     return new Response(bytes, { status: response.status, statusText: response.statusText, headers: { "content-type": response.headers.get("content-type") ?? "application/json" } });
   }
 }
@@ -336,6 +340,20 @@ async function readLimited(response: Response, max: number, signal: AbortSignal,
   }
   return out;
 }
+
+/** The JSON with the `raw` field of every part (an object in a `parts` array) removed. */
+function withoutRawParts(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutRawParts);
+  if (value === null || typeof value !== "object") return value;
+  // No prototype: a "__proto__" key of the peer's JSON stays a plain key.
+  const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (const [key, v] of Object.entries(value)) {
+    out[key] = key === "parts" && Array.isArray(v) ? v.map((part) => withoutRawParts(isObject(part) ? Object.fromEntries(Object.entries(part).filter(([k]) => k !== "raw")) : part)) : withoutRawParts(v);
+  }
+  return out;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** The URL of the card's JSON-RPC interface, chosen as the SDK's client factory chooses (a 1.0 one first). */
 function jsonRpcInterfaceOf(card: AgentCard): string | null {

@@ -5,6 +5,7 @@
  * the outbound peer client (durable-objects/a2a-peer.ts) under workerd, with the runtime's own A2A facade as peer.
  */
 import { SELF } from "cloudflare:test";
+import { Task } from "@a2a-js/sdk";
 import { describe, expect, it } from "vitest";
 import { PeerClient } from "../../durable-objects/a2a-peer.js";
 import { MAX_PEER_CREDENTIALS } from "../../durable-objects/session-peers.js";
@@ -155,5 +156,39 @@ describe("PeerClient inside workerd, with the runtime's own A2A facade as the pe
     const anonymous = await new PeerClient({ allowlist: ["runtime.test"], timeoutMs: 10_000, maxResponseBytes: 1_048_576 }, selfFetch).send(CARD, { message_id: "m", text: "x" });
     expect(anonymous).toMatchObject({ ok: false, code: "http_error", retryable: false });
     if (!anonymous.ok) expect(anonymous.message).toContain("HTTP 401");
+  });
+});
+
+describe("PeerClient and a peer's bytes parts", () => {
+  const PEER = "http://peer.test";
+  const task = {
+    id: "remote-1",
+    contextId: "ctx-1",
+    status: { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:00Z" },
+    artifacts: [{ artifactId: "a1", name: "report", parts: [{ raw: "aGVsbG8=", mediaType: "application/octet-stream" }, { text: "the summary" }] }],
+  };
+  // A peer answering every GetTask with a task whose artifact has a bytes (raw) part next to a text part.
+  const peerFetch: typeof fetch = async (input, init) => {
+    const request = new Request(input as RequestInfo, init);
+    if (request.method === "GET") return Response.json({ name: "bytes", supportedInterfaces: [{ url: `${PEER}/a2a`, protocolBinding: "JSONRPC", protocolVersion: "1.0" }], capabilities: {} });
+    const body = (await request.json()) as { id: number };
+    return Response.json({ jsonrpc: "2.0", id: body.id, result: task });
+  };
+
+  it("Should read the text parts of a task whose artifact also has bytes, where workerd has no Buffer (no nodejs_compat)", async () => {
+    // The pool injects Buffer; `wrangler dev` and production do not. The SDK's Part decoding calls it for bytes.
+    const saved = globalThis.Buffer;
+    delete (globalThis as { Buffer?: unknown }).Buffer;
+    try {
+      expect(() => Task.fromJSON(task)).toThrow(/Buffer/);
+      const result = await new PeerClient({ allowlist: ["peer.test"], timeoutMs: 10_000, maxResponseBytes: 1_048_576 }, peerFetch).get(`${PEER}/.well-known/agent-card.json`, "remote-1");
+      expect(result).toEqual({
+        ok: true,
+        streaming: false,
+        task: { remote_task_id: "remote-1", remote_context_id: "ctx-1", remote_status: "TASK_STATE_COMPLETED", status_message: null, artifacts: [{ artifact_id: "a1", name: "report", text: "the summary" }] },
+      });
+    } finally {
+      globalThis.Buffer = saved;
+    }
   });
 });
