@@ -99,6 +99,17 @@ describe("PeerClient against a scripted A2A peer", () => {
     if (!result.ok) expect(result.message).toContain("HTTP 500");
   });
 
+  it("Should not follow a redirect (it could lead off the allowlist): http_error, not retryable, and the target never called", async () => {
+    const calls = peer.calls.length;
+    const toTarget = () => peer.requests.filter((r) => r.path === "/complete/a2a").length;
+    const targetBefore = toTarget();
+    const result = await new PeerClient(LIMITS).send(peer.cardUrl("redirect"), { message_id: messageId(), text: "x" });
+    expect(result).toMatchObject({ ok: false, code: "http_error", retryable: false });
+    if (!result.ok) expect(result.message).toContain("HTTP 307");
+    expect(peer.calls.slice(calls).map((c) => c.method)).toEqual(["SendMessage"]);
+    expect(toTarget()).toBe(targetBefore);
+  });
+
   it("Should answer a body that is not JSON as malformed, not retryable", async () => {
     const result = await new PeerClient(LIMITS).send(peer.cardUrl("garbage"), { message_id: messageId(), text: "x" });
     expect(result).toMatchObject({ ok: false, code: "malformed", retryable: false });

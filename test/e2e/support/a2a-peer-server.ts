@@ -28,9 +28,10 @@ import {
  * - `http500`: every JSON-RPC call answers HTTP 500; `garbage`: 200 with a body that is not JSON;
  * - `slow`: as `complete`, each JSON-RPC answer after `slowMs`;
  * - `big`: every JSON-RPC answer is 64 KiB, sent in chunks without a Content-Length;
- * - `foreign`: a card whose JSON-RPC interface is on another host (peer.invalid).
+ * - `foreign`: a card whose JSON-RPC interface is on another host (peer.invalid);
+ * - `redirect`: every JSON-RPC call answers 307 to the `complete` behaviour's endpoint.
  */
-export const PEER_BEHAVIOURS = ["complete", "fail", "input", "hang", "http500", "garbage", "slow", "big", "foreign"] as const;
+export const PEER_BEHAVIOURS = ["complete", "fail", "input", "hang", "http500", "garbage", "slow", "big", "foreign", "redirect"] as const;
 export type PeerBehaviour = (typeof PEER_BEHAVIOURS)[number];
 
 export interface ScriptedPeerOptions {
@@ -247,6 +248,10 @@ export async function startScriptedPeer(opts: ScriptedPeerOptions = {}): Promise
       case "http500":
         res.writeHead(500, { "content-type": "text/plain" });
         res.end("Internal Server Error");
+        return;
+      case "redirect":
+        res.writeHead(307, { location: `${base}/complete/a2a` });
+        res.end();
         return;
       case "garbage":
         res.writeHead(200, { "content-type": "application/json" });
