@@ -20,7 +20,7 @@ export default defineConfig({
             // stream tests see heartbeats quickly; a short child-cancel timeout so a stopped task's alarm test
             // sees it pass; 8 subscribers and 4 command sockets per object so the cap tests open 9 streams and
             // 5 sockets, not 65 (no other test holds more than 5 streams or 1 socket of one object); CORS for
-            // one origin so the CORS tests have something to allow.
+            // one origin so the CORS tests have something to allow; A2A peers on loopback, as local development allows.
             miniflare: {
               bindings: {
                 TOKEN_SECRET: "test-token-secret",
@@ -30,6 +30,7 @@ export default defineConfig({
                 SSE_MAX_SUBSCRIBERS: "8",
                 SOCKET_MAX_CONNECTIONS: "4",
                 CORS_ORIGINS: "https://dash.example",
+                A2A_PEER_ALLOWLIST: "loopback",
               },
             },
           }),

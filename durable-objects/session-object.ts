@@ -16,7 +16,8 @@ import { decodePageToken, encodePageToken, MAX_SUBMITTED_PAGE_SIZE, type PageCur
 import { SseHub, subscribersFull } from "./sse-hub.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-store.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
-import type { SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
+import type { PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
+import { SessionPeers } from "./session-peers.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
 const RESERVATION_CHECK_MS = 60_000;
@@ -39,10 +40,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   /** The highest seq of the session event log (0: empty). */
   private lastEventSeq = 0;
   private readonly ulid = monotonicFactory();
+  /** Credentials of the session's A2A peers (POST /v1/sessions/{sid}/peers), read by its delegated steps. */
+  private readonly peers: SessionPeers;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.hub = new SseHub(readConfig(env).sse);
+    this.peers = new SessionPeers(ctx.storage.sql);
     void ctx.blockConcurrencyWhile(async () => {
       this.sql.exec("CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY CHECK (id = 1), session_id TEXT NOT NULL, created_at TEXT NOT NULL, info TEXT NOT NULL)");
       this.sql.exec(`CREATE TABLE IF NOT EXISTS tasks (
@@ -358,6 +362,22 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const entry = JSON.parse(row.entry!) as IndexEntry;
     const overdue = entry.next_deadline_at !== null && Date.parse(entry.next_deadline_at) + 5_000 < Date.now();
     return { ...entry, index_state: overdue ? "stale" : "current" };
+  }
+
+  /** POST /v1/sessions/{sid}/peers: sets the credential of a peer origin (not_found: no such session). */
+  async setPeerCredential(origin: string, authorization: string): Promise<RpcResult<PeerCredentialInfo>> {
+    if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
+    return this.peers.set(origin, authorization);
+  }
+
+  /** GET /v1/sessions/{sid}/peers: the origins with a credential, never the values. */
+  async listPeers(): Promise<PeerCredentialInfo[]> {
+    return this.peers.list();
+  }
+
+  /** The Authorization value the session's delegated steps send to `origin`, or null. */
+  async peerAuthorization(origin: string): Promise<string | null> {
+    return this.peers.authorizationFor(origin);
   }
 
   private async armCleanup(): Promise<void> {

@@ -41,6 +41,12 @@ export interface SubmittedTaskPage {
   readonly total_size: number;
 }
 
+/** A stored peer credential as a read shows it: its origin and when it was last set, never its value. */
+export interface PeerCredentialInfo {
+  readonly origin: string;
+  readonly updated_at: string;
+}
+
 /** The RPC methods of one session's object. */
 export interface SessionRpc extends Rpc.DurableObjectBranded {
   /** Answers at once: the empty Worker → Durable Object round trip behind GET /health/object. */
@@ -70,4 +76,10 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   listOpenActions(query: { limit?: number; offset?: number }): Promise<SessionActionPage>;
   /** The session snapshot; null when no session of this id was created. */
   snapshot(): Promise<SessionSnapshot | null>;
+  /** Sets (or replaces) the Authorization value sent to an A2A peer origin (not_found: no such session; validation_error: too many origins). */
+  setPeerCredential(origin: string, authorization: string): Promise<RpcResult<PeerCredentialInfo>>;
+  /** The peer origins with a credential and when each was set, never the values. */
+  listPeers(): Promise<PeerCredentialInfo[]>;
+  /** The Authorization value for a peer origin, or null: for the outbound peer client only, never for an answer. */
+  peerAuthorization(origin: string): Promise<string | null>;
 }

@@ -20,7 +20,6 @@ import {
 } from "@a2a-js/sdk";
 import { A2AError, PushNotificationNotSupportedError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
-import { monotonicFactory } from "ulid";
 import { type Actor, ID_PATTERN, projectEvent, type RuntimeError, type RuntimeEvent, runtimeSequence, SEQUENCE_STRIDE, sequencePosition, type WalEvent } from "../src/core/index.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
 import { reportIncident } from "../src/incident.js";
@@ -29,9 +28,7 @@ import type { RpcResult } from "../durable-objects/rpc-result.js";
 import type { SubmittedTaskPage } from "../durable-objects/session-rpc.js";
 import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
 import { a2aStreamStateOf, a2aUpdatesOf } from "./a2a-stream-map.js";
-
-const newId = monotonicFactory();
-const lowerId = () => newId().toLowerCase();
+import { hashRequest } from "./body.js";
 
 /** Pause between two reads of a blocking SendMessage's task. */
 const SEND_POLL_MS = 200;
@@ -54,6 +51,17 @@ function taskNotFound(id: string): A2AError {
 
 /** A domain error of ours that means no A2A error: answered -32603 with its own message (ours, nothing leaked). */
 class RuntimeFault extends Error {}
+
+/**
+ * The task id, thread id and create Idempotency-Key a new message's task gets, all derived from the caller's agent
+ * and the message's messageId: a client retrying a send (same messageId) reaches the same task and gets it back,
+ * never a second one. The key is scoped to the caller by the task object, as REST keys are.
+ */
+async function createIdentityOf(agentId: string, messageId: string): Promise<{ taskId: string; threadId: string; key: string }> {
+  const digest = await hashRequest("A2A", "create", JSON.stringify([agentId, messageId]));
+  const key = messageId.length <= 200 ? `a2a:${messageId}` : `a2a:#${await hashRequest("A2A", "messageId", messageId)}`;
+  return { taskId: `a2a-${digest.slice(0, 26)}`, threadId: `ctx-${digest.slice(26, 52)}`, key };
+}
 
 /** A domain error of the task objects as the A2A error it means; anything unexpected keeps its own message. */
 function a2aErrorOf(error: RuntimeError, taskId: string): Error {
@@ -189,21 +197,29 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     const references = [...new Set(message.referenceTaskIds)];
     if (references.length > 100) throw invalidParams("message.referenceTaskIds names more than 100 tasks");
     for (const ref of references) await this.view(ref);
-    const taskId = `a2a-${lowerId()}`;
+    const identity = await createIdentityOf(this.actor.agent_id, message.messageId);
+    const taskId = identity.taskId;
     const body = {
       task_id: taskId,
       wal_name: taskId,
       title: submission.title,
       summary: "",
       objective: submission.objective,
-      thread_id: message.contextId === "" ? `ctx-${lowerId()}` : message.contextId,
+      thread_id: message.contextId === "" ? identity.threadId : message.contextId,
       ...(submission.input_refs.length === 0 ? {} : { input_refs: submission.input_refs }),
       ...(references.length === 0 ? {} : { relationships: references.map((task_id) => ({ kind: "source_task", task_id })) }),
       steps: [],
     };
-    const result = (await this.stub(taskId).createTask(this.actor, body, null)) as RpcResult<unknown>;
-    if (!result.ok) throw a2aErrorOf(result.error, taskId);
-    return taskId;
+    const text = JSON.stringify(body);
+    const idem = { key: identity.key, hash: await hashRequest("POST", `a2a:SendMessage`, text) };
+    const result = (await this.stub(taskId).createTask(this.actor, body, idem)) as RpcResult<unknown>;
+    if (result.ok) return taskId;
+    // The messageId already created this task (its key's record expired, or the first create is its twin): the same task.
+    if (result.error.code === "task_id_conflict") return taskId;
+    if (result.error.code === "idempotency_conflict") {
+      throw invalidParams("message.messageId was already sent with another message: use a new messageId for a new message", "MESSAGE_ID_REUSED", { messageId: message.messageId.slice(0, 200) });
+    }
+    throw a2aErrorOf(result.error, taskId);
   }
 
   /** A message naming a task (design decision 9): it answers that task's oldest open action. */

@@ -9,6 +9,7 @@ import { eventRoutes } from "./events.js";
 import { errorResponse, toRuntimeError } from "./http-error.js";
 import { serveMcp } from "./mcp.js";
 import { metaRoutes, publicRoutes } from "./meta.js";
+import { peerRoutes } from "./peers.js";
 import { sessionRoutes } from "./sessions.js";
 import { taskSocketRoutes } from "./task-socket.js";
 import { taskRoutes } from "./tasks.js";
@@ -37,6 +38,7 @@ export function buildApp(): Hono<AppEnv> {
   app.route("/v1", metaRoutes);
   app.route("/v1/sessions", eventRoutes);
   app.route("/v1/sessions", sessionRoutes);
+  app.route("/v1/sessions", peerRoutes);
   app.route("/v1/sessions", taskSocketRoutes);
   app.route("/v1/sessions", taskRoutes);
   app.notFound((c) => errorResponse(c, runtimeError("not_found", `no route ${c.req.method} ${new URL(c.req.url).pathname}`)));

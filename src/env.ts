@@ -1,5 +1,6 @@
 /** @module The Worker's bindings and the runtime configuration read from them. */
 import type { CoreLimits } from "./core/index.js";
+import type { PeerLimits } from "../durable-objects/a2a-peer.js";
 import type { SessionRpc } from "../durable-objects/session-rpc.js";
 import type { TaskGraphRpc } from "../durable-objects/task-graph-rpc.js";
 
@@ -42,6 +43,12 @@ export interface Env {
   readonly CORS_ORIGINS?: string;
   /** Longest wait of a blocking A2A SendMessage for its task to leave SUBMITTED (default 10,000). */
   readonly A2A_SEND_WAIT_MS?: string;
+  /** Hosts delegated steps may call as A2A peers: comma-separated `host`, `host:port`, `loopback` or `*`; empty or unset: none. */
+  readonly A2A_PEER_ALLOWLIST?: string;
+  /** Milliseconds one HTTP call to a peer may take, body included (default 10,000). */
+  readonly A2A_PEER_TIMEOUT_MS?: string;
+  /** Bytes of one peer answer past which it is abandoned (default 1,048,576). */
+  readonly A2A_PEER_MAX_RESPONSE_BYTES?: string;
 }
 
 /** Runtime configuration with the documented defaults. */
@@ -55,6 +62,8 @@ export interface RuntimeConfig {
   readonly socket: SocketConfig;
   /** How long a blocking A2A SendMessage waits for its task to leave SUBMITTED (A2A_SEND_WAIT_MS). */
   readonly a2aSendWaitMs: number;
+  /** Where and how delegated steps call A2A peers (A2A_PEER_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
+  readonly peers: PeerLimits;
 }
 
 /** Limits of the command sockets of one task object. */
@@ -105,6 +114,11 @@ export function readConfig(env: Env): RuntimeConfig {
       maxQueuedBytes: positiveInt(env.SOCKET_MAX_QUEUED_BYTES, 16 * 1_048_576),
     },
     a2aSendWaitMs: positiveInt(env.A2A_SEND_WAIT_MS, 10_000),
+    peers: {
+      allowlist: (env.A2A_PEER_ALLOWLIST ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== ""),
+      timeoutMs: positiveInt(env.A2A_PEER_TIMEOUT_MS, 10_000),
+      maxResponseBytes: positiveInt(env.A2A_PEER_MAX_RESPONSE_BYTES, 1_048_576),
+    },
   };
 }
 

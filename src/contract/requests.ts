@@ -57,6 +57,26 @@ export const RequestActionBody = RequestActionSchema.omit({ type: true, step_id:
 /** POST .../actions/{action_id}/respond (agent.respond_action). */
 export const RespondActionBody = RespondActionSchema.omit({ type: true, action_id: true });
 
+/** An origin as a URL serialises it: `http(s)://host[:port]`, lowercase, no path, no default port. */
+const OriginSchema = z
+  .string()
+  .max(2_048)
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value;
+    } catch {
+      return false;
+    }
+  }, "must be an origin: http(s)://host[:port], lowercase, without a path or a trailing slash");
+
+/** POST /v1/sessions/{sid}/peers: the Authorization value delegated steps send to one A2A peer origin. */
+export const SetPeerCredentialBody = z.strictObject({
+  origin: OriginSchema,
+  // A header value: printable ASCII, so it cannot carry a line break into a request.
+  authorization: z.string().min(1).max(4_096).regex(/^[\x20-\x7e]+$/, "must be printable ASCII (a header value)"),
+});
+
 /** A `true`/`false` query parameter. */
 export const boolParam = z.enum(["true", "false"]).transform((v) => v === "true").pipe(z.boolean());
 /** A whole-number query parameter within `min`..`max`. */

@@ -489,3 +489,46 @@ describe("the /a2a request ladder", () => {
     expect(e).toBeInstanceOf(A2AError);
   });
 });
+
+describe("SendMessage retried with the same messageId", () => {
+  const tasksOfSession = async () => (expectOk(await call("GET", `/v1/sessions/${S.sid}/tasks?include_terminal=true&limit=500`, S.orch)).tasks as { task_id: string }[]).map((t) => t.task_id);
+
+  it("Should answer a repeated message (same messageId, same content) with the task the first one created, creating one task", async () => {
+    const messageId = `retry-${crypto.randomUUID()}`;
+    const before = await tasksOfSession();
+    const first = (await client.sendMessage(send("Draft the launch plan", { messageId }, { returnImmediately: true }))) as Task;
+    const again = (await client.sendMessage(send("Draft the launch plan", { messageId }, { returnImmediately: true }))) as Task;
+    expect(again.id).toBe(first.id);
+    expect(again.contextId).toBe(first.contextId);
+    const created = (await tasksOfSession()).filter((id) => !before.includes(id));
+    expect(created).toEqual([first.id]);
+  });
+
+  it("Should reach the same task when the retry goes over SendStreamingMessage", async () => {
+    const messageId = `retry-${crypto.randomUUID()}`;
+    const first = (await client.sendMessage(send("Collect the survey answers", { messageId }, { returnImmediately: true }))) as Task;
+    const events = client.sendMessageStream(send("Collect the survey answers", { messageId }));
+    const head = await events.next();
+    await events.return(undefined);
+    expect(head.value?.payload).toMatchObject({ $case: "task", value: { id: first.id } });
+  });
+
+  it("Should refuse the same messageId with another message with -32602, creating nothing", async () => {
+    const messageId = `retry-${crypto.randomUUID()}`;
+    const first = (await client.sendMessage(send("Book the venue", { messageId }, { returnImmediately: true }))) as Task;
+    const before = await tasksOfSession();
+    const e = await failure(client.sendMessage(send("Cancel the venue", { messageId }, { returnImmediately: true })));
+    expect(e).toBeInstanceOf(RequestMalformedError);
+    expect(e.message).toContain("messageId");
+    expect(await tasksOfSession()).toEqual(before);
+    expect(expectOk(await call("GET", taskPath(first.id), S.orch)).task.objective).toBe("Book the venue");
+  });
+
+  it("Should keep messageIds per client: another client's message with the same messageId is its own task", async () => {
+    const messageId = `retry-${crypto.randomUUID()}`;
+    const mine = (await client.sendMessage(send("Audit the ledger", { messageId }, { returnImmediately: true }))) as Task;
+    const theirs = (await other.sendMessage(send("Audit the ledger", { messageId }, { returnImmediately: true }))) as Task;
+    expect(theirs.id).not.toBe(mine.id);
+    expect(expectOk(await call("GET", taskPath(theirs.id), S.orch)).task.origin).toMatchObject({ client_agent_id: "someone-else" });
+  });
+});

@@ -147,6 +147,23 @@ const ROUTES: Readonly<Record<string, RouteCase>> = {
   },
   mintToken: { caller: "admin", body: () => ({ role: "observer", agent_id: "obs", ttl_seconds: 3_600 }), badBodies: () => [{ role: "admin" }, { role: "worker" }, { role: "observer", ttl_seconds: 59 }] },
   getSession: { caller: "orch" },
+  setPeerCredential: {
+    caller: "orch",
+    body: () => ({ origin: "https://peer.example", authorization: "Bearer peer-token" }),
+    badBodies: () => [
+      { origin: "https://peer.example/", authorization: "Bearer x" },
+      { origin: "https://peer.example/a2a", authorization: "Bearer x" },
+      { origin: "HTTPS://Peer.Example", authorization: "Bearer x" },
+      { origin: "https://peer.example:443", authorization: "Bearer x" },
+      { origin: "ftp://peer.example", authorization: "Bearer x" },
+      { origin: "peer.example", authorization: "Bearer x" },
+      { origin: "https://peer.example", authorization: "" },
+      { origin: "https://peer.example", authorization: "Bearer a\r\nX-Injected: 1" },
+      { origin: "https://peer.example" },
+      { authorization: "Bearer x" },
+    ],
+  },
+  listPeers: { caller: "orch" },
   listTasks: {
     caller: "orch",
     badQuery: { include_terminal: ["yes", "1", ""], status: ["x".repeat(33)], limit: ["0", "501", "abc", "1.5", "-1", "1e2"], offset: ["-1", "abc", "1000001"] },

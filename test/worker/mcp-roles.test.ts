@@ -36,6 +36,8 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
     "agent.respond_action",
     "agent.task_update_step",
     "agent.task_progress",
+    "set_peer_credential",
+    "list_peers",
   ],
   worker: [...READS, "agent.task_claim_step", "agent.task_claim_next", "agent.task_update_step", "agent.task_progress", "finish_worker_run", "agent.request_action"],
   observer: READS,
