@@ -10,6 +10,7 @@ import type { Actor, ChildReport, ChildTaskRequest, PromptSummary, StepPage, Ste
 import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig, taskObjectName } from "../src/env.js";
 import { ActionWaiters, type PollAnswer } from "./action-waiters.js";
+import { PeerClient } from "./a2a-peer.js";
 import { ChildTasks } from "./child-tasks.js";
 import { CommandSockets } from "./command-sockets.js";
 import { CommitShell } from "./commit-shell.js";
@@ -45,14 +46,15 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     const tasks = env.TASK_GRAPHS;
     const sessionId = () => this.shell.state.task!.session_id;
     const taskObject = (taskId: string) => tasks.get(tasks.idFromName(taskObjectName(sessionId(), taskId)));
-    const noPeers = async () => ({ ok: false as const, code: "not_allowed", message: "A2A peers are not configured", retryable: false });
+    // A peer's credential lives in the session (never in a WAL); it is read when a call to its origin is made.
+    const peers = new PeerClient(this.config.peers, undefined, (origin) => sessions.get(sessions.idFromName(sessionId())).peerAuthorization(origin));
     const outbound: OutboundPorts = {
       createChild: (child, createdBy) => taskObject(child.task_id).createChildTask(sessionId(), child, createdBy),
       cancelChild: (childTaskId, delegationId, reason) => taskObject(childTaskId).cancelChildTask(delegationId, reason),
       deliver: (report) => taskObject(report.parent_task_id).deliverChildResult(report),
-      peerSend: noPeers,
-      peerGet: noPeers,
-      peerCancel: noPeers,
+      peerSend: (cardUrl, message) => peers.send(cardUrl, message),
+      peerGet: (cardUrl, remoteTaskId) => peers.get(cardUrl, remoteTaskId),
+      peerCancel: (cardUrl, remoteTaskId) => peers.cancel(cardUrl, remoteTaskId),
     };
     this.shell = new CommitShell({
       storage: { sql: ctx.storage.sql, transactionSync: (work) => ctx.storage.transactionSync(work) },

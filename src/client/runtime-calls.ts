@@ -36,6 +36,8 @@ import type {
   SessionCreated,
   SessionSnapshot,
   SessionEvent,
+  SetPeerCredentialInput,
+  PeerList,
   StepPage,
   StepQuery,
   StreamEnd,
@@ -97,6 +99,16 @@ export class RuntimeCalls {
   /** GET /v1/sessions/{sid}/actions: the session's inbox of open actions, newest first, each with its task's title. */
   sessionActions(sessionId: string, query: ActionListQuery = {}, opts?: CallOptions): Promise<ActionInbox> {
     return this.read(`${sessionPath(sessionId)}/actions`, { ...query }, opts);
+  }
+
+  /** POST /v1/sessions/{sid}/peers (orchestrator): the Authorization value delegated steps send to one A2A peer origin. */
+  setPeerCredential(sessionId: string, body: SetPeerCredentialInput, opts?: CallOptions): Promise<{ origin: string }> {
+    return this.write("POST", `${sessionPath(sessionId)}/peers`, body, opts);
+  }
+
+  /** GET /v1/sessions/{sid}/peers (orchestrator): the peer origins the session holds a credential for. */
+  listPeers(sessionId: string, opts?: CallOptions): Promise<PeerList> {
+    return this.read(`${sessionPath(sessionId)}/peers`, undefined, opts);
   }
 
   /** GET /v1/sessions/{sid}: the session snapshot. */

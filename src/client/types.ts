@@ -18,6 +18,7 @@ import type {
   ReasonBody,
   RequestActionBody,
   RespondActionBody,
+  SetPeerCredentialBody,
   SessionActionPage,
   SessionSnapshot,
   StepQueryParams,
@@ -71,6 +72,12 @@ export type ProgressInput = z.input<typeof ProgressBody>;
 export type RequestActionInput = z.input<typeof RequestActionBody>;
 /** POST .../actions/{action_id}/respond body: `{decision, input?, comment?}`. */
 export type RespondActionInput = z.input<typeof RespondActionBody>;
+/** Body of POST /v1/sessions/{sid}/peers: the Authorization value delegated steps send to one A2A peer origin. */
+export type SetPeerCredentialInput = z.input<typeof SetPeerCredentialBody>;
+/** The A2A peer origins a session holds a credential for (never the values). */
+export interface PeerList {
+  readonly peers: { readonly origin: string; readonly updated_at: string }[];
+}
 
 type Query<S extends z.ZodType> = Omit<z.output<S>, "access_token">;
 /** GET /v1/sessions/{sid}/tasks filters. */

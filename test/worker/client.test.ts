@@ -133,6 +133,8 @@ const METHOD_OF: Record<string, keyof RuntimeClient | "transport"> = {
   getTaskAction: "getAction",
   respondAction: "respondAction",
   listSessionActions: "sessionActions",
+  setPeerCredential: "setPeerCredential",
+  listPeers: "listPeers",
 };
 
 describe("RuntimeClient: one typed method per operation", () => {
