@@ -16,7 +16,7 @@ import {
   type RetryPolicy,
 } from "../../../src/core/index.js";
 import { Harness, observer, orchestrator, SESSION, step, T0, TASK } from "../harness.js";
-import { attemptsOf, consistent, iso, payload, rejectsAs, st, systemCaller, types } from "./support.js";
+import { attemptsOf, consistent, ids, iso, LEASE_MS, payload, q, rejectsAs, st, systemCaller, types } from "./support.js";
 
 const PEER_CARD = "https://peer.example/.well-known/agent-card.json";
 /** A child task of two steps, the second after the first. */
@@ -166,6 +166,16 @@ describe("a delegated step and workers", () => {
     expect(none.value).toEqual({ kind: "no_step_claimed", reason: "no_ready_step" });
     expect(none.events).toEqual([]);
     expect(st(h, "kid").status).toBe("ready");
+  });
+
+  it("Should list a ready delegated step in the orchestrator's ready query of its pool, as any other query of its status does", () => {
+    const h = task();
+    const byStatus = q(h, orchestrator, { statuses: ["ready"] });
+    expect(ids(byStatus)).toEqual(["kid", "peer", "w"]);
+    const byPool = q(h, orchestrator, { statuses: ["ready"], worker_pool_id: "default" });
+    expect(ids(byPool)).toEqual(["kid", "peer", "w"]);
+    // A worker's default query lists only what it may claim.
+    expect(ids(q(h, h.dispatch(), {}))).toEqual(["w"]);
   });
 
   it("Should refuse record_delegation and record_delivery from every token role with tool_not_available", () => {
@@ -558,6 +568,28 @@ describe("a peer that asks for input", () => {
     consistent(h);
   });
 
+  it("Should keep the step lease-free when its question is answered, so the runtime's hold never expires as a worker's would", () => {
+    const h = asking();
+    h.ok({ type: "respond_action", action_id: dlg(h, "peer").input_action_id!, decision: "submitted", input: "eu" });
+    expect(st(h, "peer").lease_expires_at).toBeNull();
+    h.now += 2 * LEASE_MS;
+    expect(reconcile(h).events).toEqual([]);
+    expect(dlg(h, "peer").status).toBe("answering");
+    expect(st(h, "peer")).toMatchObject({ status: "running", claimed_by_agent_id: "runtime" });
+    consistent(h);
+  });
+
+  it("Should keep the step lease-free when the orchestrator's own action on it is answered", () => {
+    const h = running();
+    const asked = h.ok({ type: "request_action", step_id: "kid", kind: "approval", prompt: "Keep the child going?" }).value as { action_id: string };
+    h.ok({ type: "respond_action", action_id: asked.action_id, decision: "approved" });
+    expect(st(h, "kid").lease_expires_at).toBeNull();
+    h.now += 2 * LEASE_MS;
+    expect(reconcile(h).events).toEqual([]);
+    expect(dlg(h, "kid").status).toBe("active");
+    consistent(h);
+  });
+
   it("Should end the attempt and tell the peer to stop when the answer cannot be delivered", () => {
     const h = asking();
     h.ok({ type: "respond_action", action_id: dlg(h, "peer").input_action_id!, decision: "submitted", input: "eu" });
@@ -615,6 +647,16 @@ describe("a delegate's deadline", () => {
     expect(owed(h)).toContain("kid:cancel_child");
     // Once cancelling, the deadline is over: nothing more is due for it.
     expect(reconcile(h).events).toEqual([]);
+    consistent(h);
+  });
+
+  it("Should reopen at once, in the same pass, a timed-out step whose policy retries without backoff (as a lost lease is)", () => {
+    const now = { max_attempts: 2, initial_interval_ms: 0, backoff_coefficient: 1, max_interval_ms: 0 };
+    const h = running({ delegate: { ...TASK_DELEGATE, timeout_ms: 10_000 }, retry_policy: now });
+    h.now = T0 + 10_000;
+    const d = reconcile(h);
+    expect(types(d)).toEqual(["delegation_settled", "task_step_failed", "worker_run_ended", "task_step_reopened", "task_step_ready"]);
+    expect(st(h, "kid")).toMatchObject({ status: "ready", retry_at: null });
     consistent(h);
   });
 
