@@ -579,6 +579,16 @@ describe("a peer that asks for input", () => {
     consistent(h);
   });
 
+  it("Should keep the step lease-free when the orchestrator records a result on it while it runs", () => {
+    const h = running();
+    h.ok({ type: "update_step", step_id: "kid", status: "running", result_summary: "halfway, says the child" });
+    expect(st(h, "kid")).toMatchObject({ status: "running", result_summary: "halfway, says the child", lease_expires_at: null });
+    h.now += 2 * LEASE_MS;
+    expect(reconcile(h).events).toEqual([]);
+    expect(dlg(h, "kid").status).toBe("active");
+    consistent(h);
+  });
+
   it("Should keep the step lease-free when the orchestrator's own action on it is answered", () => {
     const h = running();
     const asked = h.ok({ type: "request_action", step_id: "kid", kind: "approval", prompt: "Keep the child going?" }).value as { action_id: string };
