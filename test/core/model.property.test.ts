@@ -1,8 +1,10 @@
 /**
  * @module Model-based property tests of the core: random acyclic DAGs, then random sequences of valid and
- * invalid commands from every kind of actor. After every command: replay(WAL) deep-equals the live state, the
- * indexes equal a rebuild, a refused command wrote nothing, claims, attempts, readiness, completed results,
- * terminal tasks and the WAL's numbering and schema all hold (see ./model/). `DEEP=1` (npm run test:deep)
+ * invalid commands from every kind of actor; some steps delegate (a child task, an A2A peer) and the runtime
+ * records plausible and stale reports of their outbound calls and a child task's delivery. After every command:
+ * replay(WAL) deep-equals the live state, the indexes equal a rebuild, a refused command wrote nothing, claims,
+ * attempts, readiness, delegations, completed results, terminal tasks and the WAL's numbering and schema all
+ * hold (see ./model/). `DEEP=1` (npm run test:deep)
  * runs 25 times more sequences and bigger DAGs. A failure prints its seed and path: rerun it with
  * `FC_SEED=<seed> FC_PATH=<path> npx vitest run --project core test/core/model.property.test.ts -t "<its name>"`.
  */
@@ -52,6 +54,8 @@ interface Setup {
   tight: boolean;
   /** An index into POLICIES for the task's default_retry_policy; beyond it, none. */
   defaultPolicy: number;
+  /** The task is a child task (created by a parent's delegation): it owes its parent a report when it ends. */
+  child: boolean;
   specs: Spec[];
 }
 
@@ -60,10 +64,11 @@ const setupParts = {
   leaseMs: fc.option(fc.constantFrom(1_000, 5_000, 60_000), { nil: null }),
   tight: fc.nat(9).map((n) => n === 0),
   defaultPolicy: fc.nat(9),
+  child: fc.nat(2).map((n) => n === 0),
 };
 
 /** Creates the task (after the refused bad creates), then runs every spec, checking everything after each. */
-function runSequence({ steps, bad, leaseMs, tight, defaultPolicy, specs }: Setup): World {
+function runSequence({ steps, bad, leaseMs, tight, defaultPolicy, child, specs }: Setup): World {
   // Tight limits make add_step hit maxStepsPerTask now and then.
   const limits: CoreLimits = tight ? { maxStepsPerTask: steps.length + 2, stepLeaseTimeoutMs: 2_000, childCancelTimeoutMs: 5_000, actionTimeoutMs: 10_000, delegateTimeoutMs: 20_000, delegateRetryMs: 1_000, delegateMaxTries: 3 } : DEFAULT_LIMITS;
   const world = new World(stats, limits);
@@ -77,6 +82,7 @@ function runSequence({ steps, bad, leaseMs, tight, defaultPolicy, specs }: Setup
   const create: Record<string, unknown> = { type: "create_task", task_id: TASK, wal_name: "plan", title: "Plan", summary: "A plan", steps, metadata: { origin: "model" } };
   if (leaseMs !== null) create.step_lease_timeout_ms = leaseMs;
   if (defaultPolicy < POLICIES.length) create.default_retry_policy = POLICIES[defaultPolicy];
+  if (child) create.delegated_from = { task_id: "task_parent", step_id: "s0", delegation_id: "dlg_parent" };
   const created = world.exec(orchestrator, create, "create");
   if (!created.ok) throw new Error(`create_task refused: ${created.error.code} ${created.error.message}`);
   specs.forEach((spec, i) => world.step(interpret(world, spec), `#${i}`));
@@ -122,7 +128,7 @@ describe("the core under random command sequences", () => {
   it("Should keep every invariant on a 10,000-step DAG", () => {
     fc.assert(
       fc.property(fc.constantFrom(...(DEEP ? SHAPES : (["wide"] as const))), fc.integer(), fc.array(specArb("progress"), { minLength: 40, maxLength: 50 }), (shape, seed, specs) => {
-        runSequence({ steps: seededDag(10_000, shape, seed), bad: [], leaseMs: 5_000, tight: false, defaultPolicy: POLICIES.length, specs });
+        runSequence({ steps: seededDag(10_000, shape, seed), bad: [], leaseMs: 5_000, tight: false, defaultPolicy: POLICIES.length, child: false, specs });
       }),
       params(DEEP ? 4 : 1),
     );
@@ -137,5 +143,9 @@ describe("the core under random command sequences", () => {
     expect(codes.filter((code) => ![...stats.refused.keys()].some((k) => k.endsWith(`:${code}`))), "error codes never produced").toEqual([]);
     // Only an A2A client meets a task that is not there for it when it cancels or answers an action.
     expect(stats.refused.get("cancel_task:not_found") ?? 0, "an A2A client's cancel of a task it did not submit").toBeGreaterThan(0);
+    // The runtime's own records: refused for token callers, unknown delegations, another child's report, a task nobody delegated.
+    for (const key of ["record_delegation:tool_not_available", "record_delegation:not_found", "record_delegation:validation_error", "record_delivery:invalid_transition", "claim_step:permission_denied"]) {
+      expect(stats.refused.get(key) ?? 0, key).toBeGreaterThan(0);
+    }
   });
 });

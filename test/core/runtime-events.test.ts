@@ -84,12 +84,52 @@ function lifecycleScenario(): Harness {
   return h;
 }
 
+const SYSTEM = { role: "system", session_id: "sess_1", agent_id: "system", run_id: null } as const;
+
+/**
+ * Delegated steps: a child task created after one failed try and completed, an A2A peer that asks for input, is
+ * answered and completes with an artifact, and a second peer whose task is cancelled with the task.
+ */
+function delegationScenario(): Harness {
+  const h = new Harness();
+  const peer = (id: string) => step(id, [], { delegate: { kind: "a2a", agent_card_url: "https://peer.example/.well-known/agent-card.json" } });
+  const child = { kind: "task", task: { title: "Research", steps: [{ step_id: "find", title: "Find", summary: "", depends_on_step_ids: [] }] } };
+  h.create([step("kid", [], { delegate: child }), peer("peer"), peer("slow"), step("after", ["kid", "peer"])]);
+  h.ok({ type: "reconcile_leases" }, SYSTEM);
+  const report = (stepId: string, r: Record<string, unknown>) => h.ok({ type: "record_delegation", delegation_id: h.state.steps.get(stepId)!.delegation_id!, report: r }, SYSTEM);
+  const childId = h.state.delegations.get(h.state.steps.get("kid")!.delegation_id!)!.child_task_id!;
+  report("kid", { kind: "try_failed", intent: "create_child", error: "busy", retryable: true });
+  report("kid", { kind: "started", remote_task_id: childId, delivery_mechanism: "callback" });
+  report("kid", { kind: "child_settled", child_task_id: childId, child_status: "completed", result_summary: "found", artifact_ids: ["sources.md"] });
+  report("peer", { kind: "started", remote_task_id: "rt-1", remote_context_id: "ctx-1", remote_status: "TASK_STATE_WORKING", delivery_mechanism: "polling" });
+  report("peer", { kind: "remote_status", remote_status: "TASK_STATE_INPUT_REQUIRED", status_message: "Which region?" });
+  const question = h.state.delegations.get(h.state.steps.get("peer")!.delegation_id!)!.input_action_id!;
+  h.ok({ type: "respond_action", action_id: question, decision: "submitted", input: "eu" });
+  report("peer", { kind: "answered" });
+  report("peer", { kind: "remote_status", remote_status: "TASK_STATE_COMPLETED", artifacts: [{ artifact_id: "a1", name: "report", text: "done" }] });
+  report("slow", { kind: "started", remote_task_id: "rt-2", delivery_mechanism: "streaming" });
+  h.ok({ type: "cancel_task", reason: "enough" });
+  report("slow", { kind: "cancel_acknowledged", remote_state: "cancelled" });
+  report("slow", { kind: "remote_status", remote_status: "TASK_STATE_CANCELED" });
+  return h;
+}
+
+/** A child task created by a delegation: it completes and records that its parent got its result. */
+function childTaskScenario(): Harness {
+  const h = new Harness();
+  h.create([step("find")], { delegated_from: { task_id: "task_parent", step_id: "kid", delegation_id: "dlg_1" } });
+  h.complete("find");
+  h.ok({ type: "complete_task" });
+  h.ok({ type: "record_delivery", delivery_state: "delivered" }, SYSTEM);
+  return h;
+}
+
 /** The action id of a request_action's answer. */
 function actionId(d: { value: unknown }): string {
   return (d.value as { action_id: string }).action_id;
 }
 
-/** WALs that together hold every WAL event type: the scenarios above, a failed task, a cancelled task. */
+/** WALs that together hold every WAL event type: the scenarios above (delegated steps and a child task among them), a failed task, a cancelled task. */
 function everyEventWals(): WalEvent[][] {
   const failed = new Harness();
   failed.create([step("a"), step("b")]);
@@ -104,7 +144,7 @@ function everyEventWals(): WalEvent[][] {
   const stopped = cancelled.claimWith("a");
   cancelled.ok({ type: "cancel_task" });
   cancelled.ok({ type: "finish_run", run_id: stopped.run_id!, outcome: "cancelled" }, stopped);
-  return [everyEventScenario().wal, lifecycleScenario().wal, failed.wal, cancelled.wal];
+  return [everyEventScenario().wal, lifecycleScenario().wal, failed.wal, cancelled.wal, delegationScenario().wal, childTaskScenario().wal];
 }
 
 describe("runtime events (the Agent Runtime draft's envelope)", () => {

@@ -4,10 +4,10 @@
  * meaningful while the DAG changes and shrink well.
  */
 import fc from "fast-check";
-import { type Actor, type DagState, isTerminalTask, type WorkerRun } from "../../../src/core/index.js";
+import { type Actor, type DagState, type Delegation, isTerminalTask, type WorkerRun } from "../../../src/core/index.js";
 import { a2aClient, observer, orchestrator, SESSION, stranger, TASK } from "../harness.js";
 import { approver, BAD_INPUT_SCHEMA, INPUT_SCHEMA, INPUTS, MISSING_ACTION } from "./actions.js";
-import { POLICIES, POOLS } from "./dag-gen.js";
+import { DELEGATES, POLICIES, POOLS } from "./dag-gen.js";
 
 /** Where a step id is picked from: 0 any, 1 ready, 2 held, 3 blocked or failed, 4 the actor's own held step, 5 missing, 6 deletable leaf. */
 export interface StepPick {
@@ -18,7 +18,7 @@ export interface StepPick {
 /** One patch op of update_task, abstractly. */
 export type PatchSpec =
   | { op: "update_task"; title: boolean; summary: boolean; record: number }
-  | { op: "add_step"; id: number; deps: StepPick[]; optional: boolean; gpu: boolean; policy: number }
+  | { op: "add_step"; id: number; deps: StepPick[]; optional: boolean; gpu: boolean; policy: number; delegate: number }
   | { op: "update_step"; step: StepPick; title: boolean; deps: StepPick[] | null; required: boolean | null; pool: number | null; policy: number | null }
   | { op: "delete_step"; step: StepPick }
   | { op: "add_dependency"; step: StepPick; dep: StepPick }
@@ -49,7 +49,10 @@ export type Spec =
   | { k: "tick"; advance: number }
   | { k: "create_task"; who: number }
   | { k: "garbage"; mode: number; value: unknown }
-  | { k: "query"; who: number; pool: number };
+  | { k: "query"; who: number; pool: number }
+  /** The runtime records what a delegation's outbound call found: `pick` the delegation, `report` and `variant` what. */
+  | { k: "record_delegation"; who: number; pick: number; report: number; variant: number }
+  | { k: "record_delivery"; who: number; state: number };
 
 const who = fc.nat(99);
 /**
@@ -71,7 +74,10 @@ const advance = fc.oneof(
 
 const patchArb: fc.Arbitrary<PatchSpec> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant("update_task" as const), title: fc.boolean(), summary: fc.nat(3).map((n) => n > 0), record: fc.nat(9) }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant("add_step" as const), id: fc.nat(9), deps: fc.array(pick, { maxLength: 3 }), optional: fc.boolean(), gpu: fc.nat(4).map((n) => n === 0), policy: fc.nat(9) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ op: fc.constant("add_step" as const), id: fc.nat(9), deps: fc.array(pick, { maxLength: 3 }), optional: fc.boolean(), gpu: fc.nat(4).map((n) => n === 0), policy: fc.nat(9), delegate: fc.nat(11) }),
+  },
   {
     weight: 3,
     arbitrary: fc.record({
@@ -108,8 +114,8 @@ function statusArb(completedWeight: number): fc.Arbitrary<number> {
 export type Profile = "mixed" | "progress";
 
 const WEIGHTS: Record<Profile, Record<Spec["k"], number>> = {
-  mixed: { claim_step: 10, claim_next: 12, update_step: 22, append_progress: 4, update_task: 8, dispatch_worker: 8, finish_run: 4, cancel_run: 2, task_op: 7, request_action: 5, respond_action: 5, reconcile_leases: 6, tick: 3, create_task: 1, garbage: 3, query: 2 },
-  progress: { claim_step: 4, claim_next: 25, update_step: 35, append_progress: 2, update_task: 3, dispatch_worker: 3, finish_run: 2, cancel_run: 1, task_op: 5, request_action: 2, respond_action: 2, reconcile_leases: 4, tick: 1, create_task: 1, garbage: 1, query: 1 },
+  mixed: { claim_step: 10, claim_next: 12, update_step: 22, append_progress: 4, update_task: 8, dispatch_worker: 8, finish_run: 4, cancel_run: 2, task_op: 7, request_action: 5, respond_action: 5, reconcile_leases: 6, tick: 3, create_task: 1, garbage: 3, query: 2, record_delegation: 8, record_delivery: 3 },
+  progress: { claim_step: 4, claim_next: 25, update_step: 35, append_progress: 2, update_task: 3, dispatch_worker: 3, finish_run: 2, cancel_run: 1, task_op: 5, request_action: 2, respond_action: 2, reconcile_leases: 4, tick: 1, create_task: 1, garbage: 1, query: 1, record_delegation: 8, record_delivery: 4 },
 };
 
 /** Random abstract commands with the profile's weights. */
@@ -198,6 +204,8 @@ export function specArb(profile: Profile): fc.Arbitrary<Spec> {
     { weight: w.create_task, arbitrary: fc.record({ k: fc.constant("create_task" as const), who }) },
     { weight: w.garbage, arbitrary: fc.record({ k: fc.constant("garbage" as const), mode: fc.nat(9), value: json(2) }) },
     { weight: w.query, arbitrary: fc.record({ k: fc.constant("query" as const), who, pool: fc.nat(1) }) },
+    { weight: w.record_delegation, arbitrary: fc.record({ k: fc.constant("record_delegation" as const), who, pick: fc.nat(), report: fc.nat(19), variant: fc.nat(9) }) },
+    { weight: w.record_delivery, arbitrary: fc.record({ k: fc.constant("record_delivery" as const), who, state: fc.nat(3) }) },
   );
 }
 
@@ -321,6 +329,7 @@ function patchOp(scene: Scene, spec: PatchSpec, added: string[]): Record<string,
       if (spec.optional) step.required = false;
       if (spec.gpu) step.worker_pool_id = "gpu";
       if (spec.policy < POLICIES.length) step.retry_policy = POLICIES[spec.policy];
+      if (spec.delegate < DELEGATES.length) step.delegate = DELEGATES[spec.delegate];
       added.push(stepIdValue);
       return { op: "add_step", step, reason: "grow the plan" };
     }
@@ -477,6 +486,102 @@ export function interpret(scene: Scene, spec: Spec): Concrete {
       return command(actorFor(scene, spec.mode * 10, "orchestrator"), garbage(scene, spec.mode, spec.value));
     case "query":
       return { kind: "query", actor: actorFor(scene, spec.who, "worker"), pool: POOLS[spec.pool]! };
+    case "record_delegation":
+      return command(runtimeOr(scene, spec.who), recordDelegation(scene, spec));
+    case "record_delivery":
+      return command(runtimeOr(scene, spec.who), { type: "record_delivery", delivery_state: ["delivered", "failed", "parent_missing", "pending"][spec.state] });
+  }
+}
+
+/** The runtime itself (the system actor) for its own records; now and then a token's caller, who may not send them. */
+function runtimeOr(scene: Scene, n: number): Actor {
+  return n < 85 ? SYSTEM : actorFor(scene, n, n % 2 === 0 ? "orchestrator" : "worker");
+}
+
+const SYSTEM: Actor = { role: "system", session_id: SESSION, agent_id: "system", run_id: null };
+
+/** A2A task states a peer reports: waiting, working, and each terminal one. */
+const PEER_STATES = ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED", "TASK_STATE_AUTH_REQUIRED", "TASK_STATE_SUBMITTED"] as const;
+const INTENTS = ["create_child", "cancel_child", "a2a_send", "a2a_follow", "a2a_answer", "a2a_cancel"] as const;
+
+/**
+ * record_delegation: mostly a plausible outcome of the call the outbox owes for an open delegation (its intent's
+ * success, a retryable or final failure, a peer's state, a child's end); sometimes any report on any delegation
+ * (stale, repeated, for the wrong kind), a child report naming another child, or a delegation that does not exist.
+ */
+function recordDelegation(scene: Scene, spec: Extract<Spec, { k: "record_delegation" }>): Record<string, unknown> {
+  const { state } = scene;
+  const open = [...state.index.openDelegations];
+  const all = [...state.delegations.keys()];
+  const id = spec.pick % 10 <= 6 && open.length > 0 ? open[spec.pick % open.length]! : spec.pick % 10 <= 8 && all.length > 0 ? all[spec.pick % all.length]! : "dlg_missing";
+  const d = state.delegations.get(id);
+  const cmd = (report: Record<string, unknown>) => ({ type: "record_delegation", delegation_id: id, report });
+  const v = spec.variant;
+  const failed = (intent: string) => ({ kind: "try_failed", intent, error: "connection reset", retryable: v <= 6 });
+  const childEnd = (status?: string) => ({
+    kind: "child_settled",
+    child_task_id: v === 9 ? "another-child" : (d?.child_task_id ?? "no-child"),
+    child_status: status ?? (["completed", "completed", "completed", "failed", "cancelled"] as const)[v % 5],
+    result_summary: v % 2 === 0 ? "child result" : null,
+    artifact_ids: v % 3 === 0 ? ["child.md"] : [],
+  });
+  const peerState = (state: string) => ({
+    kind: "remote_status",
+    remote_status: state,
+    ...(v % 3 === 0 ? { status_message: "peer says" } : {}),
+    ...(v % 4 === 0 ? { artifacts: [{ artifact_id: `art${v}`, name: null, text: v % 8 === 0 ? "text" : null }] } : {}),
+  });
+  if (d === undefined || spec.report >= 16) {
+    // Anything at all: a report the delegation may not expect now.
+    switch (spec.report % 6) {
+      case 0:
+        return cmd({ kind: "started", remote_task_id: d?.child_task_id ?? "rt-any", delivery_mechanism: "polling" });
+      case 1:
+        return cmd(peerState(PEER_STATES[v % PEER_STATES.length]!));
+      case 2:
+        return cmd(failed(INTENTS[v % INTENTS.length]!));
+      case 3:
+        return cmd(childEnd());
+      case 4:
+        return cmd({ kind: "answered" });
+      default:
+        return cmd({ kind: "cancel_acknowledged", remote_state: (["cancelled", "already_terminal", "not_created"] as const)[v % 3] });
+    }
+  }
+  return cmd(plausibleReport(d, spec.report, v, failed, childEnd, peerState));
+}
+
+/** A report that fits what the delegation waits for in its status (the outbox's call, or a child's end). */
+function plausibleReport(
+  d: Delegation,
+  r: number,
+  v: number,
+  failed: (intent: string) => Record<string, unknown>,
+  childEnd: (status?: string) => Record<string, unknown>,
+  peerState: (state: string) => Record<string, unknown>,
+): Record<string, unknown> {
+  const fail = r % 4 === 0;
+  if (d.kind === "task") {
+    switch (d.status) {
+      case "starting":
+        return fail ? failed("create_child") : r % 4 === 1 ? childEnd() : { kind: "started", remote_task_id: d.child_task_id, delivery_mechanism: "callback" };
+      case "cancelling":
+        if (d.cancel_sent_at !== null || r % 4 === 1) return childEnd("cancelled");
+        return fail ? failed("cancel_child") : { kind: "cancel_acknowledged", remote_state: (["cancelled", "already_terminal", "not_created"] as const)[v % 3] };
+      default:
+        return childEnd();
+    }
+  }
+  switch (d.status) {
+    case "starting":
+      return fail ? failed("a2a_send") : { kind: "started", remote_task_id: `rt-${d.delegation_id}`, remote_status: v % 2 === 0 ? "TASK_STATE_SUBMITTED" : null, delivery_mechanism: v % 3 === 0 ? "streaming" : "polling" };
+    case "answering":
+      return fail ? failed("a2a_answer") : r % 4 === 1 ? peerState(PEER_STATES[v % PEER_STATES.length]!) : { kind: "answered" };
+    case "cancelling":
+      if (d.cancel_sent_at === null && r % 4 !== 1) return fail ? failed("a2a_cancel") : { kind: "cancel_acknowledged", remote_state: (["cancelled", "already_terminal", "not_created"] as const)[v % 3] };
+      return fail ? failed("a2a_follow") : peerState(PEER_STATES[(v % 3) + 2]!);
+    default:
+      return fail ? failed("a2a_follow") : peerState(PEER_STATES[v % PEER_STATES.length]!);
   }
 }
 

@@ -11,6 +11,7 @@ export interface StepIn {
   required?: boolean;
   worker_pool_id?: string;
   retry_policy?: RetryPolicy;
+  delegate?: Record<string, unknown>;
 }
 
 /** The worker pools the model uses ("default" is the core's default). */
@@ -25,6 +26,16 @@ export const POLICIES: readonly RetryPolicy[] = [
   { max_attempts: 3, initial_interval_ms: 1_000, backoff_coefficient: 2, max_interval_ms: 3_000 },
   { max_attempts: 3, initial_interval_ms: 5_000, backoff_coefficient: 3, max_interval_ms: 60_000, non_retryable_reasons: ["because"] },
   { max_attempts: 1, initial_interval_ms: 1_000, backoff_coefficient: 1, max_interval_ms: 1_000 },
+];
+
+/**
+ * Delegates the model gives steps: a child task, an A2A peer with the default timeout, and a peer with a short one
+ * (so deadlines pass within a sequence).
+ */
+export const DELEGATES: readonly Record<string, unknown>[] = [
+  { kind: "task", task: { title: "Child", steps: [{ step_id: "c1", title: "C1", summary: "", depends_on_step_ids: [] }] } },
+  { kind: "a2a", agent_card_url: "https://peer.example/.well-known/agent-card.json" },
+  { kind: "a2a", agent_card_url: "https://peer.example/.well-known/agent-card.json", message: "Do it", timeout_ms: 5_000 },
 ];
 
 /** The shapes a seeded DAG can take. */
@@ -44,9 +55,10 @@ export function prng(seed: number): () => number {
   };
 }
 
-function makeStep(i: number, deps: number[], gpu: boolean, optional: boolean, policy?: RetryPolicy): StepIn {
+function makeStep(i: number, deps: number[], gpu: boolean, optional: boolean, policy?: RetryPolicy, delegate?: Record<string, unknown>): StepIn {
   const step: StepIn = { step_id: `s${i}`, title: `Step ${i}`, summary: `Do step ${i}`, depends_on_step_ids: deps.map((d) => `s${d}`) };
   if (policy !== undefined) step.retry_policy = policy;
+  if (delegate !== undefined) step.delegate = delegate;
   if (gpu) step.worker_pool_id = "gpu";
   else if (i % 7 === 3) step.worker_pool_id = "default"; // sometimes explicit, sometimes defaulted
   if (optional) step.required = false;
@@ -61,13 +73,15 @@ const stepSpecArb = fc.record({
   optional: fc.nat(9).map((n) => n < 2),
   /** About a third of the steps carry a retry policy of their own. */
   policy: fc.nat(11).map((n) => (n < POLICIES.length ? POLICIES[n] : undefined)),
+  /** About one step in six is delegated. */
+  delegate: fc.nat(17).map((n) => (n < DELEGATES.length ? DELEGATES[n] : undefined)),
 });
 
 /** Small DAGs (0..maxSteps steps) that shrink towards fewer steps and fewer edges; listed forwards or backwards. */
 export function smallDagArb(maxSteps: number): fc.Arbitrary<StepIn[]> {
   return fc.record({ specs: fc.array(stepSpecArb, { maxLength: maxSteps }), reversed: fc.boolean() }).map(({ specs, reversed }) => {
     // Duplicate dependency ids are kept on purpose: create_task de-duplicates them.
-    const steps = specs.map((s, i) => makeStep(i, i === 0 ? [] : s.deps.map((d) => d % i), s.gpu, s.optional, s.policy));
+    const steps = specs.map((s, i) => makeStep(i, i === 0 ? [] : s.deps.map((d) => d % i), s.gpu, s.optional, s.policy, s.delegate));
     return reversed ? steps.reverse() : steps;
   });
 }
@@ -106,8 +120,8 @@ export function seededDag(n: number, shape: Shape, seed: number): StepIn[] {
         if (i > 0) deps.push(i - 1);
         break;
     }
-    // The policy comes from the index, not the PRNG, so a seed still gives the DAG it always gave.
-    steps.push(makeStep(i, [...new Set(deps)], rnd() < 0.2, rnd() < 0.15, i % 9 === 4 ? POLICIES[i % POLICIES.length] : undefined));
+    // The policy and the delegate come from the index, not the PRNG, so a seed still gives the DAG it always gave.
+    steps.push(makeStep(i, [...new Set(deps)], rnd() < 0.2, rnd() < 0.15, i % 9 === 4 ? POLICIES[i % POLICIES.length] : undefined, i % 29 === 6 ? DELEGATES[i % DELEGATES.length] : undefined));
   }
   return steps;
 }

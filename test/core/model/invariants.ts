@@ -2,7 +2,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { expect } from "vitest";
 import { findCycle } from "../../../src/core/dag.js";
-import { type DagState, HELD_STEP_STATUSES, isTerminalTask, rebuildIndex, type WorkerRun } from "../../../src/core/index.js";
+import { childReport, type DagState, HELD_STEP_STATUSES, isTerminalTask, outboundWork, rebuildIndex, type WorkerRun } from "../../../src/core/index.js";
 
 /** vitest `toEqual`, with a fast structural pre-check so big DAGs stay cheap (strict equality implies toEqual). */
 export function expectSame(actual: unknown, expected: unknown, label: string): void {
@@ -30,7 +30,10 @@ export function checkClaims(state: DagState): void {
       continue;
     }
     const runId = step.claimed_by_run_id;
-    if (runId === null || step.lease_expires_at === null || step.current_attempt_id === null) fail(`held step ${step.step_id} lacks a claim`);
+    // The runtime holds a delegated step for its delegate without a lease (the delegate's deadline bounds it).
+    const leased = step.delegate === null;
+    if (runId === null || (step.lease_expires_at === null) === leased || step.current_attempt_id === null) fail(`held step ${step.step_id} lacks a claim, or a lease only a worker's claim has`);
+    if ((step.claimed_by_agent_id === RUNTIME) === leased) fail(`step ${step.step_id} (delegated: ${!leased}) is held by ${step.claimed_by_agent_id}`);
     const other = holderOf.get(runId);
     if (other !== undefined) fail(`run ${runId} holds both ${other} and ${step.step_id}`);
     holderOf.set(runId, step.step_id);
@@ -193,6 +196,55 @@ export class CompletedResults {
   }
 }
 
+/** The agent id of the runtime's own runs, which hold delegated steps. */
+const RUNTIME = "runtime";
+const LIVE_DELEGATION: ReadonlySet<string> = new Set(["starting", "active", "input_required", "answering"]);
+
+/**
+ * Delegations: exactly the live ones hold their step (its current attempt and run, the step naming them); a
+ * question being asked or answered has its action (open while asked, answered while answering); a closed one has
+ * closed_at and an outcome; an ended task has no live one. The outbox owes one call per delegation at most, none
+ * for a closed one, every call for a live peer; a child task owes its parent its report exactly while the delivery
+ * is pending.
+ */
+export function checkDelegations(state: DagState): void {
+  const task = state.task;
+  for (const d of state.delegations.values()) {
+    const step = state.steps.get(d.step_id);
+    const holds = step !== undefined && HELD_STEP_STATUSES.has(step.status) && step.current_attempt_id === d.attempt_id;
+    const live = LIVE_DELEGATION.has(d.status);
+    if (live !== holds) fail(`${d.status} delegation ${d.delegation_id} ${holds ? "holds" : "does not hold"} step ${d.step_id}`);
+    if (live) {
+      if (step!.claimed_by_run_id !== d.run_id || step!.delegation_id !== d.delegation_id) fail(`step ${d.step_id} names another claim than delegation ${d.delegation_id}`);
+      if (state.runs.get(d.run_id)?.status !== "active") fail(`live delegation ${d.delegation_id} has a ${state.runs.get(d.run_id)?.status} run`);
+      if (task !== null && isTerminalTask(task)) fail(`delegation ${d.delegation_id} is ${d.status} on a ${task.status} task`);
+    }
+    const action = d.input_action_id === null ? undefined : state.actions.get(d.input_action_id);
+    if (d.status === "input_required" && action?.status !== "open") fail(`delegation ${d.delegation_id} asks with no open action`);
+    if (d.status === "answering" && (action?.status !== "resolved" || action.decision !== "submitted")) fail(`delegation ${d.delegation_id} answers with no submitted answer`);
+    if ((d.status === "closed") !== (d.closed_at !== null)) fail(`${d.status} delegation ${d.delegation_id} has closed_at ${d.closed_at}`);
+    if ((d.status === "closed" || d.status === "cancelling") && d.outcome === null) fail(`${d.status} delegation ${d.delegation_id} has no outcome`);
+    if (d.kind === "task" && d.child_task_id === null) fail(`child delegation ${d.delegation_id} names no child`);
+  }
+  const work = outboundWork(state);
+  const owed = new Set<string>();
+  for (const w of work) {
+    if (w.intent === "deliver") continue;
+    const id = w.delegation.delegation_id;
+    if (owed.has(id)) fail(`delegation ${id} owes two calls`);
+    owed.add(id);
+    if (w.delegation.status === "closed") fail(`closed delegation ${id} owes ${w.intent}`);
+  }
+  for (const d of state.delegations.values()) if (d.kind === "a2a" && d.status !== "closed" && !owed.has(d.delegation_id)) fail(`${d.status} peer delegation ${d.delegation_id} owes nothing`);
+  const delivers = work.some((w) => w.intent === "deliver");
+  if (delivers !== (task?.delivery_state === "pending")) fail(`delivery ${task?.delivery_state} but ${delivers ? "a" : "no"} report owed`);
+  if (task !== null) {
+    const ended = isTerminalTask(task);
+    if ((childReport(state) !== null) !== (task.delegated_from !== null && ended)) fail(`child report of a ${task.status} task (child: ${task.delegated_from !== null})`);
+    if ((task.delivery_state !== null) !== (task.delegated_from !== null && ended)) fail(`delivery_state ${task.delivery_state} on a ${task.status} task`);
+  }
+}
+
 /** Every state invariant except replay and completed-results (the driver owns those). */
 export function checkState(state: DagState): void {
   checkIndex(state);
@@ -202,4 +254,5 @@ export function checkState(state: DagState): void {
   checkTaskStatus(state);
   checkActions(state);
   checkRetries(state);
+  checkDelegations(state);
 }

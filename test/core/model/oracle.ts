@@ -57,7 +57,7 @@ function byOrdinal(state: DagState): Step[] {
 
 /** The step claim_next must take: the oldest ready step in the run's pool and scope (naive scan). */
 export function naiveFirstClaimable(state: DagState, run: WorkerRun): Step | undefined {
-  return byOrdinal(state).find((s) => s.status === "ready" && s.worker_pool_id === run.worker_pool_id && (run.allowed_step_ids === null || run.allowed_step_ids.includes(s.step_id)));
+  return byOrdinal(state).find((s) => s.status === "ready" && s.delegate === null && s.worker_pool_id === run.worker_pool_id && (run.allowed_step_ids === null || run.allowed_step_ids.includes(s.step_id)));
 }
 
 const WORKER_TOOLS: ReadonlySet<string> = new Set(["claim_step", "claim_next", "update_step", "append_progress", "finish_run", "request_action"]);
@@ -88,6 +88,8 @@ function predictClaim(state: DagState, run: WorkerRun, cmd: Command): Prediction
   }
   if (cmd.type !== "claim_step") throw new Error("not a claim");
   const step = state.steps.get(cmd.step_id);
+  // The runtime runs a delegated step through its delegate: no worker may claim it (said once the run may claim at all).
+  if (step?.delegate != null && run.claims_used < run.max_steps) return { accept: false, code: "permission_denied" };
   const ok =
     run.claims_used < run.max_steps &&
     step !== undefined &&
@@ -238,17 +240,19 @@ function predictRespond(state: DagState, cmd: CommandOf<"respond_action">, now: 
     accept: true,
     after: (s) => {
       expect(s.actions.get(action.action_id), "the answer resolves the action").toMatchObject({ status: "resolved", decision: cmd.decision, input: cmd.input ?? null });
-      if (waiting) expect(s.steps.get(step.step_id)?.lease_expires_at, "the answer restarts the step's lease").toBe(lease);
+      // A step the runtime holds for its delegate has no lease to restart.
+      if (waiting) expect(s.steps.get(step.step_id)?.lease_expires_at, "the answer restarts the step's lease").toBe(step.delegate === null ? lease : null);
     },
   };
 }
 
 /**
- * After reconciling at `now`, nothing held is past its lease, no active run is past its deadline, and no run
- * asked to cancel is past its cancellation deadline.
+ * After reconciling at `now`, nothing held is past its lease, no active run is past its deadline, no run asked
+ * to cancel is past its cancellation deadline, no live delegation is past its deadline, and `alsoHolds`.
  */
-function nothingDue(now: number) {
+function nothingDue(now: number, alsoHolds: (state: DagState) => void) {
   return (state: DagState) => {
+    alsoHolds(state);
     for (const run of state.runs.values()) {
       if (run.status === "cancelling") expect(Date.parse(run.cancel_request!.deadline_at) > now, `cancellation of ${run.run_id} timed out`).toBe(true);
     }
@@ -260,14 +264,72 @@ function nothingDue(now: number) {
       if (action.step_id !== null) waiting.add(action.step_id);
     }
     for (const step of state.steps.values()) {
-      // An open action suspends its step's lease.
-      if (HELD_STEP_STATUSES.has(step.status) && !waiting.has(step.step_id)) expect(Date.parse(step.lease_expires_at!) > now, `lease of ${step.step_id} reconciled`).toBe(true);
+      // An open action suspends its step's lease; a step the runtime holds for its delegate has none.
+      if (HELD_STEP_STATUSES.has(step.status) && !waiting.has(step.step_id) && step.delegate === null) expect(Date.parse(step.lease_expires_at!) > now, `lease of ${step.step_id} reconciled`).toBe(true);
       if (step.retry_at !== null) expect(Date.parse(step.retry_at) > now, `retry of ${step.step_id} fired`).toBe(true);
     }
     for (const run of state.runs.values()) {
       if (run.status === "active" && run.deadline_at !== null) expect(Date.parse(run.deadline_at) > now, `deadline of ${run.run_id} reconciled`).toBe(true);
     }
+    for (const d of state.delegations.values()) {
+      if (LIVE.has(d.status) && d.deadline_at !== null) expect(Date.parse(d.deadline_at) > now, `deadline of delegation ${d.delegation_id} reconciled`).toBe(true);
+    }
   };
+}
+
+const LIVE: ReadonlySet<string> = new Set(["starting", "active", "input_required", "answering"]);
+
+/** Every delegated step ready before reconciling a task that may start delegates (pending or running) is taken up by it. */
+function readyDelegatedTakenUp(before: DagState): (state: DagState) => void {
+  const starts = before.task!.status === "pending" || before.task!.status === "running";
+  const ready = starts ? byOrdinal(before).filter((s) => s.delegate !== null && s.status === "ready").map((s) => s.step_id) : [];
+  return (state) => {
+    for (const id of ready) {
+      const step = state.steps.get(id)!;
+      expect(step.status, `ready delegated step ${id} taken up`).toBe("running");
+      expect(state.delegations.get(step.delegation_id!)?.attempt_id, `step ${id} runs a new delegation`).toBe(step.current_attempt_id);
+    }
+  };
+}
+
+/** A2A task states after which a peer's task changes no more. */
+const PEER_TERMINAL: ReadonlySet<string> = new Set(["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_REJECTED", "TASK_STATE_CANCELED"]);
+
+/**
+ * The runtime's record of a delegation's outbound call: an unknown delegation is not_found, a child report naming
+ * another child a validation_error; a closed delegation takes nothing; a delegate's end settles a live delegation
+ * (its step no longer held by it) or closes one being cancelled.
+ */
+function predictRecordDelegation(state: DagState, cmd: CommandOf<"record_delegation">): Prediction {
+  const d = state.delegations.get(cmd.delegation_id);
+  if (d === undefined) return { accept: false, code: "not_found" };
+  const r = cmd.report;
+  if (r.kind === "child_settled" && r.child_task_id !== d.child_task_id) return { accept: false, code: "validation_error" };
+  if (d.status === "closed") return { accept: true, onlyEvents: [] };
+  const wrongKind = (r.kind === "remote_status" && d.kind !== "a2a") || (r.kind === "child_settled" && d.kind !== "task");
+  if (wrongKind || (r.kind === "answered" && d.status !== "answering") || (r.kind === "started" && d.status !== "starting" && d.status !== "cancelling")) return { accept: true, onlyEvents: [] };
+  const ends = r.kind === "child_settled" || (r.kind === "remote_status" && d.status !== "starting" && PEER_TERMINAL.has(r.remote_status));
+  if (!ends) return { accept: true };
+  const live = LIVE.has(d.status);
+  return {
+    accept: true,
+    after: (s) => {
+      const after = s.delegations.get(d.delegation_id)!;
+      expect(after.status, `delegation ${d.delegation_id} ends with its delegate`).toBe("closed");
+      const step = s.steps.get(d.step_id);
+      if (step !== undefined) expect(step.current_attempt_id === d.attempt_id, `step ${d.step_id} is no longer held by the ended delegation`).toBe(false);
+      if (live) expect(s.attempts.get(d.attempt_id)?.status, "the delegation's attempt ended").not.toBe("active");
+      if (live && after.outcome === "completed") expect(step?.status, "a completed delegate completes its step").toBe("completed");
+    },
+  };
+}
+
+/** A child task records its delivery once it ended, once; a task nobody delegated refuses. */
+function predictRecordDelivery(state: DagState, cmd: CommandOf<"record_delivery">): Prediction {
+  const task = state.task!;
+  if (task.delegated_from === null) return { accept: false, code: "invalid_transition" };
+  if (task.delivery_state !== "pending") return { accept: true, onlyEvents: [] };
+  return { accept: true, onlyEvents: ["task_delivery_recorded"], after: (s) => expect(s.task!.delivery_state).toBe(cmd.delivery_state) };
 }
 
 /** A finish_run on a terminal task: a run asked to cancel ends cancelled with its result; others only a late result. */
@@ -302,9 +364,14 @@ export function predict(state: DagState, actor: Actor, command: unknown, now: nu
   const task = state.task;
   if (task === null) return cmd.type === "create_task" && actor.role === "orchestrator" ? {} : { accept: false };
   // A terminal task only stops waiting for the runs it asked to cancel.
-  if (cmd.type === "reconcile_leases") return { accept: true, after: nothingDue(now), ...(isTerminalTask(task) ? { onlyEvents: ["child_agent_cancel_timeout", "worker_run_ended"] } : {}) };
+  if (cmd.type === "reconcile_leases") return { accept: true, after: nothingDue(now, readyDelegatedTakenUp(state)), ...(isTerminalTask(task) ? { onlyEvents: ["child_agent_cancel_timeout", "worker_run_ended"] } : {}) };
   const caller = classify(state, actor);
-  if (caller.kind === "outsider" || caller.kind === "system") return { accept: false };
+  if (caller.kind === "system") {
+    if (cmd.type === "record_delegation") return predictRecordDelegation(state, cmd);
+    if (cmd.type === "record_delivery") return predictRecordDelivery(state, cmd);
+    return { accept: false };
+  }
+  if (caller.kind === "outsider") return { accept: false };
   if (caller.kind === "approver") {
     if (cmd.type !== "respond_action") return { accept: false, code: "tool_not_available" };
     return isTerminalTask(task) ? respondToEnded(state, cmd) : predictRespond(state, cmd, now);

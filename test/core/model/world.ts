@@ -156,7 +156,8 @@ export class World implements Scene {
       const page = result.value;
       const naive = [...this.state.steps.values()]
         .sort((a, b) => a.ordinal - b.ordinal)
-        .filter((s) => s.status === "ready" && s.worker_pool_id === run.worker_pool_id && (run.allowed_step_ids === null || run.allowed_step_ids.includes(s.step_id)));
+        // A delegated step is no worker's to claim: its default query lists what claim_next may take.
+        .filter((s) => s.status === "ready" && s.delegate === null && s.worker_pool_id === run.worker_pool_id && (run.allowed_step_ids === null || run.allowed_step_ids.includes(s.step_id)));
       expect(page.steps.map((s) => s.step_id), "worker query = its ready steps in creation order").toEqual(naive.slice(0, 5).map((s) => s.step_id));
       expect(page.total).toBe(naive.length);
       expect(naiveFirstClaimable(this.state, run)?.step_id).toBe(naive[0]?.step_id);
