@@ -3,7 +3,7 @@
  * intent, the child's creation, its acknowledgement, the child's end, its report, the report's acknowledgement; and
  * on the cancel path the cancellation, its acknowledgement, the child's final report) loses nothing and duplicates
  * nothing. An outbound port is replaced by one that never answers (before the call reaches the other object, or
- * after it acted), the object is evicted (the hung call dies with it), and the restarted object performs what its
+ * after it acted), the object crashes (the hung call dies with it), and the restarted object performs what its
  * WAL says is still owed.
  */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
@@ -183,7 +183,7 @@ async function expectCancelledOnce(s: TestSession, childId: string, acks: number
 }
 
 describe("a crash between two steps of a child delegation that completes", { timeout: 20_000 }, () => {
-  it("Should create the child once when the parent is evicted after step_delegated, before the create call reached the child (1→2)", async () => {
+  it("Should create the child once when the parent crashes after step_delegated, before the create call reached the child (1→2)", async () => {
     const s = await newSession();
     const { path, stub } = await newParent(s);
     const create = await gate(stub, "createChild", "before");
@@ -200,7 +200,7 @@ describe("a crash between two steps of a child delegation that completes", { tim
     await expectCompletedOnce(s, childId);
   });
 
-  it("Should not create a second child when the parent is evicted after the child was created, before the parent recorded it (2→3)", async () => {
+  it("Should not create a second child when the parent crashes after the child was created, before the parent recorded it (2→3)", async () => {
     const s = await newSession();
     const { path, stub } = await newParent(s);
     const create = await gate(stub, "createChild", "after");
@@ -217,7 +217,7 @@ describe("a crash between two steps of a child delegation that completes", { tim
     await expectCompletedOnce(s, childId);
   });
 
-  it("Should deliver the child's result once when the child is evicted after it ended, before its report reached the parent (4→5)", async () => {
+  it("Should deliver the child's result once when the child crashes after it ended, before its report reached the parent (4→5)", async () => {
     const s = await newSession();
     const { path } = await newParent(s);
     await readySub(s, path);
@@ -232,7 +232,7 @@ describe("a crash between two steps of a child delegation that completes", { tim
     await expectCompletedOnce(s, childId);
   });
 
-  it("Should settle the parent's step once when the child is evicted after the parent took its report, before the child recorded it delivered (5→6)", async () => {
+  it("Should settle the parent's step once when the child crashes after the parent took its report, before the child recorded it delivered (5→6)", async () => {
     const s = await newSession();
     const { path } = await newParent(s);
     await readySub(s, path);
@@ -260,7 +260,7 @@ describe("a crash between two steps of a child delegation that is cancelled", { 
 
   const cancelParent = async (s: TestSession) => expectOk(await call("POST", `/v1/sessions/${s.sid}/tasks/plan/cancel`, s.orch, { reason: "stop" }));
 
-  it("Should cancel the child once when the parent is evicted after the child took the cancellation, before the parent recorded its acknowledgement (cancel→ack)", async () => {
+  it("Should cancel the child once when the parent crashes after the child took the cancellation, before the parent recorded its acknowledgement (cancel→ack)", async () => {
     const s = await newSession();
     const { parentStub, childId, deliver } = await cancellableChild(s, "before");
     const cancel = await gate(parentStub, "cancelChild", "after");
@@ -278,7 +278,7 @@ describe("a crash between two steps of a child delegation that is cancelled", { 
     await expectCancelledOnce(s, childId, 1);
   });
 
-  it("Should close the delegation once when the child is evicted after its cancellation was acknowledged, before its report reached the parent (ack→report)", async () => {
+  it("Should close the delegation once when the child crashes after its cancellation was acknowledged, before its report reached the parent (ack→report)", async () => {
     const s = await newSession();
     const { childId, deliver } = await cancellableChild(s, "before");
     await cancelParent(s);
@@ -290,7 +290,7 @@ describe("a crash between two steps of a child delegation that is cancelled", { 
     await expectCancelledOnce(s, childId, 1);
   });
 
-  it("Should close the delegation once when the child is evicted after the parent took its final report, before the child recorded it delivered (report→recorded)", async () => {
+  it("Should close the delegation once when the child crashes after the parent took its final report, before the child recorded it delivered (report→recorded)", async () => {
     const s = await newSession();
     const { childId, deliver } = await cancellableChild(s, "after");
     await cancelParent(s);
@@ -302,7 +302,7 @@ describe("a crash between two steps of a child delegation that is cancelled", { 
     await expectCancelledOnce(s, childId, "at most one");
   });
 
-  it("Should close the delegation without ever creating the child when the parent is cancelled and evicted while the create call was held, and refuse that create when it arrives late", async () => {
+  it("Should close the delegation without ever creating the child when the parent is cancelled and crashes while the create call was held, and refuse that create when it arrives late", async () => {
     const s = await newSession();
     const { path, stub } = await newParent(s);
     const create = await gate(stub, "createChild", "before");
@@ -335,5 +335,50 @@ describe("a crash between two steps of a child delegation that is cancelled", { 
     expect(countOf(parentWal, "step_delegated")).toBe(1);
     expect(countOf(parentWal, "delegation_cancel_requested")).toBe(1);
     expect(parentWal.filter((e) => e.event_type === "delegation_closed").map((e) => (e.payload as { reason: string }).reason)).toEqual(["the delegate was never created"]);
+  });
+
+  it("Should refuse a create the crashed parent had under way at the child when the child's cancellation arrives while that create waits for the session", async () => {
+    const s = await newSession();
+    const { path, stub } = await newParent(s);
+    const create = await gate(stub, "createChild", "before");
+    await readySub(s, path);
+    await eventually(async () => expect(create.seen).toHaveLength(1));
+    const [request, createdBy] = create.seen[0]! as [ChildTaskRequest, string];
+    // The dead parent's create reached the child and waits there for the session to reserve the child's id.
+    const childStub = taskStub(s.sid, request.task_id);
+    const reserving = { reached: false, release: () => {} };
+    await runInDurableObject(childStub, (instance: TaskGraphObject) => {
+      const children = (instance as unknown as { children: { session: (id: string) => any } }).children;
+      const session = children.session;
+      const latch = new Promise<void>((resolve) => {
+        reserving.release = resolve;
+      });
+      children.session = (id: string) => {
+        const real = session(id);
+        return {
+          reserveChild: async (...args: unknown[]) => {
+            reserving.reached = true;
+            await latch;
+            return real.reserveChild(...args);
+          },
+          release: (...args: unknown[]) => real.release(...args),
+        };
+      };
+    });
+    const late = (childStub as unknown as TaskGraphObject).createChildTask(s.sid, request, createdBy);
+    await eventually(async () => expect(reserving.reached).toBe(true));
+
+    await cancelParent(s);
+    await crashAndRecover(s, "plan");
+    await eventually(async () => expect((await delegationOf(s)).status).toBe("closed"), 5_000);
+    // Released from inside the child: a promise of the object is settled in the object's own context.
+    await runInDurableObject(childStub, () => reserving.release());
+
+    // The parent closed the delegation as never created: the child must not come to exist behind it.
+    const answer = await late;
+    const childPath = `/v1/sessions/${s.sid}/tasks/${request.task_id}`;
+    expect((await call("GET", childPath, s.orch)).status).toBe(404);
+    expect(answer).toMatchObject({ ok: false, retryable: false });
+    await eventually(async () => expect(await sessionTaskIds(s)).toEqual(["plan"]));
   });
 });
