@@ -5,8 +5,9 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { monotonicFactory } from "ulid";
-import type { IndexEntry, ListedTask, SessionActionPage, SessionSnapshot, TaskListPage } from "../src/contract/index.js";
-import { type Action, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../src/core/index.js";
+import type { IndexEntry, LinkTasksInput, ListedTask, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage } from "../src/contract/index.js";
+import { type Action, type Actor, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../src/core/index.js";
+import { SessionLinks } from "./session-links.js";
 import { DEFAULT_ACTION_PAGE_LIMIT, MAX_ACTION_PAGE_LIMIT } from "../src/contract/limits.js";
 import type { IndexEntryWithActions } from "./open-actions.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
@@ -28,7 +29,7 @@ const STREAM_PAGE = 200;
 type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };
 
 /** Columns of the tasks table copied from the entry for filtering, added in place to tables made before them. */
-const LISTED_COLUMNS = ["origin_client_agent_id", "thread_id"] as const;
+const LISTED_COLUMNS = ["origin_client_agent_id", "thread_id", "parent_task_id", "root_task_id"] as const;
 /** How a task's index entry changed, as the session stream reports it. */
 export type SnapshotChange = "created" | "updated" | "terminal";
 
@@ -39,10 +40,18 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   /** The highest seq of the session event log (0: empty). */
   private lastEventSeq = 0;
   private readonly ulid = monotonicFactory();
+  /** The task graph: links, the graph read, and the blockers pushed to blocked tasks. */
+  private readonly links: SessionLinks;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.hub = new SseHub(readConfig(env).sse);
+    this.links = new SessionLinks({
+      sql: ctx.storage.sql,
+      sessionId: () => this.sql.exec<{ session_id: string }>("SELECT session_id FROM session").toArray()[0]?.session_id ?? null,
+      taskObject: (sessionId, taskId) => env.TASK_GRAPHS.get(env.TASK_GRAPHS.idFromName(taskObjectName(sessionId, taskId))),
+      armAt: (at) => this.armAt(at),
+    });
     void ctx.blockConcurrencyWhile(async () => {
       this.sql.exec("CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY CHECK (id = 1), session_id TEXT NOT NULL, created_at TEXT NOT NULL, info TEXT NOT NULL)");
       this.sql.exec(`CREATE TABLE IF NOT EXISTS tasks (
@@ -57,9 +66,16 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
         updated_at TEXT,
         seq INTEGER NOT NULL,
         origin_client_agent_id TEXT,
-        thread_id TEXT
+        thread_id TEXT,
+        parent_task_id TEXT,
+        root_task_id TEXT
       )`);
       this.addListedColumns();
+      this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_parent ON tasks (parent_task_id, task_id)");
+      this.links.createTables();
+      // A restarted object re-sends the blocker pushes its task objects have not acknowledged.
+      const due = this.links.nextPushDue();
+      if (due !== null) await this.armAt(due);
       this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_terminal ON tasks (terminal, updated_at)");
       // A2A ListTasks: one client's tasks, newest first (the index is read backwards).
       this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_origin ON tasks (origin_client_agent_id, updated_at, task_id)");
@@ -167,22 +183,41 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const { open_actions: open, ...listedEntry } = entry as Partial<IndexEntryWithActions> & IndexEntry;
     const values = [
       JSON.stringify(listedEntry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at,
-      entry.origin_client_agent_id ?? null, entry.thread_id ?? null,
+      entry.origin_client_agent_id ?? null, entry.thread_id ?? null, entry.parent_task_id ?? null, entry.root_task_id ?? null,
     ] as const;
     if (row === undefined) {
       const seq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n;
       this.sql.exec(
-        "INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, entry, terminal, native_status, status, updated_at, origin_client_agent_id, thread_id, seq) VALUES (?, ?, 'confirmed', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, entry, terminal, native_status, status, updated_at, origin_client_agent_id, thread_id, parent_task_id, root_task_id, seq) VALUES (?, ?, 'confirmed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         entry.task_id, entry.wal_name, Date.now(), ...values, seq,
       );
     } else {
       this.sql.exec(
-        "UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ?, origin_client_agent_id = ?, thread_id = ? WHERE task_id = ?",
+        "UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ?, origin_client_agent_id = ?, thread_id = ?, parent_task_id = ?, root_task_id = ? WHERE task_id = ?",
         ...values, entry.task_id,
       );
     }
     if (open !== undefined) this.replaceActions(entry, open);
+    // A completed blocker resolves its blocks links and queues its blocked tasks' pushes in this same turn.
+    const unblocked = this.links.taskUpdated(entry);
     this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
+    // Not awaited: the blocker's own index push should not wait on other task objects (the alarm re-sends).
+    if (unblocked.length > 0) this.ctx.waitUntil(this.links.pushNow(unblocked).catch(() => undefined));
+  }
+
+  /** link_tasks (POST /v1/sessions/{sid}/links). */
+  async linkTasks(actor: Actor, body: LinkTasksInput, idem: Idempotency | null): Promise<RpcResult<{ link: TaskLink; created: boolean }>> {
+    return this.links.link(actor, body, idem);
+  }
+
+  /** unlink_tasks (DELETE /v1/sessions/{sid}/links/{link_id}). */
+  async unlinkTasks(linkId: string): Promise<RpcResult<{ link: TaskLink }>> {
+    return this.links.unlink(linkId);
+  }
+
+  /** GET /v1/sessions/{sid}/graph. */
+  async taskGraph(query: { limit: number; cursor?: string }): Promise<RpcResult<TaskGraphPage>> {
+    return this.links.graph(query);
   }
 
   /** The task's rows of the inbox become the open actions its entry reports. */
@@ -354,12 +389,16 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   private async armCleanup(): Promise<void> {
-    const at = Date.now() + RESERVATION_CHECK_MS;
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+    await this.armAt(Date.now() + RESERVATION_CHECK_MS);
   }
 
-  /** Settles old reservations: confirmed from the task object if its task exists, otherwise released. */
+  /** The one alarm rings at `at` at the latest (an alarm already due counts as none: it is the one ringing). */
+  private async armAt(at: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current <= Date.now() || current > at) await this.ctx.storage.setAlarm(at);
+  }
+
+  /** Settles old reservations (confirmed from the task object if its task exists, otherwise released) and re-sends due blocker pushes. */
   override async alarm(): Promise<void> {
     const session = await this.describe();
     const cutoff = Date.now() - RESERVATION_CHECK_MS;
@@ -373,6 +412,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     }
     const remaining = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'reserved'").one().n;
     if (remaining > 0) await this.armCleanup();
+    await this.links.pushDue();
   }
 }
 

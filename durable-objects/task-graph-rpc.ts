@@ -41,4 +41,6 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   getAction(actor: Actor, actionId: string, waitMs: number): Promise<RpcResult<{ action: Action }>>;
   /** The session index entry; null when no task was created. */
   indexEntry(): Promise<IndexEntry | null>;
+  /** The session graph's push of the tasks that block this one (set_blockers, as the system); an older or equal version writes nothing. */
+  setBlockers(version: number, blockedBy: string[]): Promise<RpcResult<WriteAnswer>>;
 }

@@ -38,6 +38,8 @@ export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: 
   respond_action: { tool: "agent.respond_action", roles: DECIDERS },
   // Anyone's read may trigger it; its events are recorded as the system's whoever asked.
   reconcile_leases: { tool: "lease reconciliation", roles: "anyone" },
+  // The session's task graph pushes blockers as the system; no agent role may.
+  set_blockers: { tool: "set_blockers", roles: [] },
 };
 
 /**

@@ -204,6 +204,16 @@ export const RespondActionSchema = z.strictObject({
 /** Expire leases, worker-run deadlines, cancellation waits and actions, and reopen steps whose retry is due, at `ctx.now`. */
 export const ReconcileLeasesSchema = z.strictObject({ type: z.literal("reconcile_leases") });
 
+/**
+ * The session's task graph tells the task which tasks block it (their `blocks` links, blocker not completed),
+ * `version` counting the session's pushes for this task; issued by the system actor only.
+ */
+export const SetBlockersSchema = z.strictObject({
+  type: z.literal("set_blockers"),
+  version: z.number().int().min(1),
+  blocked_by: z.array(IdSchema).max(1_000),
+});
+
 /** Every command `decide` accepts. */
 export const CommandSchema = z.discriminatedUnion("type", [
   CreateTaskSchema,
@@ -225,6 +235,7 @@ export const CommandSchema = z.discriminatedUnion("type", [
   RequestActionSchema,
   RespondActionSchema,
   ReconcileLeasesSchema,
+  SetBlockersSchema,
 ]);
 /** Every command `decide` accepts. */
 export type Command = z.infer<typeof CommandSchema>;

@@ -12,6 +12,7 @@ import { decideRequestAction, decideRespondAction, withdrawEndedActions } from "
 import { decideBackToPending, decideBlockTask, decideCompleteTask, decidePauseTask, decideStopTask } from "./decide-lifecycle.js";
 import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
 import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
+import { decideSetBlockers } from "./decide-links.js";
 import { refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
 import type { DagState } from "./state.js";
@@ -38,6 +39,7 @@ const deciders: Deciders = {
   request_action: decideRequestAction,
   respond_action: decideRespondAction,
   reconcile_leases: decideReconcileLeases,
+  set_blockers: decideSetBlockers,
 };
 
 /** Formats zod issues as one readable line plus structured details. */

@@ -9,6 +9,7 @@ export { nextDeadline, RETRY_POLICY } from "./decide-runs.js";
 export { RETRY_EXHAUSTED } from "./apply-shared.js";
 export { backoffMs, effectivePolicy } from "./retry-policy.js";
 export { firstClaimable } from "./decide-steps.js";
+export { blockedBy, blockedRefusal } from "./decide-links.js";
 export { checkScope } from "./guards.js";
 export * from "./errors.js";
 export * from "./events.js";

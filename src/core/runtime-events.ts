@@ -30,6 +30,7 @@
  * | worker_run_ended         | finished: subagent.completed; cancelled: task.cancel_requested (unless requested earlier or a late result), subagent.closed; timed_out: subagent.failed |
  * | worker_run_cancel_requested | task.cancel_requested (status cancelling, with the cancellation deadline)   |
  * | child_agent_cancel_timeout  | subagent.status (status unknown: the run never confirmed it stopped)        |
+ * | task_blockers_updated    | task.dependency.updated (payload blockedBy, blockersVersion: the session graph's blocks links) |
  */
 import { z } from "zod";
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
@@ -303,6 +304,9 @@ const projections: Projections = {
     if (p.cancel_requested === true || p.reason === "late_result") return [closed];
     return [{ type: "task.cancel_requested", runId: p.run_id, status: "cancelling", statusReason: p.reason, payload: { ...actor } }, closed];
   },
+  task_blockers_updated: (e, actor) => [
+    { type: "task.dependency.updated", payload: { blockedBy: [...e.payload.blocked_by], blockersVersion: e.payload.version, ...actor } },
+  ],
 };
 
 /** The runtime events of one WAL event, in order (fewer than SEQUENCE_STRIDE of them). */
