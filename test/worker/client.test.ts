@@ -133,6 +133,9 @@ const METHOD_OF: Record<string, keyof RuntimeClient | "transport"> = {
   getTaskAction: "getAction",
   respondAction: "respondAction",
   listSessionActions: "sessionActions",
+  linkTasks: "linkTasks",
+  unlinkTasks: "unlinkTasks",
+  getTaskGraph: "taskGraph",
 };
 
 describe("RuntimeClient: one typed method per operation", () => {

@@ -3,11 +3,13 @@
  * the graph read, and blocks links holding their blocked task until the blocker completes, pushed to the task
  * object through the session's outbox.
  */
-import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
+import { RuntimeClient } from "../../src/client/index.js";
 import type { Env } from "../../src/env.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
-import { expectError, expectOk, expectRefusedWritingNothing, mintRole, uniqueId, walExport, walOf } from "./support.js";
+import { type ClientKind, connectMcp, expectToolError, toolAnswer } from "./mcp-clients.js";
+import { BASE, expectError, expectOk, expectRefusedWritingNothing, mintRole, rejection, uniqueId, walExport, walOf } from "./support.js";
 
 const bindings = env as unknown as Env;
 
@@ -279,5 +281,45 @@ describe("the session's task graph", () => {
     expectError(await graph(s, "?cursor=bm90LWEtY3Vyc29y"), 400, "validation_error");
     expectError(await graph(s, "?limit=0"), 400, "validation_error");
     expectError(await graph(s, "?limit=1001"), 400, "validation_error");
+  });
+});
+
+describe.each(["modern", "legacy"] as ClientKind[])("the task graph over MCP (%s client)", (kind) => {
+  it("Should link, read the graph and unlink with link_tasks, task_graph and unlink_tasks, answering as REST does", async () => {
+    const { s, paths } = await sessionWith("a", "b");
+    const orch = await connectMcp(s.orch, kind);
+    const made = toolAnswer(await orch.callTool({ name: "link_tasks", arguments: { kind: "blocks", from_task_id: "a", to_task_id: "b", reason: "b needs a" } })).link;
+    expect(made).toMatchObject({ kind: "blocks", from_task_id: "a", to_task_id: "b", status: "active", reason: "b needs a" });
+    expect(await blockedByOf(s, paths.b!)).toEqual(["a"]);
+    expectToolError(await orch.callTool({ name: "link_tasks", arguments: { kind: "blocks", from_task_id: "b", to_task_id: "a" } }), "dependency_cycle", 409);
+    const page = toolAnswer(await orch.callTool({ name: "task_graph", arguments: { limit: 1 } }));
+    expect(page.nodes.map((n: { task_id: string }) => n.task_id)).toEqual(["a"]);
+    expect(page.edges).toEqual([expect.objectContaining({ link_id: made.link_id })]);
+    expect(toolAnswer(await orch.callTool({ name: "unlink_tasks", arguments: { link_id: made.link_id } })).link.status).toBe("removed");
+    expect(await blockedByOf(s, paths.b!)).toEqual([]);
+    // An observer reads the graph but has no link tools.
+    const observer = await connectMcp(s.observer, kind);
+    const names = (await observer.listTools()).tools.map((t) => t.name);
+    expect(names).toContain("task_graph");
+    expect(names).not.toContain("link_tasks");
+    expectToolError(await observer.callTool({ name: "unlink_tasks", arguments: { link_id: made.link_id } }), "tool_not_available", 403);
+    await Promise.all([orch.close(), observer.close()]);
+  });
+});
+
+describe("the task graph in the client SDK", () => {
+  it("Should link, page the graph and unlink with linkTasks, taskGraph and unlinkTasks", async () => {
+    const { s, paths } = await sessionWith("a", "b", "c");
+    const orch = new RuntimeClient({ baseUrl: BASE, token: s.orch, fetch: SELF.fetch.bind(SELF) });
+    const { link: made } = await orch.linkTasks(s.sid, { kind: "blocks", from_task_id: "a", to_task_id: "b" });
+    expect(made).toMatchObject({ kind: "blocks", status: "active" });
+    expect(await blockedByOf(s, paths.b!)).toEqual(["a"]);
+    const first = await orch.taskGraph(s.sid, { limit: 2 });
+    expect(first.nodes.map((n) => n.task_id)).toEqual(["a", "b"]);
+    const second = await orch.taskGraph(s.sid, { limit: 2, cursor: first.next_cursor! });
+    expect(second).toMatchObject({ nodes: [expect.objectContaining({ task_id: "c" })], edges: [], next_cursor: null });
+    expect((await orch.unlinkTasks(s.sid, made.link_id!)).link.status).toBe("removed");
+    expect(await blockedByOf(s, paths.b!)).toEqual([]);
+    expect((await rejection(orch.linkTasks(s.sid, { kind: "blocks", from_task_id: "a", to_task_id: "ghost" }))).code).toBe("not_found");
   });
 });
