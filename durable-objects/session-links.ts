@@ -10,22 +10,12 @@ import type { IndexEntry, LinkTasksInput, TaskGraphNode, TaskGraphPage, TaskLink
 import { type Actor, runtimeError } from "../src/core/index.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, scopeIdempotency } from "./idempotency-store.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
+import { type Env, taskObjectName } from "../src/env.js";
 import type { TaskGraphRpc } from "./task-graph-rpc.js";
 
 /** The first re-send of an unacknowledged push waits this long; each later one twice as long, up to the cap. */
 export const BLOCKER_PUSH_RETRY_MS = 1_000;
 const BLOCKER_PUSH_RETRY_CAP_MS = 60_000;
-
-/** What the links need of the session object. */
-export interface LinksHost {
-  readonly sql: SqlStorage;
-  /** The session's id, or null before the session was created. */
-  sessionId(): string | null;
-  /** The task object of a task of this session. */
-  taskObject(sessionId: string, taskId: string): TaskGraphRpc;
-  /** Makes the session's alarm ring at `at` at the latest. */
-  armAt(at: number): Promise<void>;
-}
 
 type LinkRow = {
   link_id: string;
@@ -78,14 +68,32 @@ function linkOf(row: LinkRow): TaskLink {
 export class SessionLinks {
   private readonly ulid = monotonicFactory();
 
-  constructor(private readonly host: LinksHost) {}
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly env: Env,
+    /** Makes the session's alarm ring at `at` at the latest. */
+    private readonly armAt: (at: number) => Promise<void>,
+  ) {}
 
   private get sql(): SqlStorage {
-    return this.host.sql;
+    return this.ctx.storage.sql;
   }
 
-  /** Creates the tables (in the session object's blockConcurrencyWhile). */
-  createTables(): void {
+  /** The session's id, or null before the session was created. */
+  private sessionId(): string | null {
+    return this.sql.exec<{ session_id: string }>("SELECT session_id FROM session").toArray()[0]?.session_id ?? null;
+  }
+
+  private taskObject(sessionId: string, taskId: string): TaskGraphRpc {
+    return this.env.TASK_GRAPHS.get(this.env.TASK_GRAPHS.idFromName(taskObjectName(sessionId, taskId)));
+  }
+
+  /**
+   * Creates the tables and the index of children by parent (in the session object's blockConcurrencyWhile, after
+   * the tasks table), and re-arms the alarm for the pushes not acknowledged before the object stopped.
+   */
+  async start(): Promise<void> {
+    this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_parent ON tasks (parent_task_id, task_id)");
     this.sql.exec(`CREATE TABLE IF NOT EXISTS links (
       link_id TEXT PRIMARY KEY,
       kind TEXT NOT NULL,
@@ -104,6 +112,8 @@ export class SessionLinks {
     // The outbox: per blocked task, the latest blocker list and whether its task object acknowledged it.
     this.sql.exec("CREATE TABLE IF NOT EXISTS blocker_pushes (task_id TEXT PRIMARY KEY, version INTEGER NOT NULL, blocked_by TEXT NOT NULL, acknowledged INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ms INTEGER NOT NULL)");
     this.sql.exec("CREATE TABLE IF NOT EXISTS link_keys (key TEXT PRIMARY KEY, hash TEXT NOT NULL, link_id TEXT NOT NULL, created INTEGER NOT NULL, created_at_ms INTEGER NOT NULL)");
+    const due = this.nextPushDue();
+    if (due !== null) await this.armAt(due);
   }
 
   /** The earliest time an unacknowledged push is due (a restarted object re-arms its alarm for it), or null. */
@@ -171,24 +181,26 @@ export class SessionLinks {
 
   /**
    * Called by upsertTask with the entry it stored, in the same storage turn: a task that completed resolves
-   * the blocks edges it is the blocker of, and each task they held gets a new push. Returns those tasks.
+   * the blocks edges it is the blocker of, and each task they held gets a new push, sent without being awaited
+   * (the blocker's own index push does not wait on other task objects; the alarm re-sends a failed one).
    */
-  taskUpdated(entry: IndexEntry): string[] {
-    if (entry.native_status !== "completed") return [];
+  taskUpdated(entry: IndexEntry): void {
+    if (entry.native_status !== "completed") return;
     const held = this.sql
       .exec<{ to_task_id: string }>("SELECT DISTINCT to_task_id FROM links WHERE kind = 'blocks' AND from_task_id = ? AND status = 'active'", entry.task_id)
       .toArray()
       .map((r) => r.to_task_id);
-    if (held.length === 0) return [];
+    if (held.length === 0) return;
     const now = Date.now();
     this.sql.exec("UPDATE links SET status = 'resolved', updated_at = ? WHERE kind = 'blocks' AND from_task_id = ? AND status = 'active'", new Date(now).toISOString(), entry.task_id);
-    return held.map((taskId) => this.enqueue(taskId, now));
+    const unblocked = held.map((taskId) => this.enqueue(taskId, now));
+    this.ctx.waitUntil(this.pushNow(unblocked).catch(() => undefined));
   }
 
   /** Pushes the given tasks' pending blocker lists now, arming the alarm first so a push that fails is re-sent. */
   async pushNow(taskIds: readonly string[]): Promise<void> {
     if (taskIds.length === 0) return;
-    await this.host.armAt(Date.now() + BLOCKER_PUSH_RETRY_MS);
+    await this.armAt(Date.now() + BLOCKER_PUSH_RETRY_MS);
     await Promise.all(taskIds.map((taskId) => this.push(taskId)));
   }
 
@@ -197,7 +209,7 @@ export class SessionLinks {
     const due = this.sql.exec<{ task_id: string }>("SELECT task_id FROM blocker_pushes WHERE acknowledged = 0 AND next_attempt_ms <= ?", Date.now()).toArray();
     await Promise.all(due.map((r) => this.push(r.task_id)));
     const next = this.nextPushDue();
-    if (next !== null) await this.host.armAt(next);
+    if (next !== null) await this.armAt(next);
   }
 
   /** GET /v1/sessions/{sid}/graph: a page of the session's tasks by task_id, with every edge from them. */
@@ -292,7 +304,7 @@ export class SessionLinks {
    */
   private async push(taskId: string): Promise<void> {
     const row = this.sql.exec<PushRow>("SELECT task_id, version, blocked_by, attempts, next_attempt_ms FROM blocker_pushes WHERE task_id = ? AND acknowledged = 0", taskId).toArray()[0];
-    const sessionId = this.host.sessionId();
+    const sessionId = this.sessionId();
     if (row === undefined || sessionId === null) return;
     if (this.sql.exec("SELECT 1 FROM tasks WHERE task_id = ?", taskId).toArray().length === 0) {
       this.sql.exec("DELETE FROM blocker_pushes WHERE task_id = ?", taskId);
@@ -300,7 +312,7 @@ export class SessionLinks {
     }
     let acknowledged = false;
     try {
-      const answer = await this.host.taskObject(sessionId, taskId).setBlockers(row.version, JSON.parse(row.blocked_by) as string[]);
+      const answer = await this.taskObject(sessionId, taskId).setBlockers(row.version, JSON.parse(row.blocked_by) as string[]);
       acknowledged = answer.ok;
     } catch {
       acknowledged = false;
@@ -312,7 +324,7 @@ export class SessionLinks {
     const wait = Math.min(BLOCKER_PUSH_RETRY_MS * 2 ** row.attempts, BLOCKER_PUSH_RETRY_CAP_MS);
     const next = Date.now() + wait;
     this.sql.exec("UPDATE blocker_pushes SET attempts = attempts + 1, next_attempt_ms = ? WHERE task_id = ? AND version = ?", next, taskId, row.version);
-    await this.host.armAt(next);
+    await this.armAt(next);
   }
 }
 

@@ -41,17 +41,11 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private lastEventSeq = 0;
   private readonly ulid = monotonicFactory();
   /** The task graph: links, the graph read, and the blockers pushed to blocked tasks. */
-  private readonly links: SessionLinks;
+  private readonly links = new SessionLinks(this.ctx, this.env, (at) => this.armAt(at));
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.hub = new SseHub(readConfig(env).sse);
-    this.links = new SessionLinks({
-      sql: ctx.storage.sql,
-      sessionId: () => this.sql.exec<{ session_id: string }>("SELECT session_id FROM session").toArray()[0]?.session_id ?? null,
-      taskObject: (sessionId, taskId) => env.TASK_GRAPHS.get(env.TASK_GRAPHS.idFromName(taskObjectName(sessionId, taskId))),
-      armAt: (at) => this.armAt(at),
-    });
     void ctx.blockConcurrencyWhile(async () => {
       this.sql.exec("CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY CHECK (id = 1), session_id TEXT NOT NULL, created_at TEXT NOT NULL, info TEXT NOT NULL)");
       this.sql.exec(`CREATE TABLE IF NOT EXISTS tasks (
@@ -66,16 +60,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
         updated_at TEXT,
         seq INTEGER NOT NULL,
         origin_client_agent_id TEXT,
-        thread_id TEXT,
-        parent_task_id TEXT,
-        root_task_id TEXT
+        thread_id TEXT
       )`);
       this.addListedColumns();
-      this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_parent ON tasks (parent_task_id, task_id)");
-      this.links.createTables();
-      // A restarted object re-sends the blocker pushes its task objects have not acknowledged.
-      const due = this.links.nextPushDue();
-      if (due !== null) await this.armAt(due);
+      await this.links.start();
       this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_terminal ON tasks (terminal, updated_at)");
       // A2A ListTasks: one client's tasks, newest first (the index is read backwards).
       this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_origin ON tasks (origin_client_agent_id, updated_at, task_id)");
@@ -160,7 +148,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const seq = (this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n);
     this.sql.exec("INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, seq) VALUES (?, ?, 'reserved', ?, ?)", taskId, walName, now, seq);
     if (idem !== null) this.sql.exec("INSERT OR REPLACE INTO create_keys (key, hash, task_id, created_at_ms) VALUES (?, ?, ?, ?)", idem.key, idem.hash, taskId, now);
-    await this.armCleanup();
+    await this.armAt(Date.now() + RESERVATION_CHECK_MS);
     return ok(null);
   }
 
@@ -198,11 +186,8 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
       );
     }
     if (open !== undefined) this.replaceActions(entry, open);
-    // A completed blocker resolves its blocks links and queues its blocked tasks' pushes in this same turn.
-    const unblocked = this.links.taskUpdated(entry);
+    this.links.taskUpdated(entry);
     this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
-    // Not awaited: the blocker's own index push should not wait on other task objects (the alarm re-sends).
-    if (unblocked.length > 0) this.ctx.waitUntil(this.links.pushNow(unblocked).catch(() => undefined));
   }
 
   /** link_tasks (POST /v1/sessions/{sid}/links). */
@@ -388,10 +373,6 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return { ...entry, index_state: overdue ? "stale" : "current" };
   }
 
-  private async armCleanup(): Promise<void> {
-    await this.armAt(Date.now() + RESERVATION_CHECK_MS);
-  }
-
   /** The one alarm rings at `at` at the latest (an alarm already due counts as none: it is the one ringing). */
   private async armAt(at: number): Promise<void> {
     const current = await this.ctx.storage.getAlarm();
@@ -411,7 +392,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
       else await this.upsertTask(entry);
     }
     const remaining = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'reserved'").one().n;
-    if (remaining > 0) await this.armCleanup();
+    if (remaining > 0) await this.armAt(Date.now() + RESERVATION_CHECK_MS);
     await this.links.pushDue();
   }
 }
