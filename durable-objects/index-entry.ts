@@ -30,7 +30,16 @@ export function indexEntryOf(state: DagState, withActions = true): IndexEntryWit
     open_action_count: state.index.openActions.size,
     origin_client_agent_id: task.origin?.client_agent_id ?? null,
     thread_id: task.thread_id ?? null,
+    parent_task_id: task.parent_task_id ?? null,
+    root_task_id: task.root_task_id ?? null,
+    ...sourceTasksOf(task),
   };
+}
+
+/** The tasks the record's relationships name as sources, only when there are any (entries stay small). */
+function sourceTasksOf(task: NonNullable<DagState["task"]>): { source_task_ids?: string[] } {
+  const ids = (task.relationships ?? []).filter((r) => r.kind === "source_task").map((r) => r.task_id);
+  return ids.length === 0 ? {} : { source_task_ids: ids };
 }
 
 /** The task's open actions, oldest first (the order they were asked), at most MAX_ENTRY_OPEN_ACTIONS. */

@@ -5,8 +5,9 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { monotonicFactory } from "ulid";
-import type { IndexEntry, ListedTask, SessionActionPage, SessionSnapshot, TaskListPage } from "../src/contract/index.js";
-import { type Action, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../src/core/index.js";
+import type { IndexEntry, LinkTasksInput, ListedTask, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage } from "../src/contract/index.js";
+import { type Action, type Actor, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../src/core/index.js";
+import { SessionLinks } from "./session-links.js";
 import { DEFAULT_ACTION_PAGE_LIMIT, MAX_ACTION_PAGE_LIMIT } from "../src/contract/limits.js";
 import type { IndexEntryWithActions } from "./open-actions.js";
 import { type Env, readConfig, taskObjectName } from "../src/env.js";
@@ -29,7 +30,7 @@ const STREAM_PAGE = 200;
 type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };
 
 /** Columns of the tasks table copied from the entry for filtering, added in place to tables made before them. */
-const LISTED_COLUMNS = ["origin_client_agent_id", "thread_id"] as const;
+const LISTED_COLUMNS = ["origin_client_agent_id", "thread_id", "parent_task_id", "root_task_id"] as const;
 /** How a task's index entry changed, as the session stream reports it. */
 export type SnapshotChange = "created" | "updated" | "terminal";
 
@@ -42,6 +43,8 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private readonly ulid = monotonicFactory();
   /** Credentials of the session's A2A peers (POST /v1/sessions/{sid}/peers), read by its delegated steps. */
   private readonly peers: SessionPeers;
+  /** The task graph: links, the graph read, and the blockers pushed to blocked tasks. */
+  private readonly links = new SessionLinks(this.ctx, this.env, (at) => this.armAt(at));
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -64,6 +67,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
         thread_id TEXT
       )`);
       this.addListedColumns();
+      await this.links.start();
       this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_terminal ON tasks (terminal, updated_at)");
       // A2A ListTasks: one client's tasks, newest first (the index is read backwards).
       this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_origin ON tasks (origin_client_agent_id, updated_at, task_id)");
@@ -148,7 +152,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const seq = (this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n);
     this.sql.exec("INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, seq) VALUES (?, ?, 'reserved', ?, ?)", taskId, walName, now, seq);
     if (idem !== null) this.sql.exec("INSERT OR REPLACE INTO create_keys (key, hash, task_id, created_at_ms) VALUES (?, ?, ?, ?)", idem.key, idem.hash, taskId, now);
-    await this.armCleanup();
+    await this.armAt(Date.now() + RESERVATION_CHECK_MS);
     return ok(null);
   }
 
@@ -178,22 +182,38 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const { open_actions: open, ...listedEntry } = entry as Partial<IndexEntryWithActions> & IndexEntry;
     const values = [
       JSON.stringify(listedEntry), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at,
-      entry.origin_client_agent_id ?? null, entry.thread_id ?? null,
+      entry.origin_client_agent_id ?? null, entry.thread_id ?? null, entry.parent_task_id ?? null, entry.root_task_id ?? null,
     ] as const;
     if (row === undefined) {
       const seq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n;
       this.sql.exec(
-        "INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, entry, terminal, native_status, status, updated_at, origin_client_agent_id, thread_id, seq) VALUES (?, ?, 'confirmed', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, entry, terminal, native_status, status, updated_at, origin_client_agent_id, thread_id, parent_task_id, root_task_id, seq) VALUES (?, ?, 'confirmed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         entry.task_id, entry.wal_name, Date.now(), ...values, seq,
       );
     } else {
       this.sql.exec(
-        "UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ?, origin_client_agent_id = ?, thread_id = ? WHERE task_id = ?",
+        "UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ?, origin_client_agent_id = ?, thread_id = ?, parent_task_id = ?, root_task_id = ? WHERE task_id = ?",
         ...values, entry.task_id,
       );
     }
     if (open !== undefined) this.replaceActions(entry, open);
+    this.links.taskUpdated(entry);
     this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
+  }
+
+  /** link_tasks (POST /v1/sessions/{sid}/links). */
+  async linkTasks(actor: Actor, body: LinkTasksInput, idem: Idempotency | null): Promise<RpcResult<{ link: TaskLink; created: boolean }>> {
+    return this.links.link(actor, body, idem);
+  }
+
+  /** unlink_tasks (DELETE /v1/sessions/{sid}/links/{link_id}). */
+  async unlinkTasks(linkId: string): Promise<RpcResult<{ link: TaskLink }>> {
+    return this.links.unlink(linkId);
+  }
+
+  /** GET /v1/sessions/{sid}/graph. */
+  async taskGraph(query: { limit: number; cursor?: string }): Promise<RpcResult<TaskGraphPage>> {
+    return this.links.graph(query);
   }
 
   /** The task's rows of the inbox become the open actions its entry reports. */
@@ -380,13 +400,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return this.peers.authorizationFor(origin);
   }
 
-  private async armCleanup(): Promise<void> {
-    const at = Date.now() + RESERVATION_CHECK_MS;
+  /** The one alarm rings at `at` at the latest (an alarm already due counts as none: it is the one ringing). */
+  private async armAt(at: number): Promise<void> {
     const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+    if (current === null || current <= Date.now() || current > at) await this.ctx.storage.setAlarm(at);
   }
 
-  /** Settles old reservations: confirmed from the task object if its task exists, otherwise released. */
+  /** Settles old reservations (confirmed from the task object if its task exists, otherwise released) and re-sends due blocker pushes. */
   override async alarm(): Promise<void> {
     const session = await this.describe();
     const cutoff = Date.now() - RESERVATION_CHECK_MS;
@@ -399,7 +419,8 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
       else await this.upsertTask(entry);
     }
     const remaining = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'reserved'").one().n;
-    if (remaining > 0) await this.armCleanup();
+    if (remaining > 0) await this.armAt(Date.now() + RESERVATION_CHECK_MS);
+    await this.links.pushDue();
   }
 }
 

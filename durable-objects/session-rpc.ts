@@ -2,7 +2,8 @@
  * @module The session object's RPC surface as its callers see it (routes, the task object, the bindings in
  * src/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
  */
-import type { IndexEntry, SessionActionPage, SessionSnapshot, TaskListPage } from "../src/contract/index.js";
+import type { IndexEntry, LinkTasksInput, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage } from "../src/contract/index.js";
+import type { Actor } from "../src/core/index.js";
 import type { Idempotency } from "./idempotency-store.js";
 import type { RpcResult } from "./rpc-result.js";
 
@@ -82,4 +83,10 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   listPeers(): Promise<PeerCredentialInfo[]>;
   /** The Authorization value for a peer origin, or null: for the outbound peer client only, never for an answer. */
   peerAuthorization(origin: string): Promise<string | null>;
+  /** link_tasks: a new link (created) or the same live link again; not_found for a task outside the session, dependency_cycle. */
+  linkTasks(actor: Actor, body: LinkTasksInput, idem: Idempotency | null): Promise<RpcResult<{ link: TaskLink; created: boolean }>>;
+  /** unlink_tasks: the link becomes a removed tombstone; not_found for an unknown link. */
+  unlinkTasks(linkId: string): Promise<RpcResult<{ link: TaskLink }>>;
+  /** A page of the session's task graph (validation_error: a cursor that does not decode). */
+  taskGraph(query: { limit: number; cursor?: string }): Promise<RpcResult<TaskGraphPage>>;
 }

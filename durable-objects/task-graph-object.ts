@@ -6,7 +6,7 @@
  * command sockets (command-sockets.ts).
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Actor, ChildReport, ChildTaskRequest, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../src/core/index.js";
+import { type Actor, type ChildReport, type ChildTaskRequest, type PromptSummary, runtimeError, type StepPage, type StepQuery, systemActor, type TaskGetRequest } from "../src/core/index.js";
 import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig, taskObjectName } from "../src/env.js";
 import { ActionWaiters, type PollAnswer } from "./action-waiters.js";
@@ -18,7 +18,7 @@ import type { Idempotency } from "./idempotency-store.js";
 import { type ChildCancelAnswer, type ChildCreateAnswer, type DeliveryAnswer, type OutboundPorts } from "./outbound-calls.js";
 import { IdempotentWrites } from "./idempotent-writes.js";
 import { LargeReads } from "./large-reads.js";
-import type { RpcResult } from "./rpc-result.js";
+import { err, type RpcResult } from "./rpc-result.js";
 import type { TaskCursor } from "./sse-frames.js";
 import { SseHub } from "./sse-hub.js";
 import type { BatchItem, TaskGraphRpc } from "./task-graph-rpc.js";
@@ -160,6 +160,17 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   /** A child task's end reaches its parent here (idempotent). */
   async deliverChildResult(report: ChildReport): Promise<DeliveryAnswer> {
     return this.children.deliver(report);
+  }
+
+  /**
+   * The session graph's push of the tasks that block this one: set_blockers committed as the system, so the
+   * blockers are a WAL fact (task_blockers_updated); a version already recorded answers without writing.
+   */
+  async setBlockers(version: number, blockedBy: string[]): Promise<RpcResult<WriteAnswer>> {
+    const task = this.shell.state.task;
+    if (task === null) return err(runtimeError("not_found", "no such task"));
+    const [answer] = await this.writes.executeBatch([{ actor: systemActor(task.session_id), command: { type: "set_blockers", version, blocked_by: blockedBy }, idem: null, claimNext: false }]);
+    return answer!;
   }
 
   // ---- Platform hooks ----------------------------------------------------------------------------

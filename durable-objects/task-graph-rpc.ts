@@ -48,4 +48,6 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   cancelChildTask(delegationId: string, reason: string): Promise<ChildCancelAnswer>;
   /** A child task's end reaches its parent here (idempotent). */
   deliverChildResult(report: ChildReport): Promise<DeliveryAnswer>;
+  /** The session graph's push of the tasks that block this one (set_blockers, as the system); an older or equal version writes nothing. */
+  setBlockers(version: number, blockedBy: string[]): Promise<RpcResult<WriteAnswer>>;
 }

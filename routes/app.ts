@@ -6,6 +6,7 @@ import { type AppEnv, authenticate } from "./auth.js";
 import { requireValidContentLength } from "./body.js";
 import { corsFromEnv } from "./cors.js";
 import { eventRoutes } from "./events.js";
+import { linkRoutes } from "./links.js";
 import { errorResponse, toRuntimeError } from "./http-error.js";
 import { serveMcp } from "./mcp.js";
 import { metaRoutes, publicRoutes } from "./meta.js";
@@ -39,6 +40,7 @@ export function buildApp(): Hono<AppEnv> {
   app.route("/v1/sessions", eventRoutes);
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1/sessions", peerRoutes);
+  app.route("/v1/sessions", linkRoutes);
   app.route("/v1/sessions", taskSocketRoutes);
   app.route("/v1/sessions", taskRoutes);
   app.notFound((c) => errorResponse(c, runtimeError("not_found", `no route ${c.req.method} ${new URL(c.req.url).pathname}`)));

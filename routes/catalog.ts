@@ -9,6 +9,8 @@ import {
   CreateTaskBody,
   DispatchWorkerBody,
   FinishRunBody,
+  GraphQueryParams,
+  LinkTasksBody,
   MintTokenBody,
   ProgressBody,
   ReasonBody,
@@ -30,7 +32,7 @@ export type Role = "admin" | "orchestrator" | "worker" | "observer" | "approver"
 
 /** One operation of the HTTP API. */
 export interface Operation {
-  readonly method: "get" | "post" | "patch";
+  readonly method: "get" | "post" | "patch" | "delete";
   readonly path: string;
   readonly operationId: string;
   /** The seed 003 tool (or seed 001 command) it implements, as agents know it. */
@@ -80,6 +82,9 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "get", path: `${T}/actions/{action_id}`, operationId: "getTaskAction", tool: "agent.task_action", roles: inScope, summary: "One human action; with wait_ms (at most 30,000) it answers as soon as the action is resolved, or with the still-open action when the wait ends.", query: ActionGetQueryParams },
   { method: "post", path: `${T}/actions/{action_id}/respond`, operationId: "respondAction", tool: "agent.respond_action", roles: ["orchestrator", "approver"], summary: "Resolve an open action: approved, rejected or submitted (input checked against its input_schema, 400 validation_error otherwise); an answer to a resolved one is 409 action_resolved.", body: RespondActionBody },
   { method: "get", path: `${S}/actions`, operationId: "listSessionActions", tool: "session_actions", roles: inScope, summary: "The session's inbox: open actions of all its tasks with their task's title, newest first; paginated.", query: SessionActionsQueryParams },
+  { method: "post", path: `${S}/links`, operationId: "linkTasks", tool: "link_tasks", roles: ["orchestrator"], summary: "Link two tasks of the session (parent_child, blocks, source_task, source_attempt) or a task to a ref (produced_artifact, consumed_artifact, evidence): 201 with the new link, 200 with the same live link again. A blocks link holds its blocked task (no dispatch, no claim: 409 task_not_dispatchable) until the blocker completes; one closing a cycle of blocks links is 409 dependency_cycle.", body: LinkTasksBody },
+  { method: "delete", path: `${S}/links/{link_id}`, operationId: "unlinkTasks", tool: "unlink_tasks", roles: ["orchestrator"], summary: "Remove a link: it stays in the graph's history with status removed; a blocks link no longer holds its task." },
+  { method: "get", path: `${S}/graph`, operationId: "getTaskGraph", tool: "task_graph", roles: inScope, summary: "The session's task graph: nodes (its tasks by task_id, a page of at most `limit`) and the edges from them, explicit links and the parent_child and source_task edges the tasks' own records imply (implicit: true); next_cursor for the next page.", query: GraphQueryParams },
   { method: "get", path: `${T}/steps`, operationId: "querySteps", tool: "agent.task_query_steps", roles: inScope, summary: "Query steps (workers: ready steps in their scope, limit 5).", query: StepQueryParams },
   { method: "post", path: `${T}/steps/{step}/claim`, operationId: "claimStep", tool: "agent.task_claim_step", roles: ["worker"], summary: "Claim a ready step under a lease.", body: EmptyBody },
   { method: "post", path: `${T}/steps/claim-next`, operationId: "claimNextStep", tool: "agent.task_claim_next", roles: ["worker"], summary: "Claim the first claimable step in scope, or answer no_step_claimed.", body: EmptyBody },

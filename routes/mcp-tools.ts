@@ -40,19 +40,20 @@ const MERGED: Readonly<Record<string, { name: string; description: string }>> = 
 };
 
 /** Path parameters as MCP arguments: the session is always the token's. */
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id" };
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id" };
 
 /**
  * What a path argument may be: the ids the runtime takes and mints. Checked before it becomes a path
  * segment, where `.` or `..` would name another route once the URL is resolved.
  */
-const PATH_ARG_PATTERNS: Readonly<Record<string, RegExp>> = { task_id: ID_PATTERN, step_id: ID_PATTERN, run_id: /^[a-z0-9_-]{1,128}$/, action_id: ACTION_ID_PATTERN };
+const PATH_ARG_PATTERNS: Readonly<Record<string, RegExp>> = { task_id: ID_PATTERN, step_id: ID_PATTERN, run_id: /^[a-z0-9_-]{1,128}$/, action_id: ACTION_ID_PATTERN, link_id: /^lnk_[0-9a-z]{26}$/ };
 
 const PATH_ARG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   task_id: "The task. A worker may leave it out: its token names its task.",
   step_id: "The step.",
   run_id: "The worker run. A worker may leave it out: its token names its run.",
   action_id: "The human action.",
+  link_id: "The task graph link (lnk_…).",
 };
 
 /** What a write tool accepts besides its body: a key that makes a retry safe. */
@@ -187,7 +188,7 @@ export interface McpCaller {
 /** The HTTP request a tool call stands for. */
 export interface RestCall {
   readonly operation: Operation;
-  readonly method: "GET" | "POST" | "PATCH";
+  readonly method: "GET" | "POST" | "PATCH" | "DELETE";
   /** Path and query string, from `/v1`. */
   readonly url: string;
   readonly body: Record<string, unknown> | undefined;

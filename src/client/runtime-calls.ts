@@ -22,6 +22,10 @@ import type {
   CancelRunInput,
   ClaimNextAnswer,
   ClaimStepAnswer,
+  LinkTasksRequest,
+  TaskGraphPage,
+  TaskGraphQuery,
+  TaskLink,
   CreateSessionInput,
   CreateTaskInput,
   FinishRunInput,
@@ -109,6 +113,21 @@ export class RuntimeCalls {
   /** GET /v1/sessions/{sid}/peers (orchestrator): the peer origins the session holds a credential for. */
   listPeers(sessionId: string, opts?: CallOptions): Promise<PeerList> {
     return this.read(`${sessionPath(sessionId)}/peers`, undefined, opts);
+  }
+
+  /** POST /v1/sessions/{sid}/links (link_tasks, orchestrator): the new link, or the same live link again. */
+  linkTasks(sessionId: string, body: LinkTasksRequest, opts?: CallOptions): Promise<{ link: TaskLink }> {
+    return this.write("POST", `${sessionPath(sessionId)}/links`, body, opts);
+  }
+
+  /** DELETE /v1/sessions/{sid}/links/{link_id} (unlink_tasks, orchestrator): the link, now removed. */
+  unlinkTasks(sessionId: string, linkId: string, opts?: CallOptions): Promise<{ link: TaskLink }> {
+    return this.write("DELETE", `${sessionPath(sessionId)}/links/${seg(linkId)}`, {}, opts);
+  }
+
+  /** GET /v1/sessions/{sid}/graph: a page of the session's task graph (nodes by task_id, edges from them). */
+  taskGraph(sessionId: string, query: TaskGraphQuery = {}, opts?: CallOptions): Promise<TaskGraphPage> {
+    return this.read(`${sessionPath(sessionId)}/graph`, { ...query }, opts);
   }
 
   /** GET /v1/sessions/{sid}: the session snapshot. */
@@ -350,7 +369,7 @@ export class RuntimeCalls {
     return this.transport.json<T>(this.request("GET", path, { query, opts }));
   }
 
-  protected write<T>(method: "POST" | "PATCH", path: string, body: object, opts: CallOptions | undefined): Promise<T> {
+  protected write<T>(method: "POST" | "PATCH" | "DELETE", path: string, body: object, opts: CallOptions | undefined): Promise<T> {
     return this.transport.json<T>(this.request(method, path, { body, opts }));
   }
 }

@@ -43,7 +43,7 @@ const SOCKET_FRAMES_PER_TICK = 3;
 
 /** One API call as a client method describes it. */
 export interface ApiRequest {
-  readonly method: "GET" | "POST" | "PATCH";
+  readonly method: "GET" | "POST" | "PATCH" | "DELETE";
   /** The path, starting with `/v1/...`, its segments already encoded. */
   readonly path: string;
   readonly token: string | undefined;

@@ -11,7 +11,9 @@ import type {
   CreateTaskBody,
   DispatchWorkerBody,
   FinishRunBody,
+  GraphQueryParams,
   IndexEntry,
+  LinkTasksBody,
   ListedTask,
   MintTokenBody,
   ProgressBody,
@@ -22,6 +24,8 @@ import type {
   SessionActionPage,
   SessionSnapshot,
   StepQueryParams,
+  TaskGraphPage,
+  TaskLink,
   SummaryQueryParams,
   TaskListPage,
   TaskListQueryParams,
@@ -88,6 +92,11 @@ export type StepQuery = Omit<Query<typeof StepQueryParams>, "status"> & { readon
 export type SummaryQuery = Query<typeof SummaryQueryParams>;
 /** GET .../wal query. */
 export type WalQuery = Query<typeof WalQueryParams>;
+/** POST /v1/sessions/{sid}/links body (link_tasks). */
+export type LinkTasksRequest = z.input<typeof LinkTasksBody>;
+/** GET /v1/sessions/{sid}/graph query. */
+export type TaskGraphQuery = Query<typeof GraphQueryParams>;
+export type { TaskGraphPage, TaskLink };
 
 /** A token and when it expires. */
 export interface MintedToken {

@@ -46,6 +46,54 @@ export interface IndexEntry {
   readonly origin_client_agent_id?: string | null;
   /** The task's thread (an A2A contextId for a submitted task); absent in entries pushed before it was listed. */
   readonly thread_id?: string | null;
+  /** The task's parent and root (seed 001 decomposition); absent in entries pushed before the task graph read them. */
+  readonly parent_task_id?: string | null;
+  readonly root_task_id?: string | null;
+  /** Tasks the task's `relationships` name as its sources (source_task); absent or empty when none. */
+  readonly source_task_ids?: string[];
+}
+
+/** An edge of the session's task graph (link_tasks, or implied by a task's parent or relationships). */
+export interface TaskLink {
+  /** null for an implicit edge. */
+  readonly link_id: string | null;
+  readonly kind: string;
+  readonly from_task_id: string;
+  readonly to_task_id: string | null;
+  readonly ref: string | null;
+  /**
+   * A blocks edge: active (its blocker has not completed), resolved (it has), removed (unlinked). Other explicit
+   * edges: active or removed. An implicit parent_child edge: the child's normalized status.
+   */
+  readonly status: string;
+  readonly reason: string | null;
+  readonly metadata: Record<string, unknown> | null;
+  /** The agent that linked it; null for an implicit edge. */
+  readonly created_by: string | null;
+  readonly created_at: string;
+  readonly updated_at: string;
+  /** True when the edge comes from a task's own record (parent_task_id, relationships), not from link_tasks. */
+  readonly implicit: boolean;
+}
+
+/** A node of the session's task graph: a task as the session index knows it. */
+export interface TaskGraphNode {
+  readonly task_id: string;
+  readonly title: string;
+  readonly status: NormalizedTaskStatus;
+  readonly native_status: TaskStatus;
+  readonly parent_task_id: string | null;
+  readonly root_task_id: string | null;
+  readonly terminal: boolean;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+/** A page of GET /v1/sessions/{sid}/graph: nodes by task_id, and the edges from them. */
+export interface TaskGraphPage {
+  readonly nodes: TaskGraphNode[];
+  readonly edges: TaskLink[];
+  readonly next_cursor: string | null;
 }
 
 /** One row of agent.task_list: the index entry plus whether it may lag the task. */

@@ -17,6 +17,7 @@ import {
   RequestActionSchema,
   RespondActionSchema,
   StepStatusSchema,
+  TextSchema,
   UpdateStepSchema,
   UpdateTaskSchema,
 } from "../core/index.js";
@@ -139,5 +140,48 @@ export const SessionActionsQueryParams = z.strictObject({
   status: z.literal("open").optional(),
   limit: intParam(1, MAX_ACTION_PAGE_LIMIT).optional(),
   offset: intParam(0, 1_000_000).optional(),
+  access_token: z.string().optional(),
+});
+
+/** Kinds of task graph edges link_tasks writes (seed 001 "Task graph"). */
+export const LINK_KINDS = ["parent_child", "blocks", "source_task", "source_attempt", "produced_artifact", "consumed_artifact", "evidence"] as const;
+/** A kind of task graph edge. */
+export type LinkKind = (typeof LINK_KINDS)[number];
+/** Kinds whose edge joins two tasks of the session: to_task_id is required. */
+export const TASK_TO_TASK_KINDS: ReadonlySet<LinkKind> = new Set(["parent_child", "blocks", "source_task", "source_attempt"]);
+/** Kinds that name something besides a task (a run or attempt id, an artifact or evidence ref): ref is required. */
+export const REF_KINDS: ReadonlySet<LinkKind> = new Set(["source_attempt", "produced_artifact", "consumed_artifact", "evidence"]);
+
+/**
+ * POST /v1/sessions/{sid}/links (link_tasks): an edge from `from_task_id`. parent_child, blocks and source_task
+ * join two tasks; source_attempt names a task and one of its runs or attempts (`ref`); the artifact and evidence
+ * kinds name a ref and optionally a task. A task never links to itself.
+ */
+export const LinkTasksBody = z
+  .strictObject({
+    kind: z.enum(LINK_KINDS),
+    from_task_id: IdSchema,
+    to_task_id: IdSchema.optional(),
+    ref: z.string().min(1).max(512).optional(),
+    reason: TextSchema.optional(),
+    metadata: JsonObjectSchema.optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (TASK_TO_TASK_KINDS.has(body.kind) && body.to_task_id === undefined) ctx.addIssue({ code: "custom", path: ["to_task_id"], message: `a ${body.kind} link needs to_task_id` });
+    if (REF_KINDS.has(body.kind) && body.ref === undefined) ctx.addIssue({ code: "custom", path: ["ref"], message: `a ${body.kind} link needs ref` });
+    if (body.to_task_id !== undefined && body.to_task_id === body.from_task_id) ctx.addIssue({ code: "custom", path: ["to_task_id"], message: "a task cannot be linked to itself" });
+  });
+/** What link_tasks takes. */
+export type LinkTasksInput = z.output<typeof LinkTasksBody>;
+
+/** The most nodes one page of GET /v1/sessions/{sid}/graph holds. */
+export const MAX_GRAPH_PAGE_LIMIT = 1_000;
+/** Nodes per graph page when `limit` is not given. */
+export const DEFAULT_GRAPH_PAGE_LIMIT = 100;
+
+/** GET /v1/sessions/{sid}/graph query: nodes by task_id, a page at a time (`cursor` from the last page's next_cursor). */
+export const GraphQueryParams = z.strictObject({
+  limit: intParam(1, MAX_GRAPH_PAGE_LIMIT).optional(),
+  cursor: z.string().min(1).max(512).optional(),
   access_token: z.string().optional(),
 });

@@ -70,6 +70,8 @@ const handlers: Handlers = {
       created_at: e.created_at,
       updated_at: e.created_at,
       ended_at: null,
+      blocked_by: [],
+      blockers_version: 0,
     };
     for (const step of e.payload.steps) createStep(s, step, e.created_at);
   },
@@ -428,6 +430,11 @@ const handlers: Handlers = {
     }
     // A run stopped by a task-level termination may still hand in its result later (003).
     if (e.payload.result !== null) run.result = e.payload.result;
+    touchTask(s, e.created_at);
+  },
+  task_blockers_updated(s, e) {
+    s.task!.blocked_by = [...e.payload.blocked_by];
+    s.task!.blockers_version = e.payload.version;
     touchTask(s, e.created_at);
   },
 };

@@ -42,6 +42,8 @@ export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: 
   record_delegation: { tool: "delegation report", roles: [] },
   record_delivery: { tool: "delivery report", roles: [] },
   cancel_for_parent: { tool: "cancellation by the parent", roles: [] },
+  // The session's task graph pushes blockers as the system; no agent role may.
+  set_blockers: { tool: "set_blockers", roles: [] },
 };
 
 /**

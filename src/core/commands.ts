@@ -271,6 +271,16 @@ export const RecordDeliverySchema = z.strictObject({
 /** Expire leases, worker-run deadlines, cancellation waits and actions, and reopen steps whose retry is due, at `ctx.now`. */
 export const ReconcileLeasesSchema = z.strictObject({ type: z.literal("reconcile_leases") });
 
+/**
+ * The session's task graph tells the task which tasks block it (their `blocks` links, blocker not completed),
+ * `version` counting the session's pushes for this task; issued by the system actor only.
+ */
+export const SetBlockersSchema = z.strictObject({
+  type: z.literal("set_blockers"),
+  version: z.number().int().min(1),
+  blocked_by: z.array(IdSchema).max(1_000),
+});
+
 /** Every command `decide` accepts. */
 export const CommandSchema = z.discriminatedUnion("type", [
   CreateTaskSchema,
@@ -295,6 +305,7 @@ export const CommandSchema = z.discriminatedUnion("type", [
   RecordDelegationSchema,
   RecordDeliverySchema,
   CancelForParentSchema,
+  SetBlockersSchema,
 ]);
 /** Every command `decide` accepts. */
 export type Command = z.infer<typeof CommandSchema>;

@@ -7,6 +7,7 @@
 import type { CommandOf, DelegationReport } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
+import { blockedBy } from "./decide-links.js";
 import { closing, emitDependantsReady, emitRunningIfFirstActive } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
@@ -36,10 +37,10 @@ const A2A_WAITING: ReadonlySet<string> = new Set(["TASK_STATE_INPUT_REQUIRED", "
 /** Longest wait between two tries of an outbound call. */
 const MAX_RETRY_MS = 60_000;
 
-/** True when the task may start delegated steps now: live, not paused or blocked (the same rule as dispatch). */
+/** True when the task may start delegated steps now: live, not paused or blocked, no task blocking it (the same rule as dispatch). */
 export function startsDelegations(state: DagState): boolean {
   const status = state.task!.status;
-  return status === "pending" || status === "running";
+  return (status === "pending" || status === "running") && blockedBy(state).length === 0;
 }
 
 /** The wait before try number `tries` + 1 of an outbound call. */

@@ -6,6 +6,7 @@ import { leaseAfterResolution } from "./decide-actions.js";
 import { emitDelegationStarts, emitDelegationTimeout, startsDelegations } from "./decide-delegation.js";
 import { closing, emitRunEnd, emitRunningIfFirstActive, RUN_ENDINGS, TASK_STOP_REASONS } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
+import { blockedRefusal } from "./decide-links.js";
 import { runtimeError } from "./errors.js";
 import { checkScope, requireLiveTask, requireOrchestrator } from "./guards.js";
 import { DEFAULT_WORKER_POOL, LIVE_DELEGATION_STATUSES, type Step, type WorkerRun } from "./records.js";
@@ -31,6 +32,8 @@ export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_w
   if (task.status === "blocked" || task.status === "paused") {
     return refuse(runtimeError("task_not_dispatchable", `the task is ${task.status}; ${task.status === "blocked" ? "reopen" : "resume"} it before dispatching workers`, { status: task.status }));
   }
+  const blocked = blockedRefusal(state);
+  if (blocked !== null) return refuse(blocked);
   let allowed: string[] | null = null;
   if (cmd.allowed_step_ids !== undefined) {
     allowed = [...new Set(cmd.allowed_step_ids)];

@@ -4,6 +4,7 @@ import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
 import { closing, emitDependantsReady, emitRunningIfFirstActive } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
+import { blockedRefusal } from "./decide-links.js";
 import { runtimeError } from "./errors.js";
 import { checkScope, requireActiveWorkerRun, requireLiveTaskFor, runMaySee } from "./guards.js";
 import { HELD_STEP_STATUSES, type Step, type StepStatus, type WorkerRun } from "./records.js";
@@ -30,6 +31,8 @@ function checkClaimer(state: DagState, ctx: DecideContext, tool: string): Result
   if (task.status === "blocked" || task.status === "paused") {
     return err(runtimeError("task_not_dispatchable", `the task is ${task.status}; the orchestrator must ${task.status === "blocked" ? "reopen" : "resume"} it first`, { status: task.status }));
   }
+  const blocked = blockedRefusal(state);
+  if (blocked !== null) return err(blocked);
   if (run.current_step_id !== null) {
     return err(runtimeError("step_already_claimed_by_run", `this run already holds step ${run.current_step_id}`, { step_id: run.current_step_id }));
   }

@@ -13,6 +13,7 @@ import { decideRecordDelegation, decideRecordDelivery, followUpDelegations } fro
 import { decideBackToPending, decideBlockTask, decideCancelForParent, decideCompleteTask, decidePauseTask, decideStopTask } from "./decide-lifecycle.js";
 import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
 import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
+import { decideSetBlockers } from "./decide-links.js";
 import { refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
 import type { DagState } from "./state.js";
@@ -42,6 +43,7 @@ const deciders: Deciders = {
   record_delegation: decideRecordDelegation,
   record_delivery: decideRecordDelivery,
   cancel_for_parent: decideCancelForParent,
+  set_blockers: decideSetBlockers,
 };
 
 /** Formats zod issues as one readable line plus structured details. */

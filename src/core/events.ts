@@ -271,6 +271,8 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
       cancel_requested: z.literal(true).optional(),
     }),
   ),
+  /** The tasks that block this one, as the session's graph pushed them at `version` (set_blockers). */
+  event("task_blockers_updated", z.object({ version: z.number().int().positive(), blocked_by: z.array(IdSchema) })),
 ]);
 
 /** One WAL row: envelope fields plus a typed payload. */

@@ -79,5 +79,7 @@ export function normalizedTaskStatus(state: DagState): NormalizedStatus {
     }
     if (waiting !== null) return waiting;
   }
+  // Held by a `blocks` link of the session's graph until its blockers complete.
+  if ((task.status === "pending" || task.status === "running") && (task.blocked_by?.length ?? 0) > 0) return "blocked";
   return TASK_STATUS_MAP[task.status];
 }

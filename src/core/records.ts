@@ -176,6 +176,13 @@ export const TaskSchema = TaskRecordFieldsSchema.extend({
   /** When the task first became running. */
   started_at: TimestampSchema.nullable(),
   ended_at: TimestampSchema.nullable(),
+  /**
+   * Tasks of the session whose `blocks` link holds this one until they complete (the session's graph pushes
+   * them as set_blockers); while any is listed, no worker is dispatched and no step claimed.
+   */
+  blocked_by: z.array(IdSchema),
+  /** The version of `blocked_by` the session last pushed (0: never); an older or equal push changes nothing. */
+  blockers_version: z.number().int().min(0),
 });
 /** The task record. */
 export type Task = z.infer<typeof TaskSchema>;

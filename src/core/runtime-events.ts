@@ -34,6 +34,7 @@
  * | delegation_updated / _try_failed / _settled / _closed | task.dependency.updated (remote refs, status, outcome) |
  * | delegation_cancel_requested | task.cancel_requested (step; the delegate is told to stop)             |
  * | task_delivery_recorded   | task.progress (phase delivering, deliveryState)                          |
+ * | task_blockers_updated    | task.dependency.updated (payload blockedBy, blockersVersion: the session graph's blocks links) |
  */
 import { z } from "zod";
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
@@ -354,6 +355,9 @@ const projections: Projections = {
     if (p.cancel_requested === true || p.reason === "late_result") return [closed];
     return [{ type: "task.cancel_requested", runId: p.run_id, status: "cancelling", statusReason: p.reason, payload: { ...actor } }, closed];
   },
+  task_blockers_updated: (e, actor) => [
+    { type: "task.dependency.updated", payload: { blockedBy: [...e.payload.blocked_by], blockersVersion: e.payload.version, ...actor } },
+  ],
 };
 
 /** The runtime events of one WAL event, in order (fewer than SEQUENCE_STRIDE of them). */

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ATTEMPT_STATUS_MAP, parseWalJsonl, projectEvent, type RuntimeEvent, SEQUENCE_STRIDE, TASK_STATUS_MAP, type WalEvent, WalEventSchema } from "../../src/core/index.js";
+import { ATTEMPT_STATUS_MAP, parseWalJsonl, projectEvent, type RuntimeEvent, SEQUENCE_STRIDE, systemActor, TASK_STATUS_MAP, type WalEvent, WalEventSchema } from "../../src/core/index.js";
 import { GOLDEN_WAL_PATH } from "../fixtures/golden-wal.js";
-import { Harness, step } from "./harness.js";
+import { Harness, SESSION, step } from "./harness.js";
 import { expectConformingProjection } from "./runtime-event-contract.js";
 
 const MINUTE = 60_000;
@@ -144,7 +144,11 @@ function everyEventWals(): WalEvent[][] {
   const stopped = cancelled.claimWith("a");
   cancelled.ok({ type: "cancel_task" });
   cancelled.ok({ type: "finish_run", run_id: stopped.run_id!, outcome: "cancelled" }, stopped);
-  return [everyEventScenario().wal, lifecycleScenario().wal, failed.wal, cancelled.wal, delegationScenario().wal, childTaskScenario().wal];
+  // The session's task graph tells a task which tasks block it.
+  const linked = new Harness();
+  linked.create([step("a")]);
+  linked.ok({ type: "set_blockers", version: 1, blocked_by: ["blocker"] }, systemActor(SESSION));
+  return [everyEventScenario().wal, lifecycleScenario().wal, failed.wal, cancelled.wal, delegationScenario().wal, childTaskScenario().wal, linked.wal];
 }
 
 describe("runtime events (the Agent Runtime draft's envelope)", () => {

@@ -237,6 +237,21 @@ const ROUTES: Readonly<Record<string, RouteCase>> = {
     badBodies: () => [{}, { decision: "expired" }, { decision: "withdrawn" }, { decision: "maybe" }, { decision: "approved", comment: "x".repeat(8_001) }, { decision: "approved", action_id: "act_x" }, { decision: "submitted", input: "x".repeat(MAX_JSON_BYTES) }],
   },
   listSessionActions: { caller: "orch", badQuery: { status: ["resolved", "closed", ""], ...pageQuery } },
+  linkTasks: {
+    caller: "orch",
+    body: (f) => ({ kind: "evidence", from_task_id: f.tid, ref: "trace://run-1", reason: "the review" }),
+    ids: ["from_task_id"],
+    badBodies: (f) => [
+      { kind: "blocks", from_task_id: f.tid },
+      { kind: "blocks", from_task_id: f.tid, to_task_id: f.tid },
+      { kind: "evidence", from_task_id: f.tid },
+      { kind: "evidence", from_task_id: f.tid, ref: "" },
+      { kind: "spawned_subagent", from_task_id: f.tid, to_task_id: "other" },
+      { kind: "blocks", from_task_id: f.tid, to_task_id: "ghost" },
+    ],
+  },
+  unlinkTasks: { caller: "orch" },
+  getTaskGraph: { caller: "orch", badQuery: { limit: ["0", "1001", "abc", "1.5", "-1"], cursor: ["", "x".repeat(513), "bm90LWEtY3Vyc29y"] } },
   querySteps: {
     caller: "orch",
     badQuery: {
@@ -517,7 +532,7 @@ interface Answer {
 }
 
 function pathOf(op: Operation, c: RouteCase, f: Fixture, params: Readonly<Record<string, string>> = {}): string {
-  const defaults: Record<string, string> = { sid: f.s.sid, tid: f.tid, run: f.worker.run_id, step: op.operationId === "claimStep" ? "c" : "a", action_id: f.actionId };
+  const defaults: Record<string, string> = { sid: f.s.sid, tid: f.tid, run: f.worker.run_id, step: op.operationId === "claimStep" ? "c" : "a", action_id: f.actionId, link_id: `lnk_${"0".repeat(26)}` };
   return op.path.replace(/\{(\w+)\}/g, (_m, name: string) => params[name] ?? defaults[name]!);
 }
 

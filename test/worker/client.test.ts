@@ -135,6 +135,9 @@ const METHOD_OF: Record<string, keyof RuntimeClient | "transport"> = {
   listSessionActions: "sessionActions",
   setPeerCredential: "setPeerCredential",
   listPeers: "listPeers",
+  linkTasks: "linkTasks",
+  unlinkTasks: "unlinkTasks",
+  getTaskGraph: "taskGraph",
 };
 
 describe("RuntimeClient: one typed method per operation", () => {

@@ -14,7 +14,7 @@ const ROLES: readonly SessionRole[] = ["orchestrator", "worker", "observer", "ap
 const KINDS: readonly ClientKind[] = ["modern", "legacy"];
 
 /** The tools every session token may call: reads only. */
-const READS = ["get_session", "agent.task_list", "agent.task_template", "agent.task_get", "agent.task_actions", "agent.task_action", "session_actions", "agent.task_query_steps", "task_summary", "task_wal"];
+const READS = ["get_session", "agent.task_list", "agent.task_template", "agent.task_get", "agent.task_actions", "agent.task_action", "session_actions", "agent.task_query_steps", "task_summary", "task_wal", "task_graph"];
 
 /** Each role's tools as API.md and seed 003 name them, written out so that a catalog change shows here. */
 const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
@@ -38,6 +38,8 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
     "agent.task_progress",
     "set_peer_credential",
     "list_peers",
+    "link_tasks",
+    "unlink_tasks",
   ],
   worker: [...READS, "agent.task_claim_step", "agent.task_claim_next", "agent.task_update_step", "agent.task_progress", "finish_worker_run", "agent.request_action"],
   observer: READS,
@@ -46,7 +48,7 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
 
 /** Catalog operations that are deliberately not MCP tools: admin work, the tool list itself, multi-token batches. */
 const NOT_TOOLS = new Set(["createSession", "mintToken", "listTools", "batch"]);
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id" };
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id" };
 
 const pathArgsOf = (op: Operation): string[] => [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((p) => p !== "sid").map((p) => PATH_ARGS[p]!);
 const isWriteTool = (name: string): boolean => mcpTool(name)!.operations.some((op) => op.method !== "get");

@@ -46,6 +46,8 @@ export type Spec =
   | { k: "request_action"; who: number; level: number; kind: number; schema: number; timeout: number | null; step: StepPick }
   | { k: "respond_action"; who: number; action: number; decision: number; input: number; comment: boolean }
   | { k: "reconcile_leases"; who: number; advance: number }
+  /** The session graph's push: `version` relative to the task's (-1 stale, 0 a re-send, more: newer), `blockers` how many. */
+  | { k: "set_blockers"; who: number; version: number; blockers: number }
   | { k: "tick"; advance: number }
   | { k: "create_task"; who: number }
   | { k: "garbage"; mode: number; value: unknown }
@@ -114,8 +116,8 @@ function statusArb(completedWeight: number): fc.Arbitrary<number> {
 export type Profile = "mixed" | "progress";
 
 const WEIGHTS: Record<Profile, Record<Spec["k"], number>> = {
-  mixed: { claim_step: 10, claim_next: 12, update_step: 22, append_progress: 4, update_task: 8, dispatch_worker: 8, finish_run: 4, cancel_run: 2, task_op: 7, request_action: 5, respond_action: 5, reconcile_leases: 6, tick: 3, create_task: 1, garbage: 3, query: 2, record_delegation: 8, record_delivery: 3 },
-  progress: { claim_step: 4, claim_next: 25, update_step: 35, append_progress: 2, update_task: 3, dispatch_worker: 3, finish_run: 2, cancel_run: 1, task_op: 5, request_action: 2, respond_action: 2, reconcile_leases: 4, tick: 1, create_task: 1, garbage: 1, query: 1, record_delegation: 8, record_delivery: 4 },
+  mixed: { claim_step: 10, claim_next: 12, update_step: 22, append_progress: 4, update_task: 8, dispatch_worker: 8, finish_run: 4, cancel_run: 2, task_op: 7, request_action: 5, respond_action: 5, reconcile_leases: 6, tick: 3, create_task: 1, garbage: 3, query: 2, record_delegation: 8, record_delivery: 3, set_blockers: 2 },
+  progress: { claim_step: 4, claim_next: 25, update_step: 35, append_progress: 2, update_task: 3, dispatch_worker: 3, finish_run: 2, cancel_run: 1, task_op: 5, request_action: 2, respond_action: 2, reconcile_leases: 4, tick: 1, create_task: 1, garbage: 1, query: 1, record_delegation: 8, record_delivery: 4, set_blockers: 1 },
 };
 
 /** Random abstract commands with the profile's weights. */
@@ -200,6 +202,7 @@ export function specArb(profile: Profile): fc.Arbitrary<Spec> {
     },
     { weight: w.respond_action, arbitrary: fc.record({ k: fc.constant("respond_action" as const), who, action: fc.nat(), decision: fc.nat(9), input: fc.nat(9), comment: fc.boolean() }) },
     { weight: w.reconcile_leases, arbitrary: fc.record({ k: fc.constant("reconcile_leases" as const), who, advance }) },
+    { weight: w.set_blockers, arbitrary: fc.record({ k: fc.constant("set_blockers" as const), who, version: fc.constantFrom(-1, 0, 1, 1, 2), blockers: fc.constantFrom(0, 0, 1, 2) }) },
     { weight: w.tick, arbitrary: fc.record({ k: fc.constant("tick" as const), advance }) },
     { weight: w.create_task, arbitrary: fc.record({ k: fc.constant("create_task" as const), who }) },
     { weight: w.garbage, arbitrary: fc.record({ k: fc.constant("garbage" as const), mode: fc.nat(9), value: json(2) }) },
@@ -478,6 +481,12 @@ export function interpret(scene: Scene, spec: Spec): Concrete {
       return respondAction(scene, spec);
     case "reconcile_leases":
       return command(spec.who < 80 ? { role: "system", session_id: SESSION, agent_id: "system", run_id: null } : actorFor(scene, spec.who, "worker"), { type: "reconcile_leases" }, spec.advance);
+    case "set_blockers": {
+      // Mostly the system (the session's push); now and then an agent, which may not.
+      const actor = spec.who < 90 ? { role: "system" as const, session_id: SESSION, agent_id: "system", run_id: null } : actorFor(scene, spec.who, "orchestrator");
+      const version = Math.max(1, (scene.state.task?.blockers_version ?? 0) + spec.version);
+      return command(actor, { type: "set_blockers", version, blocked_by: ["blocker_a", "blocker_b"].slice(0, spec.blockers) });
+    }
     case "tick":
       return { kind: "tick", advance: spec.advance };
     case "create_task":

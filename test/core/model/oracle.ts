@@ -80,6 +80,8 @@ function predictClaim(state: DagState, run: WorkerRun, cmd: Command): Prediction
   const task = state.task!;
   // A live run of a blocked or paused task is told so before anything else about its claim.
   if (run.status === "active" && (task.status === "blocked" || task.status === "paused")) return { accept: false, code: "task_not_dispatchable" };
+  // So is one of a task other tasks still block (the session graph's blocks links).
+  if (run.status === "active" && task.blocked_by.length > 0) return { accept: false, code: "task_not_dispatchable", details: { blocked_by: task.blocked_by } };
   if (run.status !== "active" || run.current_step_id !== null) return { accept: false };
   if (cmd.type === "claim_next") {
     if (run.claims_used >= run.max_steps) return { accept: true, claim: { none: "run_budget_spent" } };
@@ -156,6 +158,7 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
       return task.status === "blocked" ? { accept: true, after: (s) => expect(s.task!.status === "pending" || s.task!.status === "running").toBe(true) } : { accept: false, code: "invalid_transition" };
     case "dispatch_worker": {
       if (task.status === "blocked" || task.status === "paused") return { accept: false, code: "task_not_dispatchable" };
+      if (task.blocked_by.length > 0) return { accept: false, code: "task_not_dispatchable", details: { blocked_by: task.blocked_by } };
       const known = (cmd.allowed_step_ids ?? []).every((id) => state.steps.has(id));
       return known ? { accept: true } : { accept: false, code: "validation_error" };
     }
@@ -189,6 +192,7 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
     case "record_delegation":
     case "record_delivery":
     case "cancel_for_parent":
+    case "set_blockers":
       return { accept: false, code: "tool_not_available" };
   }
 }
@@ -356,6 +360,19 @@ function cancelDetails(caller: Caller): Record<string, unknown> | undefined {
   return { run_cancel_requested: true, run_id: caller.run.run_id, reason: caller.run.cancel_request.reason, cancel_deadline_at: caller.run.cancel_request.deadline_at };
 }
 
+/** The system records a newer push of blockers (live or terminal task alike) and ignores an older or equal one. */
+function predictSetBlockers(task: NonNullable<DagState["task"]>, cmd: CommandOf<"set_blockers">): Prediction {
+  const before = { blocked_by: [...task.blocked_by], blockers_version: task.blockers_version };
+  const newer = cmd.version > task.blockers_version;
+  return {
+    accept: true,
+    after: (s) => {
+      const expected = newer ? { blocked_by: [...new Set(cmd.blocked_by)].sort(), blockers_version: cmd.version } : before;
+      expect({ blocked_by: s.task!.blocked_by, blockers_version: s.task!.blockers_version }).toEqual(expected);
+    },
+  };
+}
+
 /** The model's prediction for `command` by `actor` at `now` under `limits`, before the core decides it. */
 export function predict(state: DagState, actor: Actor, command: unknown, now: number, limits: CoreLimits): Prediction {
   const parsed = CommandSchema.safeParse(command);
@@ -369,6 +386,7 @@ export function predict(state: DagState, actor: Actor, command: unknown, now: nu
   if (caller.kind === "system") {
     if (cmd.type === "record_delegation") return predictRecordDelegation(state, cmd);
     if (cmd.type === "record_delivery") return predictRecordDelivery(state, cmd);
+    if (cmd.type === "set_blockers") return predictSetBlockers(task, cmd);
     return { accept: false };
   }
   if (caller.kind === "outsider") return { accept: false };
