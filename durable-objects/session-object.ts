@@ -19,6 +19,7 @@ import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-s
 import { err, ok, type RpcResult } from "./rpc-result.js";
 import type { PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
 import { SessionPeers } from "./session-peers.js";
+import { createSessionTables } from "./session-schema.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
 const RESERVATION_CHECK_MS = 60_000;
@@ -29,8 +30,6 @@ const STREAM_PAGE = 200;
 
 type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };
 
-/** Columns of the tasks table copied from the entry for filtering, added in place to tables made before them. */
-const LISTED_COLUMNS = ["origin_client_agent_id", "thread_id", "parent_task_id", "root_task_id"] as const;
 /** How a task's index entry changed, as the session stream reports it. */
 export type SnapshotChange = "created" | "updated" | "terminal";
 
@@ -51,55 +50,14 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     this.hub = new SseHub(readConfig(env).sse);
     this.peers = new SessionPeers(ctx.storage.sql);
     void ctx.blockConcurrencyWhile(async () => {
-      this.sql.exec("CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY CHECK (id = 1), session_id TEXT NOT NULL, created_at TEXT NOT NULL, info TEXT NOT NULL)");
-      this.sql.exec(`CREATE TABLE IF NOT EXISTS tasks (
-        task_id TEXT PRIMARY KEY,
-        wal_name TEXT NOT NULL UNIQUE,
-        state TEXT NOT NULL,
-        reserved_at_ms INTEGER NOT NULL,
-        entry TEXT,
-        terminal INTEGER NOT NULL DEFAULT 0,
-        native_status TEXT,
-        status TEXT,
-        updated_at TEXT,
-        seq INTEGER NOT NULL,
-        origin_client_agent_id TEXT,
-        thread_id TEXT
-      )`);
-      this.addListedColumns();
+      createSessionTables(this.sql);
       await this.links.start();
-      this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_terminal ON tasks (terminal, updated_at)");
-      // A2A ListTasks: one client's tasks, newest first (the index is read backwards).
-      this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_origin ON tasks (origin_client_agent_id, updated_at, task_id)");
-      // Idempotency-Keys of task creates: a create's own record lives in its task's object, which a retry
-      // naming another task_id never reaches; the session sees every create.
-      this.sql.exec("CREATE TABLE IF NOT EXISTS create_keys (key TEXT PRIMARY KEY, hash TEXT NOT NULL, task_id TEXT NOT NULL, created_at_ms INTEGER NOT NULL)");
-      // The session event log: one row per index change, `data` the snapshot.updated event as streamed.
-      this.sql.exec("CREATE TABLE IF NOT EXISTS session_events (seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL)");
-      // The inbox: the open actions each task's latest entry reports, `data` the action with its task's title.
-      this.sql.exec("CREATE TABLE IF NOT EXISTS actions (action_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, created_at TEXT NOT NULL, data TEXT NOT NULL)");
-      this.sql.exec("CREATE INDEX IF NOT EXISTS actions_by_created ON actions (created_at, action_id)");
-      this.sql.exec("CREATE INDEX IF NOT EXISTS actions_by_task ON actions (task_id)");
       this.lastEventSeq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM session_events").one().n;
     });
   }
 
   private get sql(): SqlStorage {
     return this.ctx.storage.sql;
-  }
-
-  /**
-   * In place: a tasks table made before origins and threads were listed gains their columns, filled from the
-   * stored entries (null where an entry predates them; the task's next push sets them). No await in between,
-   * so a column is added and filled in one implicit transaction.
-   */
-  private addListedColumns(): void {
-    const present = new Set(this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('tasks')").toArray().map((c) => c.name));
-    for (const column of LISTED_COLUMNS) {
-      if (present.has(column)) continue;
-      this.sql.exec(`ALTER TABLE tasks ADD COLUMN ${column} TEXT`);
-      this.sql.exec(`UPDATE tasks SET ${column} = json_extract(entry, '$.${column}') WHERE entry IS NOT NULL`);
-    }
   }
 
   /** Answers at once: the empty Worker → Durable Object round trip behind GET /health/object. */

@@ -110,6 +110,8 @@ export function leaseAfterResolution(state: DagState, action: Action, now: numbe
   if (action.step_id === null) return null;
   const step = state.steps.get(action.step_id);
   if (step === undefined || !HELD_STEP_STATUSES.has(step.status) || step.current_attempt_id !== action.attempt_id) return null;
+  // The runtime holds a delegated step without a lease: its delegate's deadline bounds it instead.
+  if (step.delegate !== null) return null;
   return new Date(now + state.task!.step_lease_timeout_ms).toISOString();
 }
 

@@ -212,7 +212,10 @@ export function decideReconcileLeases(state: DagState, _cmd: CommandOf<"reconcil
       const d = state.delegations.get(item.id)!;
       if (!released.has(d.step_id)) {
         released.add(d.step_id);
+        const from = em.events.length;
         emitDelegationTimeout(state, em, d);
+        const failed = em.events.slice(from).find((e) => e.event_type === "task_step_failed");
+        if (failed?.event_type === "task_step_failed") retryNowIfDue(d.step_id, failed.payload.retry);
       }
     } else if (item.kind === DELEGATE_START) {
       // Taken up together after this pass (emitDelegationStarts).

@@ -17,6 +17,11 @@ function leaseUntil(state: DagState, ctx: DecideContext): string {
   return new Date(ctx.now + state.task!.step_lease_timeout_ms).toISOString();
 }
 
+/** The lease an update of a held step renews: none for a delegated step, which the runtime holds without one. */
+function renewedLease(state: DagState, step: Step, ctx: DecideContext): string | null {
+  return step.delegate !== null ? null : leaseUntil(state, ctx);
+}
+
 /** Who may claim: an active worker run of this task, live and not blocked, holding nothing. */
 function checkClaimer(state: DagState, ctx: DecideContext, tool: string): Result<WorkerRun> {
   const task = state.task!;
@@ -161,8 +166,8 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
     case "claimed":
     case "running":
       // Non-terminal updates of a held step renew its lease (003 "Step Claim Lease").
-      if (to === step.status) em.emit("task_step_updated", step.step_id, { lease_expires_at: leaseUntil(state, ctx), ...results });
-      else em.emit("task_step_started", step.step_id, { lease_expires_at: leaseUntil(state, ctx), ...results });
+      if (to === step.status) em.emit("task_step_updated", step.step_id, { lease_expires_at: renewedLease(state, step, ctx), ...results });
+      else em.emit("task_step_started", step.step_id, { lease_expires_at: renewedLease(state, step, ctx), ...results });
       break;
     case "blocked":
       em.emit("task_step_blocked", step.step_id, { reason: cmd.reason ?? null, ...results, ...closing(step) });

@@ -11,7 +11,7 @@ export { backoffMs, effectivePolicy } from "./retry-policy.js";
 export { firstClaimable } from "./decide-steps.js";
 export { delegateRetryDelay } from "./decide-delegation.js";
 export { childReport, type ChildReport, type ChildTaskRequest, outboundWork, type OutboundWork } from "./delegation-outbox.js";
-export { DELEGATE_AGENT_ID } from "./apply.js";
+export { DELEGATE_AGENT_ID } from "./apply-delegation.js";
 export { blockedBy, blockedRefusal } from "./decide-links.js";
 export { checkScope } from "./guards.js";
 export * from "./errors.js";

@@ -287,16 +287,9 @@ const projections: Projections = {
     return [{ type: "task.dependency.updated", ...stepFields(e), nativeStatus: p.remote_status ?? undefined, status: p.status, payload: { delegationId: p.delegation_id, ...refs, ...actor } }];
   },
   delegation_try_failed: (e) => [
-    {
-      type: "task.dependency.updated",
-      ...stepFields(e),
-      statusReason: e.payload.error,
-      payload: { delegationId: e.payload.delegation_id, intent: e.payload.intent, tries: e.payload.tries, nextTryAt: e.payload.next_try_at },
-    },
+    { type: "task.dependency.updated", ...stepFields(e), statusReason: e.payload.error, payload: { delegationId: e.payload.delegation_id, intent: e.payload.intent, tries: e.payload.tries, nextTryAt: e.payload.next_try_at } },
   ],
-  delegation_cancel_requested: (e) => [
-    { type: "task.cancel_requested", ...stepFields(e), status: "cancelling", statusReason: e.payload.reason, payload: { delegationId: e.payload.delegation_id } },
-  ],
+  delegation_cancel_requested: (e) => [{ type: "task.cancel_requested", ...stepFields(e), status: "cancelling", statusReason: e.payload.reason, payload: { delegationId: e.payload.delegation_id } }],
   delegation_settled: (e) => [
     {
       type: "task.dependency.updated",
@@ -307,9 +300,7 @@ const projections: Projections = {
       payload: { delegationId: e.payload.delegation_id, outcome: e.payload.outcome, cleanup: e.payload.cleanup },
     },
   ],
-  delegation_closed: (e) => [
-    { type: "task.dependency.updated", ...stepFields(e), status: "closed", statusReason: e.payload.reason, payload: { delegationId: e.payload.delegation_id } },
-  ],
+  delegation_closed: (e) => [{ type: "task.dependency.updated", ...stepFields(e), status: "closed", statusReason: e.payload.reason, payload: { delegationId: e.payload.delegation_id } }],
   task_delivery_recorded: (e) => [
     { type: "task.progress", phase: "delivering", statusReason: e.payload.detail ?? undefined, payload: { deliveryState: e.payload.delivery_state }, taskProgress: { deliveryState: e.payload.delivery_state } },
   ],

@@ -176,8 +176,13 @@ export function querySteps(state: DagState, actor: Actor, query: StepQuery): Res
 
   // Ready-only queries read the ready queue instead of scanning the DAG.
   if (wanted !== null && wanted.size === 1 && wanted.has("ready") && pool !== undefined) {
-    const ready = state.index.ready.get(pool)?.ids() ?? [];
-    return ok(page(ready.map((id) => state.steps.get(id)!).filter(keep), limit, offset));
+    let ready = (state.index.ready.get(pool)?.ids() ?? []).map((id) => state.steps.get(id)!);
+    // Ready delegated steps are in no pool's queue (no worker claims them); anyone but a worker sees them too.
+    if (run === undefined && state.index.readyDelegated.size > 0) {
+      const delegated = [...state.index.readyDelegated].map((id) => state.steps.get(id)!).filter((s) => s.worker_pool_id === pool);
+      ready = [...ready, ...delegated].sort((a, b) => a.ordinal - b.ordinal);
+    }
+    return ok(page(ready.filter(keep), limit, offset));
   }
   return ok(page(orderedSteps(state).filter(keep), limit, offset));
 }

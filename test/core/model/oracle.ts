@@ -283,9 +283,9 @@ function nothingDue(now: number, alsoHolds: (state: DagState) => void) {
 
 const LIVE: ReadonlySet<string> = new Set(["starting", "active", "input_required", "answering"]);
 
-/** Every delegated step ready before reconciling a task that may start delegates (pending or running) is taken up by it. */
+/** Every delegated step ready before reconciling a task that may start delegates (pending or running, no task blocking it) is taken up by it. */
 function readyDelegatedTakenUp(before: DagState): (state: DagState) => void {
-  const starts = before.task!.status === "pending" || before.task!.status === "running";
+  const starts = (before.task!.status === "pending" || before.task!.status === "running") && before.task!.blocked_by.length === 0;
   const ready = starts ? byOrdinal(before).filter((s) => s.delegate !== null && s.status === "ready").map((s) => s.step_id) : [];
   return (state) => {
     for (const id of ready) {

@@ -1,0 +1,50 @@
+/** @module The session object's tables, made (or brought up to date in place) when the object starts. */
+
+/** Columns of the tasks table copied from the entry for filtering, added in place to tables made before them. */
+export const LISTED_COLUMNS = ["origin_client_agent_id", "thread_id", "parent_task_id", "root_task_id"] as const;
+
+/** Creates the session's tables and indexes that do not exist yet, and adds listed columns to an older tasks table. */
+export function createSessionTables(sql: SqlStorage): void {
+  sql.exec("CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY CHECK (id = 1), session_id TEXT NOT NULL, created_at TEXT NOT NULL, info TEXT NOT NULL)");
+  sql.exec(`CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY,
+    wal_name TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL,
+    reserved_at_ms INTEGER NOT NULL,
+    entry TEXT,
+    terminal INTEGER NOT NULL DEFAULT 0,
+    native_status TEXT,
+    status TEXT,
+    updated_at TEXT,
+    seq INTEGER NOT NULL,
+    origin_client_agent_id TEXT,
+    thread_id TEXT
+  )`);
+  addListedColumns(sql);
+  sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_terminal ON tasks (terminal, updated_at)");
+  // A2A ListTasks: one client's tasks, newest first (the index is read backwards).
+  sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_origin ON tasks (origin_client_agent_id, updated_at, task_id)");
+  // Idempotency-Keys of task creates: a create's own record lives in its task's object, which a retry
+  // naming another task_id never reaches; the session sees every create.
+  sql.exec("CREATE TABLE IF NOT EXISTS create_keys (key TEXT PRIMARY KEY, hash TEXT NOT NULL, task_id TEXT NOT NULL, created_at_ms INTEGER NOT NULL)");
+  // The session event log: one row per index change, `data` the snapshot.updated event as streamed.
+  sql.exec("CREATE TABLE IF NOT EXISTS session_events (seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL)");
+  // The inbox: the open actions each task's latest entry reports, `data` the action with its task's title.
+  sql.exec("CREATE TABLE IF NOT EXISTS actions (action_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, created_at TEXT NOT NULL, data TEXT NOT NULL)");
+  sql.exec("CREATE INDEX IF NOT EXISTS actions_by_created ON actions (created_at, action_id)");
+  sql.exec("CREATE INDEX IF NOT EXISTS actions_by_task ON actions (task_id)");
+}
+
+/**
+ * In place: a tasks table made before origins and threads were listed gains their columns, filled from the
+ * stored entries (null where an entry predates them; the task's next push sets them). No await in between,
+ * so a column is added and filled in one implicit transaction.
+ */
+export function addListedColumns(sql: SqlStorage): void {
+  const present = new Set(sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('tasks')").toArray().map((c) => c.name));
+  for (const column of LISTED_COLUMNS) {
+    if (present.has(column)) continue;
+    sql.exec(`ALTER TABLE tasks ADD COLUMN ${column} TEXT`);
+    sql.exec(`UPDATE tasks SET ${column} = json_extract(entry, '$.${column}') WHERE entry IS NOT NULL`);
+  }
+}
