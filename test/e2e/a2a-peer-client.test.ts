@@ -241,6 +241,15 @@ describe("PeerClient.subscribe against a streaming A2A peer", () => {
     taskOf(await client.cancel(peer.cardUrl("streamhang"), sent.remote_task_id));
   });
 
+  it("Should close a stream at the end of its longest life (streamLifeMs) as a retryable stream_ended, before its silence would be cut", async () => {
+    const client = new PeerClient({ ...LIMITS, streamLifeMs: 400 });
+    const sent = taskOf(await client.send(peer.cardUrl("streamhang"), { message_id: messageId(), text: "wait" }));
+    const result = await client.subscribe(peer.cardUrl("streamhang"), sent.remote_task_id, async () => undefined);
+    expect(result).toMatchObject({ ok: false, code: "stream_ended", retryable: true });
+    if (!result.ok) expect(result.message).toContain("400 ms");
+    taskOf(await client.cancel(peer.cardUrl("streamhang"), sent.remote_task_id));
+  });
+
   it("Should end a stream its reader aborts as a retryable stream_ended, not as the peer's failure", async () => {
     const client = new PeerClient(LIMITS);
     const sent = taskOf(await client.send(peer.cardUrl("streamhang"), { message_id: messageId(), text: "wait" }));
