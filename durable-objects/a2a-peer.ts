@@ -1,12 +1,16 @@
 /**
- * @module The outbound A2A (v1.0) client of delegated steps: SendMessage, GetTask and CancelTask on a peer agent
- * through `@a2a-js/sdk`'s JSON-RPC client, with a fetch of ours under it that enforces the host allowlist, a
- * timeout and a response size limit on every request, and sends a stored credential only to its own origin.
+ * @module The outbound A2A (v1.0) client of delegated steps: SendMessage, GetTask, CancelTask and SubscribeToTask on
+ * a peer agent through `@a2a-js/sdk`'s JSON-RPC client, with a fetch of ours under it that enforces the host
+ * allowlist, a timeout and a response size limit on every request (per event and per silence for a stream), and
+ * sends a stored credential only to its own origin.
  * Runs inside workerd (a task object's alarm): no Node APIs. Never throws: every failure is a PeerResult.
  */
-import { type AgentCard, type Message, Role, type Task, TaskState } from "@a2a-js/sdk";
+import { type AgentCard, type Message, Role, type Task } from "@a2a-js/sdk";
 import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { A2AError, isJsonRpcError } from "@a2a-js/sdk/errors";
+import { foldStreamEvent, jsonRpcInterfaceOf, type PeerTask, peerTaskOf, readWithin, type StreamCut, sseWithinLimits, TERMINAL_STATES, withoutRawParts } from "./a2a-peer-stream.js";
+
+export { PEER_TEXT_LIMIT, type PeerTask } from "./a2a-peer-stream.js";
 
 /** Where and how the runtime may call peers (A2A_PEER_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
 export interface PeerLimits {
@@ -14,31 +18,25 @@ export interface PeerLimits {
   allowlist: readonly string[];
   /** Each HTTP call (the card's or a JSON-RPC call), body included, is aborted after this long. */
   timeoutMs: number;
-  /** Bytes of one response body past which it is abandoned. */
+  /** Bytes of one response body (of one event, for a stream) past which it is abandoned. */
   maxResponseBytes: number;
-}
-
-/** What we record of the peer's task. */
-export interface PeerTask {
-  remote_task_id: string;
-  remote_context_id: string | null;
-  /** The A2A v1.0 TaskState as the peer says it, e.g. "TASK_STATE_WORKING". */
-  remote_status: string;
-  /** The text parts of the status message (e.g. the INPUT_REQUIRED question), at most TEXT_LIMIT characters. */
-  status_message: string | null;
-  /** Each artifact with its text parts joined (at most TEXT_LIMIT characters), or null when it has none. */
-  artifacts: { artifact_id: string; name: string | null; text: string | null }[];
+  /** How long one SubscribeToTask stream is read at most (default STREAM_LIFE_MS); a stream's silence is cut after timeoutMs. */
+  streamLifeMs?: number;
 }
 
 /** Why a peer call failed. */
-export type PeerFailureCode = "not_allowed" | "unreachable" | "timeout" | "http_error" | "malformed" | "too_large" | "rpc_error" | "no_task";
+export type PeerFailureCode = "not_allowed" | "unreachable" | "timeout" | "http_error" | "malformed" | "too_large" | "rpc_error" | "no_task" | "stream_ended";
+
+/** Follows the peer's task by its stream (PeerClient.subscribe bound to the card and the task). */
+export type PeerSubscribe = (onTask: (task: PeerTask) => Promise<void>, signal?: AbortSignal) => Promise<PeerResult>;
 
 export type PeerResult =
-  | { ok: true; task: PeerTask; streaming: boolean }
+  /** `subscribe` is there when the card offers streaming (`streaming` true). */
+  | { ok: true; task: PeerTask; streaming: boolean; subscribe?: PeerSubscribe }
   | { ok: false; code: PeerFailureCode; message: string; retryable: boolean };
 
-/** Characters kept of a status message or of one artifact's text. */
-export const PEER_TEXT_LIMIT = 4_000;
+/** How long one SubscribeToTask stream is read at most, unless PeerLimits says otherwise. */
+export const STREAM_LIFE_MS = 5 * 60_000;
 /** How long a fetched Agent Card (and the client built from it) is used before it is fetched again. */
 export const CARD_TTL_MS = 5 * 60_000;
 /** Characters of a peer's error body quoted in a failure message. */
@@ -72,6 +70,9 @@ const httpError = (url: string, status: number, excerpt: string) =>
 const malformed = (what: string) => failure("malformed", what.slice(0, 1_000), false);
 // - rpc_error: the peer understood and refused (task not found, not cancelable, invalid params): a decision.
 const rpcError = (code: number | null, message: string) => failure("rpc_error", `the peer answered JSON-RPC error${code === null ? "" : ` ${code}`}: ${message}`.slice(0, 1_000), false);
+// - stream_ended: a stream closed before a terminal state (by the peer, by its life's end, or by the caller); the
+//   peer may stream again, or be polled.
+const streamEnded = (why: string) => failure("stream_ended", why, true);
 // - no_task: the peer answered the message with a Message, not a Task: nothing to follow; a retry of the same
 //   message gets the same kind of answer.
 const noTask = () => failure("no_task", "the peer answered the message with a Message, not a Task: there is no remote task to follow", false);
@@ -113,32 +114,20 @@ export function hostAllowed(url: string, allowlist: readonly string[]): boolean 
   return false;
 }
 
-/** Text parts joined with newlines, cut to PEER_TEXT_LIMIT; null when there are none. */
-function textOf(parts: readonly { content?: { $case: string; value: unknown } | undefined }[] | undefined): string | null {
-  const texts = (parts ?? []).flatMap((p) => (p.content?.$case === "text" && typeof p.content.value === "string" ? [p.content.value] : []));
-  return texts.length === 0 ? null : texts.join("\n").slice(0, PEER_TEXT_LIMIT);
-}
-
-/** The peer's Task as we record it; null when it lacks what identifies it (id and status). */
-function peerTaskOf(task: Task): PeerTask | null {
-  if (typeof task?.id !== "string" || task.id === "" || task.status === undefined) return null;
-  const state = task.status.state;
-  return {
-    remote_task_id: task.id,
-    remote_context_id: task.contextId === "" ? null : task.contextId,
-    remote_status: TaskState[state] ?? "UNRECOGNIZED",
-    status_message: textOf(task.status.message?.parts),
-    artifacts: (task.artifacts ?? []).map((a) => ({ artifact_id: a.artifactId, name: a.name === "" ? null : a.name, text: textOf(a.parts) })),
-  };
-}
-
 /** The URL of a fetch's first argument. */
 function urlOf(input: RequestInfo | URL): string {
   return input instanceof URL ? input.href : typeof input === "string" ? input : input.url;
 }
 
+/** One SubscribeToTask under way: why our reader cut it, if it did, and the abort of its request. */
+interface StreamCall {
+  cut: Failure | null;
+  abort: AbortController;
+}
+
 /** A cached Agent Card: the client built from it and its streaming capability, until `expires`. */
 interface CardEntry {
+  card: AgentCard;
   client: Client;
   streaming: boolean;
   expires: number;
@@ -195,6 +184,43 @@ export class PeerClient {
     return this.call(cardUrl, (client) => client.cancelTask({ tenant: "", id: remoteTaskId, metadata: undefined }));
   }
 
+  /**
+   * SubscribeToTask: reads the peer's stream of `remoteTaskId`, folds its events into the task's view and calls
+   * `onTask` after each change (awaited: the views are recorded in order). Resolves with the last view once the
+   * stream ends after a terminal state; otherwise (a card without streaming, a refusal, a cut, an end before a
+   * terminal state, `signal` aborted) with a failure. Each event is held to maxResponseBytes, a silence to
+   * timeoutMs, the whole stream to streamLifeMs.
+   */
+  async subscribe(cardUrl: string, remoteTaskId: string, onTask: (task: PeerTask) => Promise<void>, signal?: AbortSignal): Promise<PeerResult> {
+    const call: StreamCall = { cut: null, abort: new AbortController() };
+    const stop = () => call.abort.abort();
+    signal?.addEventListener("abort", stop, { once: true });
+    let view: PeerTask | null = null;
+    try {
+      if (signal?.aborted) return streamEnded("the stream was closed before it opened");
+      const entry = await this.clientFor(cardUrl);
+      if ("ok" in entry) return entry;
+      if (!entry.streaming) return failure("rpc_error", `the Agent Card at ${cardUrl.slice(0, EXCERPT)} does not offer streaming`, false);
+      const client = await this.factory((input, init) => this.fetchStreaming(input, init, call)).createFromAgentCard(entry.card);
+      for await (const event of client.resubscribeTask({ tenant: "", id: remoteTaskId }, { signal: call.abort.signal })) {
+        const next = foldStreamEvent(view, event);
+        if (next === view || next === null) continue;
+        view = next;
+        await onTask(view);
+      }
+      if (call.cut !== null) return call.cut;
+      if (view !== null && TERMINAL_STATES.has(view.remote_status)) return { ok: true, task: view, streaming: true };
+      return signal?.aborted ? streamEnded("the stream was closed by its reader") : streamEnded(`the stream of task ${remoteTaskId} ended before a terminal state (last: ${view?.remote_status ?? "nothing"})`);
+    } catch (e) {
+      if (call.cut !== null) return call.cut;
+      if (signal?.aborted) return streamEnded("the stream was closed by its reader");
+      return failureOf(e);
+    } finally {
+      signal?.removeEventListener("abort", stop);
+      stop();
+    }
+  }
+
   /** Runs one call on the card's client; every outcome as a PeerResult. */
   private async call(cardUrl: string, run: (client: Client) => Promise<Task | Failure>): Promise<PeerResult> {
     try {
@@ -204,7 +230,9 @@ export class PeerClient {
       if ("ok" in answer && answer.ok === false) return answer;
       const task = peerTaskOf(answer as Task);
       if (task === null) return malformed("the peer's answer is not an A2A Task (no id or status)");
-      return { ok: true, task, streaming: entry.streaming };
+      if (!entry.streaming) return { ok: true, task, streaming: false };
+      const subscribe: PeerSubscribe = (onTask, signal) => this.subscribe(cardUrl, task.remote_task_id, onTask, signal);
+      return { ok: true, task, streaming: true, subscribe };
     } catch (e) {
       return failureOf(e);
     }
@@ -226,23 +254,27 @@ export class PeerClient {
     if (rpc === null) return malformed(`the Agent Card at ${cardUrl.slice(0, EXCERPT)} has no JSONRPC interface with a URL`);
     // Checked here too (every request is checked again): a refusal before any JSON-RPC request is sent.
     if (!hostAllowed(rpc, this.limits.allowlist)) return notAllowed(rpc);
-    const factory = new ClientFactory(
+    let client: Client;
+    try {
+      client = await this.factory(this.limitedFetch).createFromAgentCard(card);
+    } catch (e) {
+      return malformed(`no JSON-RPC client for the Agent Card at ${cardUrl.slice(0, EXCERPT)}: ${messageOf(e)}`);
+    }
+    const entry: CardEntry = { card, client, streaming: card.capabilities?.streaming === true, expires: now + CARD_TTL_MS };
+    this.cards.set(cardUrl, entry);
+    return entry;
+  }
+
+  /** A client factory of JSON-RPC clients over `fetchImpl`. */
+  private factory(fetchImpl: typeof fetch): ClientFactory {
+    return new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-        transports: [new JsonRpcTransportFactory({ fetchImpl: this.limitedFetch })],
-        cardResolver: resolver,
+        transports: [new JsonRpcTransportFactory({ fetchImpl })],
+        cardResolver: new DefaultAgentCardResolver({ fetchImpl: this.limitedFetch }),
         preferredTransports: ["JSONRPC"],
         clientConfig: { polling: true },
       }),
     );
-    let client: Client;
-    try {
-      client = await factory.createFromAgentCard(card);
-    } catch (e) {
-      return malformed(`no JSON-RPC client for the Agent Card at ${cardUrl.slice(0, EXCERPT)}: ${messageOf(e)}`);
-    }
-    const entry: CardEntry = { client, streaming: card.capabilities?.streaming === true, expires: now + CARD_TTL_MS };
-    this.cards.set(cardUrl, entry);
-    return entry;
   }
 
   /**
@@ -251,6 +283,49 @@ export class PeerClient {
    * read whole within maxResponseBytes and checked to be JSON. Failures are thrown as PeerFailure.
    */
   private async fetchLimited(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+    const signal = AbortSignal.timeout(this.limits.timeoutMs);
+    const { url, response } = await this.open(input, init, signal);
+    return this.readWhole(url, response, signal);
+  }
+
+  /**
+   * The fetch under a SubscribeToTask: as fetchLimited up to the answer's headers (which must come within
+   * timeoutMs); an SSE answer is then passed on event by event within the stream's limits, any other (an error, a
+   * JSON-RPC refusal) read whole as fetchLimited reads it. A cut is kept in `call`, whatever the SDK makes of it.
+   */
+  private async fetchStreaming(input: RequestInfo | URL, init: RequestInit | undefined, call: StreamCall): Promise<Response> {
+    const { timeoutMs, maxResponseBytes } = this.limits;
+    const headersDue = setTimeout(() => call.abort.abort(), timeoutMs);
+    let opened: { url: string; response: Response };
+    try {
+      opened = await this.open(input, init, call.abort.signal);
+    } finally {
+      clearTimeout(headersDue);
+    }
+    const { url, response } = opened;
+    const sse = (response.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
+    if (response.status !== 200 || !sse || response.body === null) return this.readWhole(url, response, AbortSignal.any([call.abort.signal, AbortSignal.timeout(timeoutMs)]));
+    const life = this.limits.streamLifeMs ?? STREAM_LIFE_MS;
+    const cuts: Record<StreamCut, () => Failure> = {
+      idle: () => timedOut(url, timeoutMs),
+      life: () => streamEnded(`the stream of ${url.slice(0, EXCERPT)} was closed after ${life} ms, its longest life`),
+      too_large: () => tooLarge(url, maxResponseBytes),
+    };
+    const body = sseWithinLimits(response.body, {
+      idleMs: timeoutMs,
+      lifeMs: life,
+      maxEventBytes: maxResponseBytes,
+      cut: (why) => {
+        call.cut ??= cuts[why]();
+        return new PeerFailure(call.cut);
+      },
+      ended: () => call.abort.abort(),
+    });
+    return new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
+  }
+
+  /** Sends the request to an allowed host with our Authorization for its origin only, following no redirect. */
+  private async open(input: RequestInfo | URL, init: RequestInit | undefined, signal: AbortSignal): Promise<{ url: string; response: Response }> {
     const url = urlOf(input);
     if (!hostAllowed(url, this.limits.allowlist)) throw new PeerFailure(notAllowed(url));
     const origin = new URL(url).origin;
@@ -263,26 +338,33 @@ export class PeerClient {
       throw new PeerFailure(failure("unreachable", `the credential for ${origin} could not be read: ${messageOf(e)}`, true));
     }
     if (authorization !== null && authorization !== "") headers.set("authorization", authorization);
-    const { timeoutMs, maxResponseBytes } = this.limits;
-    const signal = AbortSignal.timeout(timeoutMs);
-    let response: Response;
     try {
-      response = await this.fetchImpl(url, {
+      const response = await this.fetchImpl(url, {
         method: init?.method ?? "GET",
         headers,
         ...(init?.body == null ? {} : { body: init.body }),
         redirect: "manual",
         signal,
       });
+      return { url, response };
     } catch (e) {
-      throw new PeerFailure(signal.aborted ? timedOut(url, timeoutMs) : unreachable(url, e));
+      throw new PeerFailure(signal.aborted ? timedOut(url, this.limits.timeoutMs) : unreachable(url, e));
     }
+  }
+
+  /** The answer read whole within maxResponseBytes before `signal` aborts, and checked to be JSON (2xx) or an http_error. */
+  private async readWhole(url: string, response: Response, signal: AbortSignal): Promise<Response> {
+    const { timeoutMs, maxResponseBytes } = this.limits;
     const declared = response.headers.get("content-length");
     if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > maxResponseBytes) {
       await response.body?.cancel().catch(() => undefined);
       throw new PeerFailure(tooLarge(url, maxResponseBytes));
     }
-    const bytes = await readLimited(response, maxResponseBytes, signal, url, timeoutMs);
+    const bytes = await readWithin(response, maxResponseBytes, signal, {
+      timeout: () => new PeerFailure(timedOut(url, timeoutMs)),
+      tooLarge: () => new PeerFailure(tooLarge(url, maxResponseBytes)),
+      broken: (e) => new PeerFailure(unreachable(url, e)),
+    });
     const text = new TextDecoder().decode(bytes);
     if (response.status < 200 || response.status > 299) throw new PeerFailure(httpError(url, response.status, text.slice(0, EXCERPT)));
     let parsed: unknown;
@@ -296,73 +378,6 @@ export class PeerClient {
     if (text.includes('"raw"')) return Response.json(withoutRawParts(parsed), { status: response.status });
     return new Response(bytes, { status: response.status, statusText: response.statusText, headers: { "content-type": response.headers.get("content-type") ?? "application/json" } });
   }
-}
-
-/** The body read through a counting reader: too_large past `max` bytes, timeout when `signal` aborts first. */
-async function readLimited(response: Response, max: number, signal: AbortSignal, url: string, timeoutMs: number): Promise<Uint8Array> {
-  if (response.body === null) return new Uint8Array(0);
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  // The fetch's own signal should end the body too; this makes sure a stalled read does not outlive it.
-  let onAbort: () => void = () => undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new PeerFailure(timedOut(url, timeoutMs)));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
-  aborted.catch(() => undefined);
-  try {
-    for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await Promise.race([reader.read(), aborted]);
-      } catch (e) {
-        if (e instanceof PeerFailure) throw e;
-        throw new PeerFailure(signal.aborted ? timedOut(url, timeoutMs) : unreachable(url, e));
-      }
-      if (chunk.done) break;
-      total += chunk.value.byteLength;
-      if (total > max) throw new PeerFailure(tooLarge(url, max));
-      chunks.push(chunk.value);
-    }
-  } catch (e) {
-    await reader.cancel().catch(() => undefined);
-    throw e;
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
-
-/** The JSON with the `raw` field of every part (an object in a `parts` array) removed. */
-function withoutRawParts(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutRawParts);
-  if (value === null || typeof value !== "object") return value;
-  // No prototype: a "__proto__" key of the peer's JSON stays a plain key.
-  const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-  for (const [key, v] of Object.entries(value)) {
-    out[key] = key === "parts" && Array.isArray(v) ? v.map((part) => withoutRawParts(isObject(part) ? Object.fromEntries(Object.entries(part).filter(([k]) => k !== "raw")) : part)) : withoutRawParts(v);
-  }
-  return out;
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
-
-/** The URL of the card's JSON-RPC interface, chosen as the SDK's client factory chooses (a 1.0 one first). */
-function jsonRpcInterfaceOf(card: AgentCard): string | null {
-  let chosen: { url: string; protocolVersion: string } | undefined;
-  for (const i of Array.isArray(card.supportedInterfaces) ? card.supportedInterfaces : []) {
-    if (typeof i?.protocolBinding !== "string" || i.protocolBinding.toUpperCase() !== "JSONRPC") continue;
-    if (chosen === undefined || i.protocolVersion === "1.0") chosen = i;
-  }
-  return typeof chosen?.url === "string" && chosen.url !== "" ? chosen.url : null;
 }
 
 /** What a thrown error means as a PeerResult. */

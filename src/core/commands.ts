@@ -227,6 +227,8 @@ export const DelegationReportSchema = z.discriminatedUnion("kind", [
       .array(z.strictObject({ artifact_id: z.string().min(1).max(256), name: z.string().max(256).nullable(), text: TextSchema.nullable() }))
       .max(100)
       .optional(),
+    /** How this view reached the runtime: a poll (GetTask) or the peer's stream (SubscribeToTask). */
+    delivery_mechanism: z.enum(["polling", "streaming"]).optional(),
   }),
   /** An outbound call failed; `retryable` says whether trying again may help. */
   z.strictObject({

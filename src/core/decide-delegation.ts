@@ -167,18 +167,21 @@ function onRemoteStatus(state: DagState, em: Emitter, ctx: DecideContext, d: Del
   const refs = peerArtifactRefs(d, artifacts);
   const refsChanged = refs.length > 0 && refs.join("\n") !== d.remote_artifact_refs.join("\n");
   const terminal = A2A_TERMINAL[r.remote_status];
+  // A switch between the peer's stream and polling (either way) is a fact of its own.
+  const switched = r.delivery_mechanism !== undefined && r.delivery_mechanism !== d.delivery_mechanism;
+  const mechanism = switched ? { delivery_mechanism: r.delivery_mechanism } : {};
   if (d.status === "cancelling") {
     if (terminal === undefined) {
-      if (r.remote_status !== d.remote_status) em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, remote_status: r.remote_status });
+      if (r.remote_status !== d.remote_status || switched) em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, remote_status: r.remote_status, ...mechanism });
       return;
     }
-    em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, remote_status: r.remote_status, ...(refsChanged ? { remote_artifact_refs: refs } : {}) });
+    em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, remote_status: r.remote_status, ...mechanism, ...(refsChanged ? { remote_artifact_refs: refs } : {}) });
     emitClose(state, em, d, `peer task ${r.remote_status}`);
     return;
   }
   if (terminal !== undefined) {
     // Artifacts are recorded before the step settles: completion binds to them (seed 001).
-    em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, remote_status: r.remote_status, remote_artifact_refs: refs });
+    em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, remote_status: r.remote_status, ...mechanism, remote_artifact_refs: refs });
     const texts = artifacts.map((a) => a.text).filter((t): t is string => t !== null && t !== "");
     const summary = r.status_message ?? (texts.length > 0 ? texts.join("\n\n") : `peer task ${d.remote_task_id} ${r.remote_status}`);
     emitSettle(state, em, d, {
@@ -194,7 +197,7 @@ function onRemoteStatus(state: DagState, em: Emitter, ctx: DecideContext, d: Del
   // A step waits for one action at a time: while another is open on it, the question is asked at a later report.
   if (A2A_WAITING.has(r.remote_status) && d.status === "active" && !state.index.stepActions.has(d.step_id)) {
     const actionId = `act_${ctx.newId().toLowerCase()}`;
-    em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, status: "input_required", remote_status: r.remote_status, input_action_id: actionId, ...(refsChanged ? { remote_artifact_refs: refs } : {}) });
+    em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, status: "input_required", remote_status: r.remote_status, input_action_id: actionId, ...mechanism, ...(refsChanged ? { remote_artifact_refs: refs } : {}) });
     em.emit("action_requested", d.step_id, {
       action_id: actionId,
       kind: "input",
@@ -206,8 +209,8 @@ function onRemoteStatus(state: DagState, em: Emitter, ctx: DecideContext, d: Del
     });
     return;
   }
-  if (r.remote_status !== d.remote_status || refsChanged) {
-    em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, remote_status: r.remote_status, ...(refsChanged ? { remote_artifact_refs: refs } : {}) });
+  if (r.remote_status !== d.remote_status || refsChanged || switched) {
+    em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, remote_status: r.remote_status, ...mechanism, ...(refsChanged ? { remote_artifact_refs: refs } : {}) });
   }
 }
 

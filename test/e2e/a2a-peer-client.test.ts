@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hostAllowed, type PeerLimits, type PeerResult, PeerClient, type PeerTask } from "../../durable-objects/a2a-peer.js";
-import { completedText, FAILURE_TEXT, INPUT_QUESTION, regionText, type ScriptedPeer, startScriptedPeer } from "./support/a2a-peer-server.js";
+import { completedText, FAILURE_TEXT, INPUT_QUESTION, regionText, type ScriptedPeer, STREAM_STEPS, startScriptedPeer, streamedText } from "./support/a2a-peer-server.js";
 
 const LIMITS: PeerLimits = { allowlist: ["loopback"], timeoutMs: 5_000, maxResponseBytes: 1_048_576 };
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -181,6 +181,120 @@ describe("PeerClient against a scripted A2A peer", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: sent.remote_task_id } }),
     }).then((r) => r.json() as Promise<{ result: { history: { messageId: string }[] } }>);
     expect(history.result.history.map((m) => m.messageId)).toContain(id);
+  });
+});
+
+describe("PeerClient.subscribe against a streaming A2A peer", () => {
+  /** The views a subscription reported, as (status, status message, artifact texts). */
+  const shape = (t: PeerTask) => [t.remote_status, t.status_message, t.artifacts.map((a) => a.text)];
+  const subscribeCalls = (taskId: string) => peer.calls.filter((c) => c.method === "SubscribeToTask" && c.taskId === taskId).length;
+
+  it("Should offer the stream with the send's answer, report each change of the task in order, and end with the completed task and its artifact", async () => {
+    const client = new PeerClient(LIMITS);
+    const text = "summarise the report";
+    const sent = await client.send(peer.cardUrl("stream"), { message_id: messageId(), text });
+    expect(sent).toMatchObject({ ok: true, streaming: true, subscribe: expect.any(Function) });
+    if (!sent.ok || sent.subscribe === undefined) throw new Error("no stream offered");
+    const views: PeerTask[] = [];
+    const result = await sent.subscribe(async (t) => void views.push(t));
+    const done = taskOf(result);
+    expect(done).toMatchObject({ remote_task_id: sent.task.remote_task_id, remote_status: "TASK_STATE_COMPLETED" });
+    expect(done.artifacts).toEqual([{ artifact_id: "result", name: "result", text: streamedText(text) }]);
+    const [reading, drafted, checking, appended] = STREAM_STEPS(text);
+    const draft = "artifact" in drafted ? drafted.artifact : "";
+    const expected = [
+      ["TASK_STATE_WORKING", null, []],
+      ["TASK_STATE_WORKING", "status" in reading ? reading.status : "", []],
+      ["TASK_STATE_WORKING", "status" in reading ? reading.status : "", [draft]],
+      ["TASK_STATE_WORKING", "status" in checking ? checking.status : "", [draft]],
+      ["TASK_STATE_WORKING", "status" in checking ? checking.status : "", [`${draft}\n${"append" in appended ? appended.append : ""}`]],
+      ["TASK_STATE_COMPLETED", null, [streamedText(text)]],
+    ];
+    // The subscription opens right after the send; the first update comes 300 ms later, so normally every view is
+    // seen, but a late subscription starts from a later snapshot: the views are the tail of the expected ones.
+    expect(views.length).toBeGreaterThanOrEqual(4);
+    expect(views.map(shape)).toEqual(expected.slice(expected.length - views.length));
+    expect(subscribeCalls(sent.task.remote_task_id)).toBe(1);
+    expect(peer.calls.filter((c) => c.method === "GetTask" && c.taskId === sent.task.remote_task_id)).toEqual([]);
+    // The stream ends at the terminal state; the completed task is the same when read.
+    expect(taskOf(await client.get(peer.cardUrl("stream"), sent.task.remote_task_id)).artifacts).toEqual(done.artifacts);
+  });
+
+  it("Should answer a subscription to a task already completed with the peer's refusal (rpc_error), not a view", async () => {
+    const client = new PeerClient(LIMITS);
+    const sent = taskOf(await client.send(peer.cardUrl("stream"), { message_id: messageId(), text: "x" }));
+    taskOf(await client.subscribe(peer.cardUrl("stream"), sent.remote_task_id, async () => undefined));
+    const views: PeerTask[] = [];
+    const again = await client.subscribe(peer.cardUrl("stream"), sent.remote_task_id, async (t) => void views.push(t));
+    expect(again).toMatchObject({ ok: false, code: "rpc_error", retryable: false });
+    expect(views).toEqual([]);
+  });
+
+  it("Should cut a stream that stays silent for timeoutMs (retryable timeout), after reporting what it did say", async () => {
+    const client = new PeerClient({ ...LIMITS, timeoutMs: 500 });
+    const sent = taskOf(await client.send(peer.cardUrl("streamhang"), { message_id: messageId(), text: "wait" }));
+    const views: PeerTask[] = [];
+    const result = await client.subscribe(peer.cardUrl("streamhang"), sent.remote_task_id, async (t) => void views.push(t));
+    expect(result).toMatchObject({ ok: false, code: "timeout", retryable: true });
+    expect(views.map((v) => v.remote_status)).toEqual(["TASK_STATE_WORKING"]);
+    expect(subscribeCalls(sent.remote_task_id)).toBe(1);
+    taskOf(await client.cancel(peer.cardUrl("streamhang"), sent.remote_task_id));
+  });
+
+  it("Should close a stream at the end of its longest life (streamLifeMs) as a retryable stream_ended, before its silence would be cut", async () => {
+    const client = new PeerClient({ ...LIMITS, streamLifeMs: 400 });
+    const sent = taskOf(await client.send(peer.cardUrl("streamhang"), { message_id: messageId(), text: "wait" }));
+    const result = await client.subscribe(peer.cardUrl("streamhang"), sent.remote_task_id, async () => undefined);
+    expect(result).toMatchObject({ ok: false, code: "stream_ended", retryable: true });
+    if (!result.ok) expect(result.message).toContain("400 ms");
+    taskOf(await client.cancel(peer.cardUrl("streamhang"), sent.remote_task_id));
+  });
+
+  it("Should end a stream its reader aborts as a retryable stream_ended, not as the peer's failure", async () => {
+    const client = new PeerClient(LIMITS);
+    const sent = taskOf(await client.send(peer.cardUrl("streamhang"), { message_id: messageId(), text: "wait" }));
+    const reader = new AbortController();
+    const result = await client.subscribe(peer.cardUrl("streamhang"), sent.remote_task_id, async () => reader.abort(), reader.signal);
+    expect(result).toMatchObject({ ok: false, code: "stream_ended", retryable: true });
+    taskOf(await client.cancel(peer.cardUrl("streamhang"), sent.remote_task_id));
+  });
+
+  it("Should cut a stream at an event larger than maxResponseBytes (too_large, not retryable)", async () => {
+    const client = new PeerClient({ ...LIMITS, maxResponseBytes: 8_192 });
+    const sent = taskOf(await client.send(peer.cardUrl("streambig"), { message_id: messageId(), text: "x" }));
+    const views: PeerTask[] = [];
+    const result = await client.subscribe(peer.cardUrl("streambig"), sent.remote_task_id, async (t) => void views.push(t));
+    expect(result).toMatchObject({ ok: false, code: "too_large", retryable: false });
+    expect(views.every((v) => v.artifacts.length === 0)).toBe(true);
+  });
+
+  it("Should hold each event, not the whole stream, to maxResponseBytes", async () => {
+    const events: number[] = [];
+    // Node's fetch, with every SSE event of the answer measured on the way.
+    const measuring: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")) return response;
+      const text = await response.text();
+      for (const frame of text.split("\n\n")) if (frame !== "") events.push(new TextEncoder().encode(frame).byteLength);
+      return new Response(text, { status: 200, headers: { "content-type": "text/event-stream" } });
+    };
+    const max = 2_048;
+    const client = new PeerClient({ ...LIMITS, maxResponseBytes: max }, measuring);
+    const sent = taskOf(await client.send(peer.cardUrl("stream"), { message_id: messageId(), text: "x" }));
+    const done = taskOf(await client.subscribe(peer.cardUrl("stream"), sent.remote_task_id, async () => undefined));
+    expect(done.remote_status).toBe("TASK_STATE_COMPLETED");
+    expect(events.reduce((a, b) => a + b, 0)).toBeGreaterThan(max);
+    expect(Math.max(...events)).toBeLessThanOrEqual(max);
+  });
+
+  it("Should refuse to subscribe to a peer whose card does not offer streaming, without calling SubscribeToTask", async () => {
+    const client = new PeerClient(LIMITS);
+    const sent = await client.send(peer.cardUrl("complete"), { message_id: messageId(), text: "x" });
+    expect(sent).toMatchObject({ ok: true, streaming: false });
+    if (sent.ok) expect(sent.subscribe).toBeUndefined();
+    const task = taskOf(sent);
+    expect(await client.subscribe(peer.cardUrl("complete"), task.remote_task_id, async () => undefined)).toMatchObject({ ok: false, code: "rpc_error", retryable: false });
+    expect(subscribeCalls(task.remote_task_id)).toBe(0);
   });
 });
 

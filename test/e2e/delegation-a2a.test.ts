@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "../../scripts/dev-server.js";
-import { completedText, FAILURE_TEXT, INPUT_QUESTION, regionText, type ScriptedPeer, startScriptedPeer } from "./support/a2a-peer-server.js";
+import { completedText, FAILURE_TEXT, INPUT_QUESTION, regionText, type ScriptedPeer, startScriptedPeer, streamedText } from "./support/a2a-peer-server.js";
 
 let server: DevServer;
 let peer: ScriptedPeer;
@@ -208,5 +208,45 @@ describe("a step delegated to an A2A peer", { timeout: 60_000 }, () => {
     expect(remoteStep(dag).status).toBe("completed");
     expect(dag.delegations[0]).toMatchObject({ remote_task_id: listed.tasks[0].task_id, remote_status: "TASK_STATE_COMPLETED" });
     expect(remoteStep(dag).artifact_ids.length).toBeGreaterThan(0);
+  });
+
+  it("Should follow a peer whose card offers streaming by its SubscribeToTask stream, recorded as delivery_mechanism streaming, instead of polling", async () => {
+    const s = await newSession();
+    const t = await delegatedTask(s, "streamed", peer.cardUrl("stream"));
+    const dag = await until(() => ok("GET", t, s.orch), settled, 20_000, "the step to settle");
+    const step = remoteStep(dag);
+    expect(step.status).toBe("completed");
+    const d = dag.delegations[0];
+    expect(d).toMatchObject({ delivery_mechanism: "streaming", remote_status: "TASK_STATE_COMPLETED", status: "closed", outcome: "completed" });
+    expect(step.result_summary).toContain(streamedText("Ask the peer\n\nTranslate the brief"));
+    expect(step.artifact_ids).toEqual(d.remote_artifact_refs);
+    const remote = (method: string) => peer.calls.filter((c) => c.method === method && c.taskId === d.remote_task_id).length;
+    expect(remote("SubscribeToTask")).toBeGreaterThanOrEqual(1);
+    // The peer works for about 1.5 s: polling from 250 ms would have read it several times; the stream needs no read.
+    expect(remote("GetTask")).toBeLessThanOrEqual(1);
+    const wal = (await (await fetch(`${server.base}${t}/wal`, { headers: { authorization: `Bearer ${s.orch}` } })).text()).trim().split("\n").map((line) => JSON.parse(line));
+    const switches = wal.filter((e: any) => e.event_type === "delegation_updated" && e.payload.delivery_mechanism !== undefined).map((e: any) => e.payload.delivery_mechanism);
+    expect(switches).toEqual(["polling", "streaming"]);
+    // The switch to the stream came before the step settled on what the stream reported.
+    const streamed = wal.findIndex((e: any) => e.event_type === "delegation_updated" && e.payload.delivery_mechanism === "streaming");
+    expect(streamed).toBeLessThan(wal.findIndex((e: any) => e.event_type === "delegation_settled"));
+  });
+
+  it("Should fall back to polling when the peer's stream stays silent past A2A_PEER_TIMEOUT_MS, record the switch back, and not fail the attempt for it", async () => {
+    const s = await newSession();
+    // The peer works in silence: each stream is cut after 2 s without a byte; the delegate's own timeout ends it.
+    const t = await delegatedTask(s, "quiet", peer.cardUrl("streamhang"), {}, { timeout_ms: 4_500 });
+    const dag = await until(() => ok("GET", t, s.orch), (v) => v.delegations[0]?.status === "closed", 20_000, "the timeout and its cleanup");
+    expect(remoteStep(dag)).toMatchObject({ status: "failed", status_reason: "delegate_timeout" });
+    const d = dag.delegations[0];
+    const wal = (await (await fetch(`${server.base}${t}/wal`, { headers: { authorization: `Bearer ${s.orch}` } })).text()).trim().split("\n").map((line) => JSON.parse(line));
+    const switches = wal.filter((e: any) => e.event_type === "delegation_updated" && e.payload.delivery_mechanism !== undefined).map((e: any) => e.payload.delivery_mechanism);
+    expect(switches.slice(0, 3)).toEqual(["polling", "streaming", "polling"]);
+    // A cut stream is not a failed try: the attempt ended by the delegate's timeout only.
+    expect(wal.map((e: any) => e.event_type)).not.toContain("delegation_try_failed");
+    const remote = (method: string) => peer.calls.filter((c) => c.method === method && c.taskId === d.remote_task_id).length;
+    expect(remote("SubscribeToTask")).toBeGreaterThanOrEqual(1);
+    expect(remote("GetTask")).toBeGreaterThanOrEqual(1);
+    expect(peer.calls).toContainEqual({ method: "CancelTask", taskId: d.remote_task_id });
   });
 });

@@ -29,10 +29,19 @@ import {
  * - `slow`: as `complete`, each JSON-RPC answer after `slowMs`;
  * - `big`: every JSON-RPC answer is 64 KiB, sent in chunks without a Content-Length;
  * - `foreign`: a card whose JSON-RPC interface is on another host (peer.invalid);
- * - `redirect`: every JSON-RPC call answers 307 to the `complete` behaviour's endpoint.
+ * - `redirect`: every JSON-RPC call answers 307 to the `complete` behaviour's endpoint;
+ * - `stream`: a card with `capabilities.streaming: true` whose endpoint serves SubscribeToTask as SSE; the task works
+ *   for about 1.5 s (STREAM_STEPS: two status updates with a message, an artifact and a part appended to it), then
+ *   COMPLETED;
+ * - `streamhang`: streaming as `stream`, WORKING in silence until CancelTask;
+ * - `streambig`: streaming as `stream`; after 300 ms an artifact update of 64 KiB of text, then COMPLETED.
+ * The non-streaming behaviours answer a streaming call with a JSON-RPC error (-32004).
  */
-export const PEER_BEHAVIOURS = ["complete", "fail", "input", "hang", "http500", "garbage", "slow", "big", "foreign", "redirect"] as const;
+export const PEER_BEHAVIOURS = ["complete", "fail", "input", "hang", "http500", "garbage", "slow", "big", "foreign", "redirect", "stream", "streamhang", "streambig"] as const;
 export type PeerBehaviour = (typeof PEER_BEHAVIOURS)[number];
+
+/** The behaviours whose card offers streaming. */
+const STREAMING: ReadonlySet<PeerBehaviour> = new Set(["stream", "streamhang", "streambig"]);
 
 export interface ScriptedPeerOptions {
   /** How long `slow` waits before each JSON-RPC answer (default 5 s). */
@@ -58,6 +67,18 @@ export const completedText = (text: string) => `done: ${text}`;
 export const regionText = (answer: string) => `region: ${answer}`;
 export const INPUT_QUESTION = "Which region?";
 export const FAILURE_TEXT = "The peer cannot do this: no capacity";
+/** What `stream` does for a message text, in order: the status message or artifact text of each update. */
+export const STREAM_STEPS = (text: string) =>
+  [
+    { status: "Reading the brief" },
+    { artifact: `draft: ${text}` },
+    { status: "Checking the draft" },
+    { append: "checked" },
+  ] as const;
+/** The artifact text of `stream` once completed (its appended part joined as a GetTask answer's parts are). */
+export const streamedText = (text: string) => `draft: ${text}\nchecked`;
+/** The artifact text of `streambig` (64 KiB). */
+export const BIG_ARTIFACT_TEXT = "y".repeat(65_536);
 
 const textPart = (value: string): Part => ({ content: { $case: "text", value }, mediaType: "text/plain", filename: "", metadata: undefined });
 const agentMessage = (rc: { taskId: string; contextId: string }, text: string): Message => ({
@@ -95,13 +116,13 @@ function status(bus: ExecutionEventBus, rc: { taskId: string; contextId: string 
   );
 }
 
-function artifact(bus: ExecutionEventBus, rc: RequestContext, text: string): void {
+function artifact(bus: ExecutionEventBus, rc: RequestContext, text: string, append = false): void {
   bus.publish(
     AgentEvent.artifactUpdate({
       taskId: rc.taskId,
       contextId: rc.contextId,
       artifact: { artifactId: "result", name: "result", description: "", parts: [textPart(text)], metadata: undefined, extensions: [] },
-      append: false,
+      append,
       lastChunk: true,
       metadata: undefined,
     }),
@@ -135,6 +156,26 @@ class ScriptedExecutor implements AgentExecutor {
         status(bus, rc, TaskState.TASK_STATE_COMPLETED);
         bus.finished();
         return;
+      case "stream":
+        bus.publish(AgentEvent.task(taskOf(rc, TaskState.TASK_STATE_WORKING)));
+        for (const next of STREAM_STEPS(text)) {
+          await sleep(300);
+          if ("status" in next) status(bus, rc, TaskState.TASK_STATE_WORKING, next.status);
+          else if ("artifact" in next) artifact(bus, rc, next.artifact);
+          else artifact(bus, rc, next.append, true);
+        }
+        await sleep(300);
+        status(bus, rc, TaskState.TASK_STATE_COMPLETED);
+        bus.finished();
+        return;
+      case "streambig":
+        bus.publish(AgentEvent.task(taskOf(rc, TaskState.TASK_STATE_WORKING)));
+        await sleep(300);
+        artifact(bus, rc, BIG_ARTIFACT_TEXT);
+        status(bus, rc, TaskState.TASK_STATE_COMPLETED);
+        bus.finished();
+        return;
+      case "streamhang":
       case "hang": {
         bus.publish(AgentEvent.task(taskOf(rc, TaskState.TASK_STATE_WORKING)));
         await new Promise<void>((release) => this.hanging.set(rc.taskId, release));
@@ -179,6 +220,25 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
+/**
+ * Serves a streaming answer as SSE, one `data:` frame per JSON-RPC response. An error before the first event (an
+ * unknown or terminal task) is a plain JSON-RPC error answer, as the SDK's own adapters send it. The stream stops
+ * when the client goes away.
+ */
+async function serveStream(res: ServerResponse, events: AsyncGenerator<unknown, void, undefined>, id: unknown): Promise<void> {
+  let first: IteratorResult<unknown, void>;
+  try {
+    first = await events.next();
+  } catch (e) {
+    json(res, 200, { jsonrpc: "2.0", id, error: JsonRpcTransportHandler.mapToJSONRPCError(e) });
+    return;
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  res.on("close", () => void events.return(undefined).catch(() => undefined));
+  for (let next = first; !next.done && !res.destroyed; next = await events.next()) res.write(`data: ${JSON.stringify(next.value)}\n\n`);
+  res.end();
+}
+
 /** Starts the scripted peer on a free loopback port. */
 export async function startScriptedPeer(opts: ScriptedPeerOptions = {}): Promise<ScriptedPeer> {
   const slowMs = opts.slowMs ?? 5_000;
@@ -195,7 +255,7 @@ export async function startScriptedPeer(opts: ScriptedPeerOptions = {}): Promise
       description: `A scripted A2A peer that behaves as "${name}".`,
       version: "1.0.0",
       supportedInterfaces: [{ url: name === "foreign" ? "http://peer.invalid:9/a2a" : `${base}/${name}/a2a`, protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
-      capabilities: { streaming: false, pushNotifications: false },
+      capabilities: { streaming: STREAMING.has(name), pushNotifications: false },
       defaultInputModes: ["text/plain"],
       defaultOutputModes: ["text/plain"],
       skills: [{ id: name, name, description: `behaves as ${name}`, tags: ["test"] }],
@@ -279,9 +339,12 @@ export async function startScriptedPeer(opts: ScriptedPeerOptions = {}): Promise
         break;
     }
     const answer = await transportOf(name).handle(body, new ServerCallContext({ user: new UnauthenticatedUser(), requestedVersion: req.headers["a2a-version"] as string | undefined }));
-    // Streaming is not declared (capabilities.streaming false): only single answers are served.
     if (Symbol.asyncIterator in (answer as object)) {
-      json(res, 200, { jsonrpc: "2.0", id: rpc.id ?? null, error: { code: -32004, message: "streaming is not supported by this peer" } });
+      if (!STREAMING.has(name)) {
+        json(res, 200, { jsonrpc: "2.0", id: rpc.id ?? null, error: { code: -32004, message: "streaming is not supported by this peer" } });
+        return;
+      }
+      await serveStream(res, answer as AsyncGenerator<unknown, void, undefined>, rpc.id ?? null);
       return;
     }
     json(res, 200, answer);
