@@ -2,12 +2,14 @@
  * @module The live demo: an orchestrator and its workers drive a realistic task DAG through the client SDK
  * while the task's event stream prints what happens. One worker per ready step (seed 003's default); one
  * step's first attempt fails and its retry policy retries it; one worker dies holding its step, whose lease
- * expires and comes back; the last step asks a person for approval, which the demo's approver gives.
+ * expires and comes back; the fact-check step is delegated to a child task, which the runtime creates and holds
+ * the step for while the orchestrator runs the child with the SDK's `orchestrate`, until the child's result settles
+ * the step; the last step asks a person for approval, which the demo's approver gives.
  *
  *   npm run demo -- --url http://127.0.0.1:8787   against a running server (npm start runs this for you)
  *   npm run demo -- --quick                        starts its own server, runs a short demo, stops, exits 0
  */
-import { isRuntimeApiError, RuntimeClient, type WorkerClient } from "../src/client/index.js";
+import { isRuntimeApiError, orchestrate, type OrchestrateResult, RuntimeClient, type WorkerClient } from "../src/client/index.js";
 import type { RuntimeEvent, TaskView } from "../src/client/index.js";
 import { parseCli } from "./bench/harness/cli.js";
 import { defaultAdminToken, type DevServer, sleep, startDevServer, stopDevServer } from "./dev-server.js";
@@ -23,7 +25,26 @@ const STEPS = [
   { step_id: "research-competitors", title: "Research competitors", summary: "Five sourced facts on competitors", depends_on_step_ids: ["plan"] },
   { step_id: "research-customers", title: "Research customers", summary: "Five sourced facts on customers", depends_on_step_ids: ["plan"] },
   { step_id: "explore-trends", title: "Look for outliers", summary: "Optional exploration", depends_on_step_ids: ["plan"], required: false },
-  { step_id: "synthesis", title: "Write the synthesis", summary: "Two pages citing the research", depends_on_step_ids: ["research-pricing", "research-competitors", "research-customers"] },
+  {
+    step_id: "fact-check",
+    title: "Fact-check the research",
+    summary: "A child task checks the research's facts",
+    depends_on_step_ids: ["research-pricing", "research-competitors", "research-customers"],
+    // The runtime runs this step as a child task in the same session; the orchestrator plans and runs the child like any task.
+    delegate: {
+      kind: "task" as const,
+      task: {
+        title: "Fact-check the research",
+        summary: "Check each fact against its source, then write the verdict",
+        steps: [
+          { step_id: "check-sources", title: "Check the sources", summary: "Every cited source exists and says what is quoted", depends_on_step_ids: [] },
+          { step_id: "check-figures", title: "Cross-check the figures", summary: "Prices and shares agree across sources", depends_on_step_ids: [] },
+          { step_id: "verdict", title: "Write the verdict", summary: "Which facts hold, which are dropped", depends_on_step_ids: ["check-sources", "check-figures"] },
+        ],
+      },
+    },
+  },
+  { step_id: "synthesis", title: "Write the synthesis", summary: "Two pages citing the checked research", depends_on_step_ids: ["fact-check"] },
   { step_id: "publish", title: "Publish the report", summary: "Deploy it once a person approves", depends_on_step_ids: ["synthesis"] },
 ];
 /** The step whose first attempt fails: its retry policy has the runtime retry it after 0.5 s. */
@@ -34,6 +55,8 @@ const FLAKY_RETRY = { max_attempts: 3, initial_interval_ms: 500, backoff_coeffic
 const APPROVAL_STEP = "publish";
 /** The step the first worker claims and then dies holding. */
 const DOOMED_STEP = "plan";
+/** The step a child task does: the runtime holds it, no worker of the demo claims it. */
+const DELEGATED_STEP = "fact-check";
 
 const tty = process.stdout.isTTY === true;
 const paint = (code: number, text: string) => (tty ? `\u001b[${code}m${text}\u001b[0m` : text);
@@ -42,6 +65,7 @@ const green = (t: string) => paint(32, t);
 const red = (t: string) => paint(31, t);
 const yellow = (t: string) => paint(33, t);
 const bold = (t: string) => paint(1, t);
+const cyan = (t: string) => paint(36, t);
 
 /** Progress bars of the workers at work, redrawn under the event log on a terminal. */
 class Board {
@@ -90,6 +114,20 @@ function describe(e: RuntimeEvent): string {
   return `${dim(`#${String(e.sequence).padStart(4)}`)} ${color(e.type.padEnd(24))} ${subject}${who}${reason}`;
 }
 
+/** What a delegation event of the parent's stream says, in words: the child taken up, its progress, the step settled. */
+function delegationNote(e: RuntimeEvent): string | undefined {
+  const childId = e.refs?.childTaskId;
+  if (e.type === "task.delegated" && e.stepId !== undefined && typeof childId === "string") {
+    return cyan(`  ⇢ ${e.stepId} is delegated to child task ${childId}: the runtime holds the step while the child works`);
+  }
+  if (e.type !== "task.dependency.updated" || e.stepId === undefined) return undefined;
+  const child = e.nativeStatus === undefined ? "" : `, child task ${e.nativeStatus}`;
+  const how = e.payload.deliveryMechanism === undefined ? "" : `, the child reports by ${String(e.payload.deliveryMechanism)}`;
+  const reason = e.statusReason === undefined ? "" : ` (${e.statusReason})`;
+  const what = e.status === "active" ? "the child task exists" : e.status === "completed" ? "settled: the child's result completes the step" : (e.status ?? "updated");
+  return cyan(`  ⇄ ${e.stepId}'s delegation: ${what}${child}${how}${reason}`);
+}
+
 async function main(): Promise<void> {
   const opts: DemoOptions = parseCli(USAGE, { url: null as string | null, quick: false, adminToken: null as string | null });
   let server: DevServer | undefined;
@@ -133,10 +171,12 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   });
   const taskUrl = `${base}/v1/sessions/${session.session_id}/tasks/${taskId}`;
   console.log(bold(`\nTask ${taskId}: ${STEPS.length} steps, leases of ${leaseMs / 1000} s`));
-  console.log(dim(`  plan → research ×3 (+ optional explore-trends) → synthesis → publish; the worker on ${DOOMED_STEP} dies;`));
+  console.log(dim(`  plan → research ×3 (+ optional explore-trends) → ${DELEGATED_STEP} (a child task) → synthesis → publish; the worker on ${DOOMED_STEP} dies;`));
   console.log(dim(`  ${FLAKY_STEP} fails once and its retry policy retries it; ${APPROVAL_STEP} waits for a person's approval\n`));
 
   const attemptsOf = new Map<string, number>();
+  /** The child tasks the orchestrator ran, by the parent step they do. */
+  const children = new Map<string, { childId: string; run: Promise<OrchestrateResult | undefined> }>();
   const reopened = new Set<string>();
   const workers: Promise<void>[] = [];
   let doomedUsed = false;
@@ -144,6 +184,7 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   /** 003's default: one worker run per ready step, scoped to it with allowed_step_ids. */
   const dispatchFor = (stepId: string) => {
     if (stepId === "explore-trends") return; // optional: left for the task's completion to cancel
+    if (stepId === DELEGATED_STEP) return; // the runtime holds it for its child task
     const attempt = (attemptsOf.get(stepId) ?? 0) + 1;
     attemptsOf.set(stepId, attempt);
     workers.push(
@@ -206,10 +247,48 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
     await approver.respondAction(task, actionId, { decision: "approved", comment: "ship it" });
   };
 
+  /**
+   * The orchestrator runs a child task like any task (the SDK's orchestrate: a worker per ready step, completion once
+   * completeable); its completion reports to the parent, whose step then settles with the child's result.
+   */
+  const runChild = (stepId: string, childId: string) => {
+    if (children.has(stepId)) return;
+    const child = { sessionId: session.session_id, taskId: childId };
+    const run = orchestrate(orch, child, {
+      onEvent: (e) => board.log(`${dim("  child │")} ${describe(e)}`),
+      pollMs: 500,
+      handler: async (step, ctx) => {
+        const name = ctx.worker.agentId ?? ctx.worker.runId;
+        const ticks = 4;
+        for (let i = 1; i <= ticks; i++) {
+          await sleep(workMs / ticks);
+          board.set(name, `${step.step_id} (child)`, Math.round((i / ticks) * 100), "checking");
+          await ctx.progress({ phase: "checking", counters: { done: i, of: ticks } });
+        }
+        board.remove(name);
+        return step.step_id === "verdict" ? { result_summary: "14 of 15 facts hold; 1 dropped", artifact_ids: ["fact-check.md"] } : { result_summary: `${step.step_id}: done` };
+      },
+    }).then(
+      (result) => {
+        board.log(result.status === "completed" ? green(`  ✓ child task ${childId} is completed: it reports to ${stepId}`) : red(`  ✗ child task ${childId} ended ${result.status}`));
+        return result;
+      },
+      (e: unknown) => {
+        board.log(red(`  ✗ orchestrating child task ${childId} failed: ${e instanceof Error ? e.message : String(e)}`));
+        return undefined;
+      },
+    );
+    children.set(stepId, { childId, run });
+    workers.push(run.then(() => undefined));
+  };
+
   let completing = false;
   let finalStatus = "unknown";
   for await (const event of orch.subscribe(task)) {
     board.log(describe(event));
+    const note = delegationNote(event);
+    if (note !== undefined) board.log(note);
+    if (event.type === "task.delegated" && event.stepId !== undefined && typeof event.refs?.childTaskId === "string") runChild(event.stepId, event.refs.childTaskId);
     if (event.type === "task.queued" && event.stepId !== undefined) dispatchFor(event.stepId);
     if (event.type === "action.required" && event.actionId !== undefined) {
       board.log(yellow(`  ⏸ ${event.stepId ?? "the task"} waits for a person: "${String(event.payload.prompt ?? "")}" (its lease holds meanwhile)`));
@@ -239,9 +318,18 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
     const attempts = step.attempt_ids.map((id) => view.attempts.find((a) => a.attempt_id === id)?.status ?? "?");
     console.log(`  ${step.step_id.padEnd(22)} ${step.status.padEnd(10)} attempts: ${attempts.join(", ") || "none"}`);
   }
+  for (const d of view.delegations ?? []) {
+    if (d.child_task_id === null) continue;
+    const childView = await deliveredChild(orch, { sessionId: session.session_id, taskId: d.child_task_id });
+    const step = view.steps.find((x) => x.step_id === d.step_id);
+    const childSteps = childView.steps.filter((x) => x.status === "completed").length;
+    console.log(`  ${d.step_id} was done by child task ${d.child_task_id}: ${childView.task.status}, ${childSteps}/${childView.steps.length} steps completed, its result ${childView.task.delivery_state ?? "not owed"} to the parent`);
+    console.log(`    the step's result: "${(step?.result_summary ?? "").replaceAll("\n", " · ")}", artifacts: ${step?.artifact_ids.join(", ") || "none"}`);
+  }
   console.log(`\nWhere to look (token: the orchestrator token below):`);
   console.log(`  the DAG        GET ${taskUrl}`);
   console.log(`  the WAL        GET ${taskUrl}/wal`);
+  for (const { childId } of children.values()) console.log(`  child task     GET ${base}/v1/sessions/${session.session_id}/tasks/${childId}`);
   console.log(`  live events    GET ${taskUrl}/events`);
   console.log(`  API reference  ${base}/docs`);
   console.log(`  MCP clients    ${base}/mcp (header Authorization: Bearer <token>)`);
@@ -249,6 +337,16 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   console.log(`                 minted by POST ${base}/v1/sessions/${session.session_id}/tokens {"role":"a2a_client"} (npm run demo:a2a sends one a task)`);
   console.log(dim(`  orchestrator token: ${session.orchestrator.token}`));
   return finalStatus === "unknown" ? view.task.status : finalStatus;
+}
+
+/** The child task once its result reached its parent (delivery is recorded just after the parent accepts it), or as it is after 5 s. */
+async function deliveredChild(client: RuntimeClient, child: { sessionId: string; taskId: string }): Promise<TaskView> {
+  const until = Date.now() + 5_000;
+  for (;;) {
+    const view = await client.getTask(child);
+    if (view.task.delivery_state !== "pending" || Date.now() > until) return view;
+    await sleep(100);
+  }
 }
 
 main().catch((e: unknown) => {
