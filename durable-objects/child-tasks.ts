@@ -48,9 +48,15 @@ export class ChildTasks {
     if (known !== null) return known;
     const reserved = (await this.session(sessionId).reserveChild(request.task_id, request.wal_name)) as RpcResult<null>;
     if (!reserved.ok) return { ok: false, error: `${reserved.error.code}: ${reserved.error.message}`, retryable: reserved.error.code === "storage_error" };
-    // Another try may have created it while the session answered.
+    // Another try may have created it while the session answered, or the parent's cancellation may have arrived
+    // (checked again after the await: from here to the commit nothing else runs, so a cancellation is either
+    // seen now or finds the task and cancels it).
     const raced = this.existing(request);
     if (raced !== null) return raced;
+    if (this.cancelledBeforeCreate(request.delegated_from.delegation_id)) {
+      await this.session(sessionId).release(request.task_id);
+      return { ok: false, error: "the child was cancelled before it was created", retryable: false };
+    }
     const actor: Actor = { role: "orchestrator", session_id: sessionId, agent_id: createdByAgentId, run_id: null };
     const command = {
       type: "create_task",
