@@ -33,6 +33,8 @@ export function indexEntryOf(state: DagState, withActions = true): IndexEntryWit
     parent_task_id: task.parent_task_id ?? null,
     root_task_id: task.root_task_id ?? null,
     ...sourceTasksOf(task),
+    // A child task's link to the step that delegated it, and whether its result reached that parent.
+    ...(task.delegated_from === null ? {} : { delegated_from: { ...task.delegated_from }, delivery_state: task.delivery_state }),
   };
 }
 

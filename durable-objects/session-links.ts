@@ -231,6 +231,7 @@ export class SessionLinks {
       native_status: e.native_status,
       parent_task_id: e.parent_task_id ?? null,
       root_task_id: e.root_task_id ?? null,
+      delivery_state: e.delivery_state ?? null,
       terminal: e.terminal,
       created_at: e.created_at,
       updated_at: e.updated_at,
@@ -330,5 +331,20 @@ export class SessionLinks {
 
 /** An edge a task's own record implies. */
 function implicitEdge(kind: "parent_child" | "source_task", from: string, to: string, status: string, entry: IndexEntry): TaskLink {
-  return { link_id: null, kind, from_task_id: from, to_task_id: to, ref: null, status, reason: null, metadata: null, created_by: null, created_at: entry.created_at, updated_at: entry.updated_at, implicit: true };
+  // A child a delegated step created names that step, its delegation and its delivery on the edge.
+  const delegated = kind === "parent_child" && entry.delegated_from !== undefined;
+  return {
+    link_id: null,
+    kind,
+    from_task_id: from,
+    to_task_id: to,
+    ref: delegated ? entry.delegated_from!.delegation_id : null,
+    status,
+    reason: delegated ? `delegated by step ${entry.delegated_from!.step_id}` : null,
+    metadata: delegated ? { step_id: entry.delegated_from!.step_id, delegation_id: entry.delegated_from!.delegation_id, delivery_state: entry.delivery_state ?? null } : null,
+    created_by: null,
+    created_at: entry.created_at,
+    updated_at: entry.updated_at,
+    implicit: true,
+  };
 }

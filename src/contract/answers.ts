@@ -2,7 +2,7 @@
  * @module Answer types the service builds and the SDK returns: the session index row, the task list page, the
  * session snapshot, the write answer, a batch result and the pages of human actions. Types only.
  */
-import type { Action, NormalizedTaskStatus, StepStatus, TaskStatus, TaskSummary } from "../core/index.js";
+import type { Action, DeliveryState, NormalizedTaskStatus, StepStatus, TaskStatus, TaskSummary } from "../core/index.js";
 
 /** What every write answers with (003 "Tool Return Shape"); each operation's answer adds its own fields. */
 export interface WriteAnswer {
@@ -51,6 +51,10 @@ export interface IndexEntry {
   readonly root_task_id?: string | null;
   /** Tasks the task's `relationships` name as its sources (source_task); absent or empty when none. */
   readonly source_task_ids?: string[];
+  /** A child task's delegation (the parent's step), absent for any other task. */
+  readonly delegated_from?: { readonly task_id: string; readonly step_id: string; readonly delegation_id: string };
+  /** A child task's delivery of its result to its parent (null while it runs), absent for any other task. */
+  readonly delivery_state?: DeliveryState | null;
 }
 
 /** An edge of the session's task graph (link_tasks, or implied by a task's parent or relationships). */
@@ -84,6 +88,8 @@ export interface TaskGraphNode {
   readonly native_status: TaskStatus;
   readonly parent_task_id: string | null;
   readonly root_task_id: string | null;
+  /** A child task's delivery of its result to its parent (seed 001 delivery_state); null for any other task and while it runs. */
+  readonly delivery_state: DeliveryState | null;
   readonly terminal: boolean;
   readonly created_at: string;
   readonly updated_at: string;

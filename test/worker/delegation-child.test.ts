@@ -132,3 +132,28 @@ describe("a delegated step's child task as written", () => {
     expect(added.body.error.code).toBe(code);
   });
 });
+
+describe("a delegated child in the session's task graph", { timeout: 30_000 }, () => {
+  it("Should show the parent_child edge with the delegating step, its delegation and the child's delivery", async () => {
+    const s = await newSession();
+    await newTask(s, "gp", [childStep("sub", [], [step("x")])]);
+    const childId = await childOf(s, "gp", "sub");
+    await runChild(s, childId, ["x"]);
+    const graph = await eventually(async () => {
+      const page = expectOk(await call("GET", `/v1/sessions/${s.sid}/graph`, s.observer));
+      const node = page.nodes.find((n: any) => n.task_id === childId);
+      expect(node?.delivery_state).toBe("delivered");
+      return page;
+    }, 8_000);
+    const dag = await getTask(s, "gp");
+    const edge = graph.edges.find((e: any) => e.kind === "parent_child" && e.to_task_id === childId);
+    expect(edge).toMatchObject({
+      from_task_id: "gp",
+      implicit: true,
+      ref: dag.delegations[0].delegation_id,
+      reason: "delegated by step sub",
+      metadata: { step_id: "sub", delegation_id: dag.delegations[0].delegation_id, delivery_state: "delivered" },
+    });
+    expect(graph.nodes.find((n: any) => n.task_id === "gp")).toMatchObject({ delivery_state: null, parent_task_id: null });
+  });
+});

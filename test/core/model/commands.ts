@@ -178,7 +178,7 @@ export function specArb(profile: Profile): fc.Arbitrary<Spec> {
         op: fc.oneof(
           { weight: progress ? 10 : 4, arbitrary: fc.constant("complete_task" as const) },
           { weight: 1, arbitrary: fc.constant("fail_task" as const) },
-          { weight: 1, arbitrary: fc.constant("cancel_task" as const) },
+          { weight: 3, arbitrary: fc.constant("cancel_task" as const) },
           { weight: 3, arbitrary: fc.constant("block_task" as const) },
           { weight: 3, arbitrary: fc.constant("reopen_task" as const) },
           { weight: progress ? 1 : 3, arbitrary: fc.constant("pause_task" as const) },
@@ -264,7 +264,8 @@ function worker(scene: Scene, n: number, prefer: "free" | "holding" | "any"): Ac
  * tasks are the orchestrator's, so to a client they do not exist).
  */
 function outsider(n: number): Actor {
-  return [observer, stranger, a2aClient][Math.floor(n / 10) % 3]!;
+  // The A2A client most often: the only caller whose cancel meets a task that is not there for it.
+  return [observer, stranger, a2aClient, a2aClient, a2aClient][Math.floor(n / 10) % 5]!;
 }
 
 function actorFor(scene: Scene, n: number, bias: "worker" | "orchestrator", prefer: "free" | "holding" | "any" = "any"): Actor {
@@ -529,7 +530,7 @@ function recordDelegation(scene: Scene, spec: Extract<Spec, { k: "record_delegat
   const failed = (intent: string) => ({ kind: "try_failed", intent, error: "connection reset", retryable: v <= 6 });
   const childEnd = (status?: string) => ({
     kind: "child_settled",
-    child_task_id: v === 9 ? "another-child" : (d?.child_task_id ?? "no-child"),
+    child_task_id: v >= 5 ? "another-child" : (d?.child_task_id ?? "no-child"),
     child_status: status ?? (["completed", "completed", "completed", "failed", "cancelled"] as const)[v % 5],
     result_summary: v % 2 === 0 ? "child result" : null,
     artifact_ids: v % 3 === 0 ? ["child.md"] : [],
