@@ -1,9 +1,8 @@
 /** @module `apply`'s handlers of the delegated steps' events: the runtime's run and attempt, the delegation record, a child's delivery. */
 import type { WalEvent, WalEventOf } from "./events.js";
-import { stepOf, touchTask } from "./apply-shared.js";
+import { addRun, openAttempt, stepOf, touchTask } from "./apply-shared.js";
 import type { Delegation } from "./records.js";
 import type { DagState } from "./state.js";
-import { setStepStatus } from "./state.js";
 
 type DelegationEventType = "step_delegated" | "delegation_updated" | "delegation_try_failed" | "delegation_cancel_requested" | "delegation_settled" | "delegation_closed" | "task_delivery_recorded";
 
@@ -32,48 +31,10 @@ export const delegationHandlers: { [K in DelegationEventType]: (s: DagState, e: 
   step_delegated(s, e) {
     const step = stepOf(s, e);
     const p = e.payload;
-    setStepStatus(s, step, "running");
-    step.claimed_by_agent_id = DELEGATE_AGENT_ID;
-    step.claimed_by_run_id = p.run_id;
-    step.lease_expires_at = null;
-    step.current_attempt_id = p.attempt_id;
-    step.attempt_ids.push(p.attempt_id);
-    step.retry_attempts += 1;
-    step.updated_after_dispatch = false;
-    step.status_reason = null;
+    const run = { run_id: p.run_id, agent_id: DELEGATE_AGENT_ID, worker_pool_id: step.worker_pool_id, allowed_step_ids: [step.step_id], max_steps: 1, deadline_at: null };
+    addRun(s, { ...run, dispatched_by_agent_id: e.actor_agent_id }, e.created_at);
+    openAttempt(s, step, { ...p, agent_id: DELEGATE_AGENT_ID, lease_expires_at: null }, "running", e.created_at);
     step.delegation_id = p.delegation_id;
-    step.updated_at = e.created_at;
-    s.runs.set(p.run_id, {
-      run_id: p.run_id,
-      agent_id: DELEGATE_AGENT_ID,
-      worker_pool_id: step.worker_pool_id,
-      allowed_step_ids: [step.step_id],
-      max_steps: 1,
-      claims_used: 1,
-      current_step_id: step.step_id,
-      status: "active",
-      status_reason: null,
-      result: null,
-      deadline_at: null,
-      cancel_request: null,
-      dispatched_by_agent_id: e.actor_agent_id,
-      created_at: e.created_at,
-      ended_at: null,
-    });
-    s.index.activeRuns.add(p.run_id);
-    s.attempts.set(p.attempt_id, {
-      attempt_id: p.attempt_id,
-      step_id: step.step_id,
-      run_id: p.run_id,
-      agent_id: DELEGATE_AGENT_ID,
-      ordinal: p.attempt_ordinal,
-      status: "active",
-      step_snapshot: { ...p.step_snapshot, depends_on_step_ids: [...p.step_snapshot.depends_on_step_ids] },
-      started_at: e.created_at,
-      ended_at: null,
-      result_summary: null,
-      last_error: null,
-    });
     s.delegations.set(p.delegation_id, {
       delegation_id: p.delegation_id,
       step_id: step.step_id,

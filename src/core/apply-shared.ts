@@ -11,6 +11,7 @@ import {
   DEFAULT_WORKER_POOL,
   type RetryPolicy,
   type Step,
+  type StepSnapshot,
   type StepStatus,
   TASK_RECORD_FIELDS,
   TERMINAL_TASK_STATUSES,
@@ -74,6 +75,72 @@ export function createStep(
   };
   state.steps.set(step.step_id, step);
   indexStep(state, step);
+}
+
+/** What a claim records: the run and agent that hold the step, the attempt it opens, its lease (none for the runtime's own). */
+export interface Claim {
+  readonly run_id: string;
+  readonly agent_id: string;
+  readonly attempt_id: string;
+  readonly attempt_ordinal: number;
+  readonly lease_expires_at: string | null;
+  readonly step_snapshot: StepSnapshot;
+}
+
+/** A claim opens an attempt: the step held (claimed, or running at once), the attempt recorded, the run holding the step. */
+export function openAttempt(state: DagState, step: Step, claim: Claim, status: "claimed" | "running", at: string): void {
+  setStepStatus(state, step, status);
+  step.claimed_by_agent_id = claim.agent_id;
+  step.claimed_by_run_id = claim.run_id;
+  step.lease_expires_at = claim.lease_expires_at;
+  step.current_attempt_id = claim.attempt_id;
+  step.attempt_ids.push(claim.attempt_id);
+  step.retry_attempts += 1;
+  step.updated_after_dispatch = false;
+  step.status_reason = null;
+  step.updated_at = at;
+  const snapshot = claim.step_snapshot;
+  state.attempts.set(claim.attempt_id, {
+    attempt_id: claim.attempt_id,
+    step_id: step.step_id,
+    run_id: claim.run_id,
+    agent_id: claim.agent_id,
+    ordinal: claim.attempt_ordinal,
+    status: "active",
+    step_snapshot: { ...snapshot, depends_on_step_ids: [...snapshot.depends_on_step_ids] },
+    started_at: at,
+    ended_at: null,
+    result_summary: null,
+    last_error: null,
+  });
+  const run = state.runs.get(claim.run_id);
+  if (run !== undefined) {
+    run.current_step_id = step.step_id;
+    run.claims_used += 1;
+  }
+  touchTask(state, at);
+}
+
+/** A run as its dispatch records it: active, holding nothing yet. */
+export function addRun(
+  state: DagState,
+  run: Pick<WorkerRun, "run_id" | "agent_id" | "worker_pool_id" | "allowed_step_ids" | "max_steps" | "deadline_at" | "dispatched_by_agent_id">,
+  at: string,
+): void {
+  state.runs.set(run.run_id, {
+    ...run,
+    allowed_step_ids: run.allowed_step_ids === null ? null : [...run.allowed_step_ids],
+    claims_used: 0,
+    current_step_id: null,
+    status: "active",
+    status_reason: null,
+    result: null,
+    cancel_request: null,
+    created_at: at,
+    ended_at: null,
+  });
+  state.index.activeRuns.add(run.run_id);
+  touchTask(state, at);
 }
 
 /** Ends the claim on a held step: closes its attempt and frees its run for another claim. */

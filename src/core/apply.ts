@@ -5,9 +5,11 @@
 import type { PatchOp } from "./commands.js";
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
 import {
+  addRun,
   applyRetry,
   createStep,
   noteError,
+  openAttempt,
   type PatchReducer,
   patchReducers,
   releaseClaim,
@@ -91,37 +93,7 @@ const handlers: Handlers = {
     step.updated_at = e.created_at;
   },
   task_step_claimed(s, e) {
-    const step = stepOf(s, e);
-    const p = e.payload;
-    setStepStatus(s, step, "claimed");
-    step.claimed_by_agent_id = p.agent_id;
-    step.claimed_by_run_id = p.run_id;
-    step.lease_expires_at = p.lease_expires_at;
-    step.current_attempt_id = p.attempt_id;
-    step.attempt_ids.push(p.attempt_id);
-    step.retry_attempts += 1;
-    step.updated_after_dispatch = false;
-    step.status_reason = null;
-    step.updated_at = e.created_at;
-    s.attempts.set(p.attempt_id, {
-      attempt_id: p.attempt_id,
-      step_id: step.step_id,
-      run_id: p.run_id,
-      agent_id: p.agent_id,
-      ordinal: p.attempt_ordinal,
-      status: "active",
-      step_snapshot: { ...p.step_snapshot, depends_on_step_ids: [...p.step_snapshot.depends_on_step_ids] },
-      started_at: e.created_at,
-      ended_at: null,
-      result_summary: null,
-      last_error: null,
-    });
-    const run = s.runs.get(p.run_id);
-    if (run !== undefined) {
-      run.current_step_id = step.step_id;
-      run.claims_used += 1;
-    }
-    touchTask(s, e.created_at);
+    openAttempt(s, stepOf(s, e), e.payload, "claimed", e.created_at);
   },
   task_step_started(s, e) {
     const step = stepOf(s, e);
@@ -241,25 +213,8 @@ const handlers: Handlers = {
   },
   worker_dispatched(s, e) {
     const p = e.payload;
-    s.runs.set(p.run_id, {
-      run_id: p.run_id,
-      agent_id: p.agent_id,
-      worker_pool_id: p.worker_pool_id,
-      allowed_step_ids: p.allowed_step_ids === null ? null : [...p.allowed_step_ids],
-      max_steps: p.max_steps,
-      claims_used: 0,
-      current_step_id: null,
-      status: "active",
-      status_reason: null,
-      result: null,
-      deadline_at: p.deadline_at,
-      cancel_request: null,
-      dispatched_by_agent_id: e.actor_agent_id,
-      created_at: e.created_at,
-      ended_at: null,
-    });
-    s.index.activeRuns.add(p.run_id);
-    touchTask(s, e.created_at);
+    const run = { run_id: p.run_id, agent_id: p.agent_id, worker_pool_id: p.worker_pool_id, allowed_step_ids: p.allowed_step_ids, max_steps: p.max_steps, deadline_at: p.deadline_at };
+    addRun(s, { ...run, dispatched_by_agent_id: e.actor_agent_id }, e.created_at);
   },
   worker_run_cancel_requested(s, e) {
     const run = runOf(s, e, e.payload.run_id);

@@ -7,7 +7,7 @@ import {
   ArtifactIdsSchema,
   AttributionSchema,
   DelegatedFromSchema,
-  DelegateSchema,
+  StepInputSchema,
   DeliveryStateSchema,
   IdSchema,
   RetryPolicySchema,
@@ -18,19 +18,7 @@ import {
   VisibilitySchema,
 } from "./records.js";
 
-/** A step as the orchestrator writes it in task_create or add_step. */
-export const StepInputSchema = z.strictObject({
-  step_id: IdSchema,
-  title: TitleSchema,
-  summary: TextSchema,
-  depends_on_step_ids: z.array(IdSchema).max(10_000),
-  required: z.boolean().optional(),
-  worker_pool_id: IdSchema.optional(),
-  /** null or absent: the task's default_retry_policy, if any. */
-  retry_policy: RetryPolicySchema.nullable().optional(),
-  /** The runtime runs the step through this delegate (a child task, an A2A peer's task) instead of a worker. */
-  delegate: DelegateSchema.optional(),
-});
+export { StepInputSchema };
 /** A step as the orchestrator writes it. */
 export type StepInput = z.infer<typeof StepInputSchema>;
 

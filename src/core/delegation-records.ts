@@ -29,16 +29,13 @@ export const DelegateSchema = z.discriminatedUnion("kind", [
 /** A delegated step's work. */
 export type Delegate = z.infer<typeof DelegateSchema>;
 
-/**
- * A child task as a `delegate` of kind task describes it. Its steps are StepInputSchema's shape (commands.ts
- * cannot be imported here without a cycle, so the step is declared again with the same fields).
- */
+/** A child task as a `delegate` of kind task describes it: its steps are written as any task's are. */
 export const ChildTaskSpecSchema: z.ZodType<ChildTaskSpec> = z.lazy(() =>
   z.strictObject({
     title: TitleSchema,
     summary: TextSchema.optional(),
     objective: TextSchema.optional(),
-    steps: z.array(ChildStepSchema).max(10_000),
+    steps: z.array(StepInputSchema).max(10_000),
   }),
 );
 /** A child task's description. */
@@ -48,7 +45,7 @@ export interface ChildTaskSpec {
   objective?: string | undefined;
   steps: ChildStep[];
 }
-/** A step of a child task's description. */
+/** A step as the orchestrator writes it (in task_create, add_step, or a child task's description). */
 export interface ChildStep {
   step_id: string;
   title: string;
@@ -59,18 +56,22 @@ export interface ChildStep {
   retry_policy?: RetryPolicy | null | undefined;
   delegate?: Delegate | undefined;
 }
-const ChildStepSchema: z.ZodType<ChildStep> = z.lazy(() =>
-  z.strictObject({
-    step_id: IdSchema,
-    title: TitleSchema,
-    summary: TextSchema,
-    depends_on_step_ids: z.array(IdSchema).max(10_000),
-    required: z.boolean().optional(),
-    worker_pool_id: IdSchema.optional(),
-    retry_policy: RetryPolicySchema.nullable().optional(),
-    delegate: DelegateSchema.optional(),
-  }),
-);
+
+/** A step as the orchestrator writes it in task_create or add_step (and in a child task's description). */
+export const StepInputSchema = z.strictObject({
+  step_id: IdSchema,
+  title: TitleSchema,
+  summary: TextSchema,
+  depends_on_step_ids: z.array(IdSchema).max(10_000),
+  required: z.boolean().optional(),
+  worker_pool_id: IdSchema.optional(),
+  /** null or absent: the task's default_retry_policy, if any. */
+  retry_policy: RetryPolicySchema.nullable().optional(),
+  /** The runtime runs the step through this delegate (a child task, an A2A peer's task) instead of a worker. */
+  get delegate() {
+    return DelegateSchema.optional();
+  },
+});
 
 /**
  * Where a delegation stands. Live (the runtime holds the step for it): `starting` (the child or the peer's task
