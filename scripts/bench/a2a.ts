@@ -10,7 +10,7 @@
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, reloadCount, withBenchServer } from "../dev-server.js";
-import { parseCli, run } from "./harness/cli.js";
+import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { idleBefore, machineInfo, round, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
@@ -20,18 +20,13 @@ import { median } from "./harness/rounds.js";
 run(async () => {
   const usage = "usage: npm run bench:a2a -- [--quick] [--pairs 12] [--calls 96] [--streams 100] [--steps 200] [--workers 8] [--url http://127.0.0.1:<port>]\n  --pairs: interleaved rounds of each carrier per concurrency; --calls: calls per round, shared by the clients; --streams/--steps/--workers: the follow scenario";
   const cli = parseCli(usage, { quick: false, pairs: null as string | null, calls: null as string | null, streams: null as string | null, steps: null as string | null, workers: null as string | null, url: null as string | null });
-  const whole = (v: string | null, name: string, dflt: number) => {
-    if (v === null) return dflt;
-    if (!(Number.isInteger(Number(v)) && Number(v) >= 1)) throw new Error(`--${name} takes a whole number from 1, not ${v}`);
-    return Number(v);
-  };
   const plan = {
-    pairs: whole(cli.pairs, "pairs", cli.quick ? 3 : 12),
-    calls: whole(cli.calls, "calls", cli.quick ? 48 : 96),
+    pairs: wholeOption(cli.pairs, "pairs", cli.quick ? 3 : 12),
+    calls: wholeOption(cli.calls, "calls", cli.quick ? 48 : 96),
     warmupCalls: cli.quick ? 16 : 40,
     concurrencies: [1, 8],
     carriers: CARRIERS,
-    follow: { streams: whole(cli.streams, "streams", 100), steps: whole(cli.steps, "steps", cli.quick ? 40 : 200), workers: whole(cli.workers, "workers", 8) },
+    follow: { streams: wholeOption(cli.streams, "streams", 100), steps: wholeOption(cli.steps, "steps", cli.quick ? 40 : 200), workers: wholeOption(cli.workers, "workers", 8) },
   };
   // Every stream holds a slot of the task's event stream, and the probe that counts them needs room above them.
   const maxSubscribers = Math.max(128, plan.follow.streams + 28);

@@ -11,7 +11,7 @@
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, reloadCount, withBenchServer } from "../dev-server.js";
-import { parseCli, run } from "./harness/cli.js";
+import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { idleBefore, machineInfo, round, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
@@ -23,16 +23,11 @@ const EVENT_TIMEOUT_MS = 30_000;
 run(async () => {
   const usage = "usage: npm run bench:delegation -- [--quick] [--samples 40] [--width 100] [--pool 8] [--url http://127.0.0.1:<port>]\n  --samples: delegated parents (and as many plain tasks) of the settle scenario; --width: delegated steps of the fan-out parent; --pool: its concurrent drivers";
   const cli = parseCli(usage, { quick: false, samples: null as string | null, width: null as string | null, pool: null as string | null, url: null as string | null });
-  const whole = (v: string | null, name: string, dflt: number) => {
-    if (v === null) return dflt;
-    if (!(Number.isInteger(Number(v)) && Number(v) >= 1)) throw new Error(`--${name} takes a whole number from 1, not ${v}`);
-    return Number(v);
-  };
   const plan = {
-    samples: whole(cli.samples, "samples", cli.quick ? 10 : 40),
+    samples: wholeOption(cli.samples, "samples", cli.quick ? 10 : 40),
     warmupSamples: cli.quick ? 2 : 5,
-    width: whole(cli.width, "width", cli.quick ? 20 : 100),
-    pool: whole(cli.pool, "pool", 8),
+    width: wholeOption(cli.width, "width", cli.quick ? 20 : 100),
+    pool: wholeOption(cli.pool, "pool", 8),
   };
   const adminToken = defaultAdminToken();
   const loadStart = os.loadavg();

@@ -9,7 +9,7 @@
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, reloadCount, withBenchServer } from "../dev-server.js";
-import { parseCli, run } from "./harness/cli.js";
+import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { idleBefore, machineInfo, round, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
@@ -22,12 +22,7 @@ const GOAL_RATIO = 1.5;
 run(async () => {
   const usage = "usage: npm run bench:mcp -- [--quick] [--pairs 12] [--calls 96] [--url http://127.0.0.1:<port>]\n  --pairs: interleaved rounds of each carrier per operation and concurrency; --calls: calls per round, shared by the clients";
   const cli = parseCli(usage, { quick: false, pairs: null as string | null, calls: null as string | null, url: null as string | null });
-  const whole = (v: string | null, name: string, dflt: number) => {
-    if (v === null) return dflt;
-    if (!(Number.isInteger(Number(v)) && Number(v) >= 1)) throw new Error(`--${name} takes a whole number from 1, not ${v}`);
-    return Number(v);
-  };
-  const plan = { pairs: whole(cli.pairs, "pairs", cli.quick ? 3 : 12), calls: whole(cli.calls, "calls", cli.quick ? 48 : 96), warmupCalls: cli.quick ? 16 : 40, concurrencies: [1, 8], ops: ["read", "write"] as McpOp[], carriers: CARRIERS };
+  const plan = { pairs: wholeOption(cli.pairs, "pairs", cli.quick ? 3 : 12), calls: wholeOption(cli.calls, "calls", cli.quick ? 48 : 96), warmupCalls: cli.quick ? 16 : 40, concurrencies: [1, 8], ops: ["read", "write"] as McpOp[], carriers: CARRIERS };
   const adminToken = defaultAdminToken();
   const loadStart = os.loadavg();
   const source = sourceState();

@@ -8,7 +8,7 @@ import type { CommandOf, DelegationReport } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
 import { blockedBy } from "./decide-links.js";
-import { closing, emitDependantsReady, emitRunningIfFirstActive } from "./decide-shared.js";
+import { closing, emitDependantsReady, emitRunningIfFirstActive, snapshotOf } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
 import type { WalEvent } from "./events.js";
@@ -75,13 +75,7 @@ export function emitDelegationStarts(state: DagState, em: Emitter, ctx: DecideCo
       agent_card_ref: delegate.kind === "a2a" ? delegate.agent_card_url : null,
       message: delegate.kind === "a2a" ? (delegate.message ?? (step.summary === "" ? step.title : `${step.title}\n\n${step.summary}`)) : null,
       deadline_at: timeout === null ? null : new Date(ctx.now + timeout).toISOString(),
-      step_snapshot: {
-        title: step.title,
-        summary: step.summary,
-        depends_on_step_ids: [...step.depends_on_step_ids],
-        required: step.required,
-        worker_pool_id: step.worker_pool_id,
-      },
+      step_snapshot: snapshotOf(step),
     });
   }
   if (!em.events.some((e) => e.event_type === "task_running")) emitRunningIfFirstActive(state, em, true);

@@ -2,7 +2,7 @@
 import type { Emitter } from "./context.js";
 import type { StepInput } from "./commands.js";
 import type { RecordedStep } from "./events.js";
-import { type AttemptStatus, DEFAULT_WORKER_POOL, HELD_STEP_STATUSES, type Step, type WorkerRun } from "./records.js";
+import { type AttemptStatus, DEFAULT_WORKER_POOL, HELD_STEP_STATUSES, type Step, type StepSnapshot, type WorkerRun } from "./records.js";
 import { retryField, retryOutcome } from "./retry-policy.js";
 import type { DagState } from "./state.js";
 
@@ -19,6 +19,11 @@ export function recordedStep(input: StepInput): RecordedStep {
     ...(input.retry_policy == null ? {} : { retry_policy: input.retry_policy }),
     ...(input.delegate === undefined ? {} : { delegate: input.delegate }),
   };
+}
+
+/** What a claim's worker (or the runtime's delegate) sees of its step at the claim (003: dispatch-time vs current step). */
+export function snapshotOf(step: Step): StepSnapshot {
+  return { title: step.title, summary: step.summary, depends_on_step_ids: [...step.depends_on_step_ids], required: step.required, worker_pool_id: step.worker_pool_id };
 }
 
 /** The attempt and run a step event closes: the step's open claim, if any. */

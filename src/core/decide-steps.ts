@@ -2,7 +2,7 @@
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
-import { closing, emitDependantsReady, emitRunningIfFirstActive } from "./decide-shared.js";
+import { closing, emitDependantsReady, emitRunningIfFirstActive, snapshotOf } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
 import { blockedRefusal } from "./decide-links.js";
 import { runtimeError } from "./errors.js";
@@ -52,13 +52,7 @@ function emitClaim(state: DagState, em: Emitter, ctx: DecideContext, run: Worker
     attempt_id: attemptId,
     attempt_ordinal: step.attempt_ids.length + 1,
     lease_expires_at: leaseUntil(state, ctx),
-    step_snapshot: {
-      title: step.title,
-      summary: step.summary,
-      depends_on_step_ids: [...step.depends_on_step_ids],
-      required: step.required,
-      worker_pool_id: step.worker_pool_id,
-    },
+    step_snapshot: snapshotOf(step),
   });
   emitRunningIfFirstActive(state, em, true);
   return accept(em, { kind: "claimed", step_id: step.step_id, attempt_id: attemptId });

@@ -29,6 +29,13 @@ export function parseCli<T extends Record<string, OptionValue>>(usage: string, d
   return o as T;
 }
 
+/** A whole-number option given as text (null when not given: `dflt`); anything but a whole number from 1 is an error naming `--name`. */
+export function wholeOption(value: string | null, name: string, dflt: number): number {
+  if (value === null) return dflt;
+  if (!(Number.isInteger(Number(value)) && Number(value) >= 1)) throw new Error(`--${name} takes a whole number from 1, not ${value}`);
+  return Number(value);
+}
+
 /** Runs a benchmark's `main`: a fatal error prints its message (the stack with BENCH_DEBUG) and exits 1; `exit` leaves at once when done (BullMQ may keep sockets). */
 export function run(main: () => Promise<void>, exit = false): void {
   main().then(
