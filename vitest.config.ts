@@ -4,11 +4,13 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
+    // The dashboard's assets must exist before the Workers pool reads wrangler.toml's [assets].
+    globalSetup: ["test/global-setup.ts"],
     projects: [
       {
         test: {
           name: "core",
-          include: ["test/core/**/*.test.ts", "test/scripts/**/*.test.ts"],
+          include: ["test/core/**/*.test.ts", "test/scripts/**/*.test.ts", "test/dashboard/**/*.test.ts"],
           environment: "node",
         },
       },

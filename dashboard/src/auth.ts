@@ -1,0 +1,50 @@
+/**
+ * @module The viewer's token: it arrives in the URL fragment (`/#token=…`, never a query string, so it is neither
+ * sent to the server with the page request nor written to access logs), is kept in session storage for the tab,
+ * and the fragment is replaced at once so it does not stay in the address bar or the history.
+ */
+
+/** Where the token is kept for this tab. */
+export const TOKEN_KEY = "agent-task-runtime.token";
+
+/** Who is looking: the token and what its claims say (the server checks the signature; this only reads them). */
+export interface Viewer {
+  readonly token: string;
+  readonly sessionId: string;
+  readonly role: string;
+  readonly agentId: string;
+}
+
+/** The claims of a token, read without checking its signature (the server does that on every call). */
+export function viewerOf(token: string): Viewer | null {
+  const part = token.split(".")[1];
+  if (part === undefined) return null;
+  try {
+    const json = atob(part.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(part.length / 4) * 4, "="));
+    const claims = JSON.parse(json) as { sid?: unknown; role?: unknown; sub?: unknown };
+    if (typeof claims.sid !== "string" || typeof claims.role !== "string") return null;
+    return { token, sessionId: claims.sid, role: claims.role, agentId: typeof claims.sub === "string" ? claims.sub : "" };
+  } catch {
+    return null;
+  }
+}
+
+/** The token of `hash` (`#token=…`, possibly followed by `&…`), or null. */
+export function tokenInFragment(hash: string): string | null {
+  const match = /^#token=([^&]+)/.exec(hash);
+  return match === null ? null : decodeURIComponent(match[1]!);
+}
+
+/**
+ * Takes the token from the fragment (storing it and clearing the fragment) or from session storage; null when
+ * the tab has none.
+ */
+export function takeViewer(location: Location, storage: Storage, history: History): Viewer | null {
+  const fresh = tokenInFragment(location.hash);
+  if (fresh !== null) {
+    storage.setItem(TOKEN_KEY, fresh);
+    history.replaceState(null, "", `${location.pathname}#/`);
+  }
+  const token = fresh ?? storage.getItem(TOKEN_KEY);
+  return token === null ? null : viewerOf(token);
+}
