@@ -1,4 +1,7 @@
-/** @module Public and self-describing routes: OpenAPI, the docs page, the task template and /v1/tools. */
+/**
+ * @module Public and self-describing routes: OpenAPI, the task template and /v1/tools. The API reference page
+ * (/docs) is a static asset drawn from /openapi.json in the browser (dashboard/docs.html), so it needs no other host.
+ */
 import { Hono } from "hono";
 import { type AppEnv } from "./auth.js";
 import { jsonSchemaOf, OPERATIONS, openApiDocument, type Role } from "./catalog.js";
@@ -9,14 +12,6 @@ import { TASK_TEMPLATE } from "./task-template.js";
 export const publicRoutes = new Hono<AppEnv>();
 
 publicRoutes.get("/openapi.json", (c) => c.json(openApiDocument(new URL(c.req.url).origin)));
-
-publicRoutes.get("/docs", (c) =>
-  c.html(`<!doctype html>
-<html><head><meta charset="utf-8"><title>Agent task runtime API</title></head>
-<body><script id="api-reference" data-url="/openapi.json"></script>
-<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script>
-<noscript>The API description is at <a href="/openapi.json">/openapi.json</a>.</noscript></body></html>`),
-);
 
 /** Authenticated self-description routes under /v1. */
 export const metaRoutes = new Hono<AppEnv>();

@@ -157,6 +157,11 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   const orch = admin.withToken(session.orchestrator.token);
   // The person in the loop: a token that reads the session and answers its actions, nothing else.
   const approver = admin.withToken((await orch.mintApproverToken(session.session_id, { agent_id: "demo-reviewer" })).token);
+  // Links for people to the web dashboard: the token rides in the fragment, which the browser never sends.
+  const dashboard = {
+    observer: dashboardLink(base, (await orch.mintToken(session.session_id, { role: "observer", agent_id: "dashboard-viewer" })).token),
+    approver: dashboardLink(base, (await orch.mintToken(session.session_id, { role: "approver", agent_id: "dashboard-reviewer" })).token),
+  };
   const taskId = `market-report-${Date.now().toString(36)}`;
   const task = { sessionId: session.session_id, taskId };
   const leaseMs = opts.quick ? 1_500 : 4_000;
@@ -172,7 +177,8 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   const taskUrl = `${base}/v1/sessions/${session.session_id}/tasks/${taskId}`;
   console.log(bold(`\nTask ${taskId}: ${STEPS.length} steps, leases of ${leaseMs / 1000} s`));
   console.log(dim(`  plan → research ×3 (+ optional explore-trends) → ${DELEGATED_STEP} (a child task) → synthesis → publish; the worker on ${DOOMED_STEP} dies;`));
-  console.log(dim(`  ${FLAKY_STEP} fails once and its retry policy retries it; ${APPROVAL_STEP} waits for a person's approval\n`));
+  console.log(dim(`  ${FLAKY_STEP} fails once and its retry policy retries it; ${APPROVAL_STEP} waits for a person's approval`));
+  console.log(`  Watch it live: ${cyan(dashboard.observer)}\n`);
 
   const attemptsOf = new Map<string, number>();
   /** The child tasks the orchestrator ran, by the parent step they do. */
@@ -336,7 +342,20 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   console.log(`  A2A clients    ${base}/.well-known/agent-card.json (the card), JSON-RPC at ${base}/a2a with a token of role a2a_client,`);
   console.log(`                 minted by POST ${base}/v1/sessions/${session.session_id}/tokens {"role":"a2a_client"} (npm run demo:a2a sends one a task)`);
   console.log(dim(`  orchestrator token: ${session.orchestrator.token}`));
+  if (opts.url === null) {
+    // The demo's own server stops with it: its links would lead nowhere.
+    console.log(dim("\nThe demo's server stops now; `npm start` keeps one serving and prints links to the dashboard."));
+  } else {
+    console.log(bold(`\nOpen the dashboard (the token is in the link's #fragment, kept in the tab, never sent in a request's URL):`));
+    console.log(`  ${bold("observer")}  reads the session live           ${cyan(dashboard.observer)}`);
+    console.log(`  ${bold("approver")}  also answers the open actions    ${cyan(dashboard.approver)}`);
+  }
   return finalStatus === "unknown" ? view.task.status : finalStatus;
+}
+
+/** A ready link to the dashboard for one token: `<base>/#token=<token>`. */
+function dashboardLink(base: string, token: string): string {
+  return `${base.replace(/\/+$/, "")}/#token=${encodeURIComponent(token)}`;
 }
 
 /** The child task once its result reached its parent (delivery is recorded just after the parent accepts it), or as it is after 5 s. */

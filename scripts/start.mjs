@@ -40,6 +40,6 @@ if (demo) {
   await waitForHealth();
   const run = spawn(process.execPath, ["node_modules/tsx/dist/cli.mjs", "scripts/demo.ts", "--url", base], { stdio: "inherit" });
   run.on("exit", (code) => {
-    console.log(code === 0 ? `\nThe runtime keeps serving on ${base} (docs: ${base}/docs). Ctrl-C stops it.` : `\nThe demo failed (exit ${code}); the runtime keeps serving on ${base}.`);
+    console.log(code === 0 ? `\nThe runtime keeps serving on ${base}: the dashboard links above stay open to you. Ctrl-C stops it.` : `\nThe demo failed (exit ${code}); the runtime keeps serving on ${base}.`);
   });
 }
