@@ -158,11 +158,12 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   // The person in the loop: a token that reads the session and answers its actions, nothing else.
   const approver = admin.withToken((await orch.mintApproverToken(session.session_id, { agent_id: "demo-reviewer" })).token);
   // Links for people to the web dashboard: the token rides in the fragment, which the browser never sends.
+  const taskId = `market-report-${Date.now().toString(36)}`;
+  // The observer's link opens the demo's task (its live DAG); the approver's the session, with the inbox.
   const dashboard = {
-    observer: dashboardLink(base, (await orch.mintToken(session.session_id, { role: "observer", agent_id: "dashboard-viewer" })).token),
+    observer: dashboardLink(base, (await orch.mintToken(session.session_id, { role: "observer", agent_id: "dashboard-viewer" })).token, `/tasks/${taskId}`),
     approver: dashboardLink(base, (await orch.mintToken(session.session_id, { role: "approver", agent_id: "dashboard-reviewer" })).token),
   };
-  const taskId = `market-report-${Date.now().toString(36)}`;
   const task = { sessionId: session.session_id, taskId };
   const leaseMs = opts.quick ? 1_500 : 4_000;
   const workMs = opts.quick ? 400 : 2_500;
@@ -353,9 +354,9 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   return finalStatus === "unknown" ? view.task.status : finalStatus;
 }
 
-/** A ready link to the dashboard for one token: `<base>/#token=<token>`. */
-function dashboardLink(base: string, token: string): string {
-  return `${base.replace(/\/+$/, "")}/#token=${encodeURIComponent(token)}`;
+/** A ready link to the dashboard for one token: `<base>/#token=<token>`, opening `route` (e.g. `/tasks/<id>`) when given. */
+function dashboardLink(base: string, token: string, route?: string): string {
+  return `${base.replace(/\/+$/, "")}/#token=${encodeURIComponent(token)}${route === undefined ? "" : `&to=${route}`}`;
 }
 
 /** The child task once its result reached its parent (delivery is recorded just after the parent accepts it), or as it is after 5 s. */

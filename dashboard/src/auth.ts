@@ -35,15 +35,21 @@ export function tokenInFragment(hash: string): string | null {
   return match === null ? null : decodeURIComponent(match[1]!);
 }
 
+/** Where a link with a token goes once the token is taken: `#token=…&to=/tasks/<id>` opens that task. */
+export function routeAfterToken(hash: string): string {
+  const match = /[#&]to=(\/[a-z0-9_/-]*)/.exec(hash);
+  return match === null ? "/" : match[1]!;
+}
+
 /**
- * Takes the token from the fragment (storing it and clearing the fragment) or from session storage; null when
- * the tab has none.
+ * Takes the token from the fragment (storing it and replacing the fragment by the route it names, `#/` by default)
+ * or from session storage; null when the tab has none.
  */
 export function takeViewer(location: Location, storage: Storage, history: History): Viewer | null {
   const fresh = tokenInFragment(location.hash);
   if (fresh !== null) {
     storage.setItem(TOKEN_KEY, fresh);
-    history.replaceState(null, "", `${location.pathname}#/`);
+    history.replaceState(null, "", `${location.pathname}#${routeAfterToken(location.hash)}`);
   }
   const token = fresh ?? storage.getItem(TOKEN_KEY);
   return token === null ? null : viewerOf(token);

@@ -1,6 +1,6 @@
 /** The dashboard's token handling: from the URL fragment to session storage, never kept in the address. */
 import { describe, expect, it } from "vitest";
-import { takeViewer, TOKEN_KEY, tokenInFragment, viewerOf } from "../../dashboard/src/auth.js";
+import { routeAfterToken, takeViewer, TOKEN_KEY, tokenInFragment, viewerOf } from "../../dashboard/src/auth.js";
 import { routeOf, taskHref } from "../../dashboard/src/route.js";
 
 const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString("base64url");
@@ -21,6 +21,15 @@ describe("the dashboard's token", () => {
     expect(replaced).toEqual(["/#/"]);
     // The next load of the tab finds it in session storage.
     expect(takeViewer({ hash: "#/", pathname: "/" } as Location, storage, { replaceState: () => undefined } as unknown as History)?.token).toBe(token);
+  });
+
+  it("Should go to the route a link names after its token (#token=…&to=/tasks/<id>), the session by default", () => {
+    const replaced: string[] = [];
+    const history = { replaceState: (_s: unknown, _t: string, url: string) => void replaced.push(url) } as unknown as History;
+    takeViewer({ hash: `#token=${token}&to=/tasks/report-1`, pathname: "/" } as Location, memoryStorage(), history);
+    expect(replaced).toEqual(["/#/tasks/report-1"]);
+    expect(routeAfterToken("#token=abc")).toBe("/");
+    expect(routeAfterToken("#token=abc&to=javascript:alert(1)")).toBe("/");
   });
 
   it("Should answer null for no token, a malformed one, and a fragment without one", () => {
