@@ -128,7 +128,8 @@ describe("step details", () => {
     h.create([step("a")]);
     const before = h.wal.length;
     h.complete("a");
-    expect(stepDetails(h.state, "a")!.status).toBe("completed");
+    // No retry policy: the panel shows no retry section even though an attempt was counted.
+    expect(stepDetails(h.state, "a")).toMatchObject({ status: "completed", retry: null });
     const earlier = replay(h.wal.slice(0, before));
     expect(stepDetails(earlier, "a")).toMatchObject({ status: "queued", attempts: [] });
   });

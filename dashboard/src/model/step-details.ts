@@ -148,7 +148,8 @@ export function changedFields(snapshot: StepSnapshot, step: Step): ChangedField[
 
 function retryOf(state: DagState, step: Step): RetryDetails | null {
   const policy = step.retry_policy ?? state.task?.default_retry_policy ?? null;
-  if (policy === null && step.retry_at === null && step.retry_attempts === 0) return null;
+  // Without a policy nothing is retried: the attempt count alone says nothing the attempts list does not.
+  if (policy === null && step.retry_at === null) return null;
   return { retryAt: step.retry_at, attempts: step.retry_attempts, maxAttempts: policy?.max_attempts ?? null };
 }
 

@@ -34,6 +34,8 @@ export const STATUS_GLYPH: Record<NormalizedStatus, string> = {
 const MAX_DRAWN_EDGES = 4_000;
 /** Below this zoom, labelled nodes lose their text (too small to read). */
 const TEXT_MIN_ZOOM = 0.45;
+/** From this zoom on, compact nodes show their status glyph and the start of their title. */
+const COMPACT_TEXT_MIN_ZOOM = 2.5;
 
 export interface DagViewProps {
   readonly state: DagState;
@@ -41,10 +43,16 @@ export interface DagViewProps {
   readonly onSelect: (stepId: string) => void;
 }
 
-/** The layout for the state's shape, recomputed only when the shape key changes. */
-function useLayout(steps: readonly Step[]): DagLayout {
+/**
+ * The layout for the state's shape, recomputed only when the shape key changes. The key itself is read again only
+ * when the WAL moved (a pan or a zoom re-renders without reading the steps).
+ */
+function useLayout(state: DagState): DagLayout {
   const cache = useRef<DagLayout | null>(null);
-  const key = shapeKey(steps);
+  const [steps, key] = useMemo(() => {
+    const all = [...state.steps.values()];
+    return [all, shapeKey(all)] as const;
+  }, [state, state.last_wal_seq, state.steps.size]);
   if (cache.current === null || cache.current.key !== key) cache.current = layoutDag(steps, key);
   return cache.current;
 }
@@ -69,8 +77,7 @@ function useSize(ref: { current: Element | null }): { width: number; height: num
 }
 
 export function DagView({ state, selected, onSelect }: DagViewProps) {
-  const steps = useMemo(() => [...state.steps.values()], [state, state.steps.size, state.last_wal_seq]);
-  const layout = useLayout(steps);
+  const layout = useLayout(state);
   const box = useRef<HTMLDivElement>(null);
   const { width, height } = useSize(box);
   // Fitted to the viewport until the viewer pans or zooms (then their view is kept; "Fit" returns to fitting).
@@ -128,6 +135,8 @@ export function DagView({ state, selected, onSelect }: DagViewProps) {
   const nodes = virtual ? visibleNodes(layout, current, width, height) : layout.order;
   const edges = virtual ? (nodes.length > MAX_DRAWN_EDGES ? [] : visibleEdges(layout, current, width, height)) : layout.edges;
   const labelled = layout.mode !== "compact" && current.k >= TEXT_MIN_ZOOM;
+  // Small overview nodes get a short label once zoomed in far enough to read it.
+  const tagged = layout.mode === "compact" && current.k >= COMPACT_TEXT_MIN_ZOOM;
 
   return html`
     <div class="dag">
@@ -150,7 +159,7 @@ export function DagView({ state, selected, onSelect }: DagViewProps) {
               ${edges.map((e) => html`<path key=${`${e.from}>${e.to}`} d=${edgePath(e.points)} marker-end=${layout.mode === "compact" ? undefined : "url(#dag-arrow)"} />`)}
             </g>
             <g class="dag-nodes">
-              ${nodes.map((n) => html`<${DagNode} key=${n.id} node=${n} step=${state.steps.get(n.id)!} state=${state} labelled=${labelled} selected=${selected === n.id} onSelect=${select} />`)}
+              ${nodes.map((n) => html`<${DagNode} key=${n.id} node=${n} step=${state.steps.get(n.id)!} state=${state} labelled=${labelled} tagged=${tagged} selected=${selected === n.id} onSelect=${select} />`)}
             </g>
           </g>
         </svg>
@@ -164,11 +173,12 @@ interface DagNodeProps {
   readonly step: Step;
   readonly state: DagState;
   readonly labelled: boolean;
+  readonly tagged: boolean;
   readonly selected: boolean;
   readonly onSelect: (id: string) => void;
 }
 
-function DagNode({ node, step, state, labelled, selected, onSelect }: DagNodeProps) {
+function DagNode({ node, step, state, labelled, tagged, selected, onSelect }: DagNodeProps) {
   const status = normalizedStepStatus(state, step);
   const badge = delegateBadge(step);
   const x = node.x - node.width / 2;
@@ -177,7 +187,16 @@ function DagNode({ node, step, state, labelled, selected, onSelect }: DagNodePro
     if (e.key === "Enter" || e.key === " ") {
       e.preventDefault();
       onSelect(step.step_id);
+      return;
     }
+    // Arrows move through the nodes in creation order (the document order of the drawn nodes).
+    const move = e.key === "ArrowRight" || e.key === "ArrowDown" ? 1 : e.key === "ArrowLeft" || e.key === "ArrowUp" ? -1 : 0;
+    if (move === 0) return;
+    const self = e.currentTarget as SVGGElement;
+    const next = (move === 1 ? self.nextElementSibling : self.previousElementSibling) as SVGGElement | null;
+    if (next === null) return;
+    e.preventDefault();
+    next.focus();
   };
   const describe = `${step.title}: ${status.replace(/_/g, " ")} (native ${step.status})${step.required ? "" : ", optional"}${badge === null ? "" : `, ${badge}`}`;
   return html`
@@ -193,7 +212,9 @@ function DagNode({ node, step, state, labelled, selected, onSelect }: DagNodePro
             <text x=${x + 10} y=${y + 40} class="dag-status"><tspan class="glyph">${STATUS_GLYPH[status]}</tspan> ${status.replace(/_/g, " ")}${step.required ? "" : " · optional"}</text>
             ${badge === null ? null : html`<g class="dag-badge"><rect x=${x + node.width - 72} y=${y + 6} width="64" height="16" rx="8" /><text x=${x + node.width - 40} y=${y + 18} text-anchor="middle">${badge}</text></g>`}
           `
-        : null}
+        : tagged
+          ? html`<text x=${x + 1.5} y=${y + node.height - 3} class="dag-tag">${STATUS_GLYPH[status]} ${clip(step.title, 9)}</text>`
+          : null}
     </g>
   `;
 }

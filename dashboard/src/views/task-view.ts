@@ -13,14 +13,15 @@ import { Timeline } from "./timeline.js";
 
 /** Re-renders on the model's changes, at most once per animation frame (a burst of WAL events paints once). */
 function useModelVersion(model: TaskModel): number {
-  const [version, setVersion] = useState(model.version);
+  // A counter of paints, not the model's version: a new model's version may equal the last one's.
+  const [paints, setPaints] = useState(0);
   useEffect(() => {
     let frame: number | null = null;
     const off = model.onChange(() => {
       if (frame !== null) return;
       frame = requestAnimationFrame(() => {
         frame = null;
-        setVersion(model.version);
+        setPaints((n) => n + 1);
       });
     });
     return () => {
@@ -28,7 +29,7 @@ function useModelVersion(model: TaskModel): number {
       if (frame !== null) cancelAnimationFrame(frame);
     };
   }, [model]);
-  return version;
+  return paints;
 }
 
 export function TaskView({ viewer, client, taskId }: ViewProps & { taskId: string }) {
