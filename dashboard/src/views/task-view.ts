@@ -79,7 +79,7 @@ export function TaskView({ viewer, client, taskId }: ViewProps & { taskId: strin
         </p>
       </header>
       <div class=${`task-body${selected === null ? "" : " with-panel"}`}>
-        <${DagView} state=${state} selected=${selected} onSelect=${onSelect} />
+        <${DagView} key=${model.taskId} state=${state} selected=${selected} onSelect=${onSelect} />
         ${selected === null ? null : html`<${StepPanel} state=${state} stepId=${selected} onClose=${() => setSelected(null)} />`}
       </div>
       <${Timeline} model=${model} seekSeq=${seekSeq} onSeek=${setSeekSeq} />
