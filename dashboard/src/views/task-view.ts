@@ -32,8 +32,13 @@ function useModelVersion(model: TaskModel): number {
   return paints;
 }
 
+/** Most WAL events one export request asks for (the server's page limit). */
+const WAL_EXPORT_PAGE = 10_000;
+
 export function TaskView({ viewer, client, taskId }: ViewProps & { taskId: string }) {
   const model = useMemo(() => new TaskModel(client, viewer.sessionId, taskId), [taskId]);
+  // The WAL export, page by page, for the timeline's download (the token stays in the Authorization header).
+  const readWalPage = useCallback((afterSeq: number) => client.walExport({ sessionId: viewer.sessionId, taskId }, { after_seq: afterSeq, limit: WAL_EXPORT_PAGE }), [taskId]);
   const version = useModelVersion(model);
   useEffect(() => {
     const abort = new AbortController();
@@ -82,7 +87,7 @@ export function TaskView({ viewer, client, taskId }: ViewProps & { taskId: strin
         <${DagView} key=${model.taskId} state=${state} selected=${selected} onSelect=${onSelect} />
         ${selected === null ? null : html`<${StepPanel} state=${state} stepId=${selected} onClose=${() => setSelected(null)} />`}
       </div>
-      <${Timeline} model=${model} seekSeq=${seekSeq} onSeek=${setSeekSeq} />
+      <${Timeline} model=${model} seekSeq=${seekSeq} onSeek=${setSeekSeq} readWalPage=${readWalPage} />
     </section>
   `;
 }

@@ -1,8 +1,6 @@
 /** @module The WAL timeline under the DAG: the task's events, filters, the replay slider and the WAL export. */
 import { html } from "htm/preact";
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
-import { clientFor } from "../api.js";
-import { TOKEN_KEY, viewerOf } from "../auth.js";
 import type { TaskModel } from "../model/task-model.js";
 import {
   clockOf,
@@ -26,20 +24,8 @@ export interface TimelineProps {
   readonly model: TaskModel;
   readonly seekSeq: number | null;
   readonly onSeek: (walSeq: number | null) => void;
-  /** Reads one page of the WAL export after `afterSeq` (default: the SDK's walExport with the tab's token). */
-  readonly readWalPage?: (afterSeq: number) => Promise<WalExportPage>;
-}
-
-/** Most events per export request (the server's page limit). */
-const EXPORT_PAGE = 10_000;
-
-/** The SDK's walExport for the viewer of this tab (the token stays in the Authorization header). */
-function defaultReader(model: TaskModel): (afterSeq: number) => Promise<WalExportPage> {
-  return (afterSeq) => {
-    const viewer = viewerOf(sessionStorage.getItem(TOKEN_KEY) ?? "");
-    if (viewer === null) return Promise.reject(new Error("no token in this tab"));
-    return clientFor(viewer).walExport({ sessionId: viewer.sessionId, taskId: model.taskId }, { after_seq: afterSeq, limit: EXPORT_PAGE });
-  };
+  /** Reads one page of the WAL export after `afterSeq` (the SDK's walExport: the token stays in the Authorization header). */
+  readonly readWalPage: (afterSeq: number) => Promise<WalExportPage>;
 }
 
 /** Saves `text` as a file through a Blob URL (nothing with the token is ever put in a URL). */
@@ -116,7 +102,7 @@ export function Timeline({ model, seekSeq, onSeek, readWalPage }: TimelineProps)
   const exportWal = async () => {
     setExporting("busy");
     try {
-      const text = await exportWalText(readWalPage ?? defaultReader(model));
+      const text = await exportWalText(readWalPage);
       download(text, walFileName(model.taskId));
       setExporting("idle");
     } catch {
