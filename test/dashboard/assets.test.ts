@@ -14,8 +14,8 @@ function openBlocks(css: string): { open: number; unmatchedAt: number | null } {
 }
 
 describe("the dashboard's static files", () => {
-  it("Should close every block of app.css (an unclosed @media swallows every rule after it)", () => {
-    expect(openBlocks(readFileSync("dashboard/app.css", "utf8"))).toEqual({ open: 0, unmatchedAt: null });
+  it("Should close every block of the stylesheets (an unclosed @media swallows every rule after it)", () => {
+    for (const file of ["dashboard/theme.css", "dashboard/app.css"]) expect(openBlocks(readFileSync(file, "utf8")), file).toEqual({ open: 0, unmatchedAt: null });
   });
 
   it("Should tell an unclosed block from a closed one", () => {
@@ -24,7 +24,7 @@ describe("the dashboard's static files", () => {
   });
 
   it("Should reference from index.html and docs.html only files the build writes", () => {
-    for (const [page, files] of [["dashboard/index.html", ["/app.css", "/app.js", "/favicon.svg"]], ["dashboard/docs.html", ["/docs.js"]]] as const) {
+    for (const [page, files] of [["dashboard/index.html", ["/theme.css", "/app.css", "/app.js", "/favicon.svg"]], ["dashboard/docs.html", ["/theme.css", "/docs.js"]]] as const) {
       const html = readFileSync(page, "utf8");
       const refs = [...html.matchAll(/(?:src|href)="(\/[^"#?]*)"/g)].map((m) => m[1]).filter((r) => r !== "/" && r !== "/docs" && r !== "/openapi.json");
       expect(refs.filter((r) => !(files as readonly string[]).includes(r!)), page).toEqual([]);
