@@ -31,3 +31,4 @@ export * from "./read-models.js";
 export * from "./task-page.js";
 export * from "./task-get.js";
 export * from "./ready-queue.js";
+export * from "./snapshot.js";
