@@ -33,6 +33,8 @@ export default defineConfig({
                 SOCKET_MAX_CONNECTIONS: "4",
                 CORS_ORIGINS: "https://dash.example",
                 A2A_PEER_ALLOWLIST: "loopback",
+                // Snapshots every 40 events, so every service test that restarts an object restores one.
+                SNAPSHOT_EVERY_EVENTS: "40",
               },
             },
           }),

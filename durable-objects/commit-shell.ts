@@ -17,7 +17,6 @@ import {
   emptyState,
   isTerminalTask,
   nextDeadline,
-  replay,
   type RuntimeError,
   runtimeError,
   systemActor,
@@ -32,7 +31,8 @@ import { err, ok, type RpcResult } from "./rpc-result.js";
 import { endFrame, runtimeFrames } from "./sse-frames.js";
 import type { SseHub } from "./sse-hub.js";
 import { UnitOfWork } from "./unit-of-work.js";
-import { appendEvents, type CommitStorage, loadEvents, migrate, type Sql } from "./wal-store.js";
+import { loadState, saveSnapshot, snapshotSeq } from "./snapshot-store.js";
+import { appendEvents, type CommitStorage, migrate, type Sql } from "./wal-store.js";
 
 /** How soon a broken object tries again to rebuild its memory from the WAL (doubling up to a minute). */
 const REBUILD_RETRY_MS = 1_000;
@@ -59,6 +59,8 @@ export interface CommitShellParts {
   readonly actionsResolved?: (actions: readonly Action[]) => void;
   /** The calls delegated steps make to other task objects and to A2A peers. */
   readonly outbound: OutboundPorts;
+  /** A snapshot of the state is written with the commit that takes the WAL this many events past the last one. */
+  readonly snapshotEveryEvents: number;
 }
 
 /** The commit path, memory and alarm of one task object; single writer. */
@@ -82,6 +84,8 @@ export class CommitShell {
   /** The delegated steps' outbound calls, owed by the WAL and covered by the alarm. */
   readonly outbound: OutboundCalls;
   private alarmAt: number | null = null;
+  /** The wal_seq of the stored snapshot (0: none). */
+  private snapshotAt = 0;
   /** ULIDs that sort in creation order even within one millisecond. */
   private readonly ulid = monotonicFactory();
 
@@ -121,7 +125,8 @@ export class CommitShell {
   /** Brings the schema up to date and replays the WAL into memory; throws when storage cannot. */
   private loadFromWal(): void {
     migrate(this.sql, (work) => this.storage.transactionSync(work));
-    this.current = replay(loadEvents(this.sql));
+    this.current = loadState(this.sql).state;
+    this.snapshotAt = snapshotSeq(this.sql);
   }
 
   /** Memory is not to be trusted: nothing is served from it until the WAL replays again. */
@@ -175,14 +180,21 @@ export class CommitShell {
       return err(this.restoreFromWal(reportIncident(e, "task object: decide/apply")));
     }
     if (unit.events.length === 0 && unit.answers.length === 0) return ok(value);
+    let snapshotTaken = 0;
     try {
       this.storage.transactionSync(() => {
         appendEvents(this.sql, unit.events);
         this.idempotency.write(unit.answers);
+        // In the same transaction as the events it covers: a snapshot never runs ahead of the WAL.
+        if (this.current.last_wal_seq - this.snapshotAt >= this.parts.snapshotEveryEvents) {
+          saveSnapshot(this.sql, this.current);
+          snapshotTaken = this.current.last_wal_seq;
+        }
       });
     } catch (e) {
       return err(this.restoreFromWal(runtimeError("storage_error", "the WAL append failed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) })));
     }
+    if (snapshotTaken > 0) this.snapshotAt = snapshotTaken;
     // The durable point. Answering and publishing from here on is safe although the write may not have
     // reached Cloudflare's replicas yet: the Durable Object output gate holds every outgoing message (the
     // RPC answer, SSE frames, the index push) until the writes before it are confirmed, and if confirmation
@@ -198,7 +210,8 @@ export class CommitShell {
    */
   private restoreFromWal(error: RuntimeError): RuntimeError {
     try {
-      this.current = replay(loadEvents(this.sql));
+      this.current = loadState(this.sql).state;
+      this.snapshotAt = snapshotSeq(this.sql);
       return error;
     } catch (e) {
       const cause = e instanceof Error ? e.message : String(e);

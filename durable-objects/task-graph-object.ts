@@ -67,6 +67,7 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
         this.sockets.pushActionsResolved(this.shell.state.task!.task_id, actions);
       },
       outbound,
+      snapshotEveryEvents: this.config.snapshotEveryEvents,
     });
     this.children = new ChildTasks(this.shell, (id) => sessions.get(sessions.idFromName(id)));
     this.writes = new IdempotentWrites(this.shell, (sessionId) => sessions.get(sessions.idFromName(sessionId)));

@@ -47,6 +47,11 @@ const MIGRATIONS: readonly (readonly string[])[] = [
       FROM wal ORDER BY wal_seq`,
     `DROP TABLE wal`,
   ],
+  // Snapshots of the task's state (snapshot-store.ts): one at a time, its JSON in parts under the 2 MB value limit.
+  [
+    `CREATE TABLE snapshots (wal_seq INTEGER PRIMARY KEY, format INTEGER NOT NULL, parts INTEGER NOT NULL, length INTEGER NOT NULL, checksum TEXT NOT NULL)`,
+    `CREATE TABLE snapshot_parts (part INTEGER PRIMARY KEY, data TEXT NOT NULL)`,
+  ],
 ];
 
 /**

@@ -23,6 +23,7 @@ export interface Env {
   readonly DELEGATE_TIMEOUT_MS?: string;
   readonly DELEGATE_RETRY_MS?: string;
   readonly DELEGATE_MAX_TRIES?: string;
+  readonly SNAPSHOT_EVERY_EVENTS?: string;
   readonly MAX_BODY_BYTES?: string;
   readonly TOKEN_TTL_SECONDS?: string;
   /** Milliseconds between SSE heartbeat comments (default 15,000). */
@@ -62,6 +63,8 @@ export interface RuntimeConfig {
   readonly socket: SocketConfig;
   /** How long a blocking A2A SendMessage waits for its task to leave SUBMITTED (A2A_SEND_WAIT_MS). */
   readonly a2aSendWaitMs: number;
+  /** A task object writes a snapshot of its state every this many WAL events (SNAPSHOT_EVERY_EVENTS). */
+  readonly snapshotEveryEvents: number;
   /** Where and how delegated steps call A2A peers (A2A_PEER_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
   readonly peers: PeerLimits;
 }
@@ -114,6 +117,7 @@ export function readConfig(env: Env): RuntimeConfig {
       maxQueuedBytes: positiveInt(env.SOCKET_MAX_QUEUED_BYTES, 16 * 1_048_576),
     },
     a2aSendWaitMs: positiveInt(env.A2A_SEND_WAIT_MS, 10_000),
+    snapshotEveryEvents: positiveInt(env.SNAPSHOT_EVERY_EVENTS, 5_000),
     peers: {
       allowlist: (env.A2A_PEER_ALLOWLIST ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== ""),
       timeoutMs: positiveInt(env.A2A_PEER_TIMEOUT_MS, 10_000),

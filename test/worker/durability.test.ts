@@ -88,7 +88,7 @@ describe("restart", () => {
 });
 
 describe("the WAL's storage format", () => {
-  it("Should migrate a WAL stored in the ten-column table of schema version 1 to one JSON row per event, losing nothing", async () => {
+  it("Should migrate a WAL stored in the ten-column table of schema version 1 to one JSON row per event (and on to version 3's snapshot tables), losing nothing", async () => {
     const { t, stub } = await task([step("a"), step("b", ["a"]), step("c")]);
     const w = await dispatch(S, t, { max_steps: 2 });
     expectOk(await call("POST", `${t}/steps/a/claim`, w.token));
@@ -106,6 +106,9 @@ describe("the WAL's storage format", () => {
           sql.exec("INSERT INTO wal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", e.wal_seq, e.session_id, e.event_id, e.event_type, e.actor_agent_id, e.actor_run_id, e.task_id, e.step_id, JSON.stringify(e.payload), e.created_at);
         }
         sql.exec("DROP TABLE wal_events");
+        // Version 1 had no snapshots either.
+        sql.exec("DROP TABLE snapshot_parts");
+        sql.exec("DROP TABLE snapshots");
         sql.exec("UPDATE schema_version SET version = 1");
       });
     });
@@ -117,7 +120,7 @@ describe("the WAL's storage format", () => {
       version: state.storage.sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version,
       wal: state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'wal'").one().n,
     }));
-    expect(tables).toEqual({ version: 2, wal: 0 });
+    expect(tables).toEqual({ version: 3, wal: 0 });
     // And it goes on writing.
     expectOk(await call("POST", `${t}/steps/b/status`, w.token, { status: "completed", result_summary: "b done" }));
     expect(stepOf(await get(t), "b").status).toBe("completed");
