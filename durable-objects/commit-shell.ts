@@ -19,6 +19,7 @@ import {
   nextDeadline,
   type RuntimeError,
   runtimeError,
+  snapshotInterval,
   systemActor,
   type WalEvent,
 } from "../src/core/index.js";
@@ -186,7 +187,7 @@ export class CommitShell {
         appendEvents(this.sql, unit.events);
         this.idempotency.write(unit.answers);
         // In the same transaction as the events it covers: a snapshot never runs ahead of the WAL.
-        if (this.current.last_wal_seq - this.snapshotAt >= this.parts.snapshotEveryEvents) {
+        if (this.current.last_wal_seq - this.snapshotAt >= snapshotInterval(this.current, this.parts.snapshotEveryEvents)) {
           saveSnapshot(this.sql, this.current);
           snapshotTaken = this.current.last_wal_seq;
         }

@@ -73,3 +73,12 @@ export function restoreSnapshot(snapshot: DagSnapshot): DagState {
   for (const name of ORDERED_SETS) reorder(index[name], snapshot.order[name] ?? []);
   return { ...state, index };
 }
+
+/**
+ * How many events after the last snapshot the next one is due: `every`, or the state's record count when that is
+ * larger, so the cost of writing snapshots (proportional to the records) stays a bounded share of each event's
+ * however large the DAG grows; a restart then replays at most that many events.
+ */
+export function snapshotInterval(state: DagState, every: number): number {
+  return Math.max(every, state.steps.size + state.attempts.size + state.runs.size + state.actions.size + state.delegations.size);
+}
