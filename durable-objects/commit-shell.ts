@@ -186,10 +186,16 @@ export class CommitShell {
       this.storage.transactionSync(() => {
         appendEvents(this.sql, unit.events);
         this.idempotency.write(unit.answers);
-        // In the same transaction as the events it covers: a snapshot never runs ahead of the WAL.
+        // In the same transaction as the events it covers: a snapshot never runs ahead of the WAL. A snapshot that
+        // cannot be written never costs the commit: the WAL alone is enough (a torn one lacks its header row and is
+        // ignored), and the next is tried an interval later.
         if (this.current.last_wal_seq - this.snapshotAt >= snapshotInterval(this.current, this.parts.snapshotEveryEvents)) {
-          saveSnapshot(this.sql, this.current);
           snapshotTaken = this.current.last_wal_seq;
+          try {
+            saveSnapshot(this.sql, this.current);
+          } catch (e) {
+            reportIncident(e, "task object: writing a snapshot");
+          }
         }
       });
     } catch (e) {

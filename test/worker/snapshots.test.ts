@@ -58,6 +58,30 @@ describe("task snapshots", () => {
     expect(await dagOf(path, s.orch)).toEqual(before);
   });
 
+  it("Should keep a commit whose snapshot cannot be written, and start from the WAL alone afterwards", async () => {
+    const s = await newSession();
+    const path = await newTask(s, "torn", Array.from({ length: 30 }, (_, i) => step(`s${i}`)));
+    const w = await dispatch(s, path, { max_steps: 30 });
+    // The snapshot's last row (its header) fails: the parts written before it are left torn.
+    await runInDurableObject(taskStub(s.sid, "torn"), (instance) => {
+      const shell = (instance as unknown as { shell: { storage: { sql: { exec: (q: string, ...b: unknown[]) => unknown } } } }).shell;
+      const real = shell.storage.sql;
+      shell.storage = {
+        ...shell.storage,
+        sql: { exec: (q: string, ...b: unknown[]) => (q.startsWith("INSERT INTO snapshots") ? (() => { throw new Error("injected: snapshot write failed"); })() : real.exec(q, ...b)) },
+      } as never;
+    });
+    for (let i = 0; i < 30; i++) {
+      const claimed = expectOk(await call("POST", `${path}/steps/claim-next`, w.token));
+      expectOk(await call("POST", `${path}/steps/${claimed.step.step_id}/status`, w.token, { status: "completed" }));
+    }
+    expect(await rows(s.sid, "torn", "SELECT wal_seq FROM snapshots")).toEqual([]);
+    expect((await rows(s.sid, "torn", "SELECT COUNT(*) AS n FROM snapshot_parts"))[0]!.n as number).toBeGreaterThan(0);
+    const before = await dagOf(path, s.orch);
+    await evictDurableObject(taskStub(s.sid, "torn"));
+    expect(await dagOf(path, s.orch)).toEqual(before);
+  });
+
   it.each([
     ["a corrupt snapshot (checksum mismatch)", "UPDATE snapshot_parts SET data = substr(data, 1, length(data) - 2) || '0}'"],
     ["a snapshot of another format", "UPDATE snapshots SET format = 999"],
