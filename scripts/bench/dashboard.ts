@@ -15,7 +15,7 @@ import type { Browser, Page } from "playwright-core";
 import { ANY_STEP_NODE, createTask, launchChromium, layeredSteps, newSession, openDashboard, type Session } from "../../test/e2e/dashboard-support.js";
 import { defaultAdminToken, reloadCount, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
-import { idleBefore, machineInfo, round, sourceState } from "./harness/meter.js";
+import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
 import { latencyOf } from "./harness/rounds.js";
 
@@ -219,12 +219,8 @@ run(async () => {
       const shot = cli.screenshot ? await takeScreenshot(browser, base, await newSession(base, defaultAdminToken())) : null;
 
       const median = (xs: number[]) => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!, 1);
-      const { total_mem_mb: _, ...machine } = machineInfo(loadStart);
       const results = {
-        generated_at: new Date().toISOString(),
-        mode: cli.quick ? "quick" : "full",
-        machine: { ...machine, idle_before: idle },
-        source,
+        ...runHeader(cli.quick, loadStart, idle, source),
         browser: { executable: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", version: browser.version(), viewport: "1440x900", headless: true },
         server: { url: base, started_by_script: server !== null, startup_ms: server?.startupMs ?? null, reloads: reloadCount(server) },
         plan,
@@ -239,7 +235,7 @@ run(async () => {
         screenshot: shot,
         wall_seconds: round((performance.now() - wallStart) / 1000, 1),
       };
-      console.log(`\nDashboard benchmark (${results.mode}) — ${machine.cpus} CPUs (${machine.cpu_model}), Chromium ${browser.version()}, load ${machine.loadavg_start.join(" ")} → ${machine.loadavg_end.join(" ")}`);
+      console.log(`\nDashboard benchmark (${results.mode}) — ${results.machine.cpus} CPUs (${results.machine.cpu_model}), Chromium ${browser.version()}, load ${results.machine.loadavg_start.join(" ")} → ${results.machine.loadavg_end.join(" ")}`);
       printTables([
         {
           title: "render of the task view (ms from navigation start)",

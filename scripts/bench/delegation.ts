@@ -13,7 +13,7 @@ import { performance } from "node:perf_hooks";
 import { defaultAdminToken, reloadCount, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
-import { idleBefore, machineInfo, round, sourceState } from "./harness/meter.js";
+import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
 import { fanOutScenario, settleScenario } from "./scenarios/delegation.js";
 
@@ -49,12 +49,8 @@ run(async () => {
     const fan = await fanOutScenario(client, fanSession, plan.width, plan.pool, label, EVENT_TIMEOUT_MS * 4);
 
     const reloads = reloadCount(server);
-    const { total_mem_mb: _, ...machine } = machineInfo(loadStart);
     const results = {
-      generated_at: new Date().toISOString(),
-      mode: cli.quick ? "quick" : "full",
-      machine: { ...machine, idle_before: idle },
-      source,
+      ...runHeader(cli.quick, loadStart, idle, source),
       server: { url: base, started_by_script: server !== null, startup_ms: server?.startupMs ?? null, log_level: "warn", reloads },
       plan,
       definitions: {
@@ -70,7 +66,7 @@ run(async () => {
       wall_seconds: round((performance.now() - wallStart) / 1000, 1),
     };
 
-    console.log(`\nDelegation benchmark (${results.mode}) — ${machine.cpus} CPUs (${machine.cpu_model}), node ${process.version}, load ${machine.loadavg_start.join(" ")} → ${machine.loadavg_end.join(" ")}`);
+    console.log(`\nDelegation benchmark (${results.mode}) — ${results.machine.cpus} CPUs (${results.machine.cpu_model}), node ${process.version}, load ${results.machine.loadavg_start.join(" ")} → ${results.machine.loadavg_end.join(" ")}`);
     const l = (x: { p50_ms: number; p95_ms: number; p99_ms: number; max_ms: number }) => [fmt(x.p50_ms, 2), fmt(x.p95_ms, 2), fmt(x.p99_ms, 2), fmt(x.max_ms, 2)];
     printTables([
       {

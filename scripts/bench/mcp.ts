@@ -11,7 +11,7 @@ import { performance } from "node:perf_hooks";
 import { defaultAdminToken, reloadCount, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
-import { idleBefore, machineInfo, round, sourceState } from "./harness/meter.js";
+import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
 import { median } from "./harness/rounds.js";
 import { CARRIERS, type Carrier, type McpOp, pooled, type Round, runRound, setupBlock } from "./scenarios/mcp.js";
@@ -83,12 +83,8 @@ run(async () => {
       return { op: s.op, concurrency: s.concurrency, mcp_cost_vs_rest: ratio, p50_ratio: s.carriers.mcp.vs_rest.p50_ratio, met: ratio <= GOAL_RATIO };
     });
     const reloads = reloadCount(server);
-    const { total_mem_mb: _, ...machine } = machineInfo(loadStart);
     const results = {
-      generated_at: new Date().toISOString(),
-      mode: cli.quick ? "quick" : "full",
-      machine: { ...machine, idle_before: idle },
-      source,
+      ...runHeader(cli.quick, loadStart, idle, source),
       server: { url: base, started_by_script: server !== null, startup_ms: server?.startupMs ?? null, log_level: "warn", reloads },
       plan,
       definitions: {
@@ -105,7 +101,7 @@ run(async () => {
       wall_seconds: round((performance.now() - wallStart) / 1000, 1),
     };
 
-    console.log(`\nMCP benchmark (${results.mode}) — ${machine.cpus} CPUs, node ${process.version}, load ${machine.loadavg_start.join(" ")} → ${machine.loadavg_end.join(" ")}; ${plan.pairs} pairs × ${plan.calls} calls a round`);
+    console.log(`\nMCP benchmark (${results.mode}) — ${results.machine.cpus} CPUs, node ${process.version}, load ${results.machine.loadavg_start.join(" ")} → ${results.machine.loadavg_end.join(" ")}; ${plan.pairs} pairs × ${plan.calls} calls a round`);
     const times = (x: number | null) => (x === null || !Number.isFinite(x) ? "-" : `${fmt(x, 2)}×`);
     printTables([
       {

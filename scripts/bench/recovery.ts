@@ -8,7 +8,7 @@ import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, startDevServer, stopDevServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
-import { idleBefore, machineInfo, round, sourceState } from "./harness/meter.js";
+import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { writeResults } from "./harness/report.js";
 import { runRecovery, type ServerSlot } from "./scenarios/recovery.js";
 
@@ -33,12 +33,8 @@ run(async () => {
   const [small, large] = recovery.wals;
   const ratio = small !== undefined && large !== undefined ? round(large.cold_get_ms / small.cold_get_ms, 2) : null;
   console.log(`\nfirst GET after a restart: ${small?.wal_events}-event WAL ${small?.cold_get_ms} ms, ${large?.wal_events}-event WAL ${large?.cold_get_ms} ms (ratio ${ratio}); control (10 events) ${recovery.control.cold_get_ms} ms`);
-  const { total_mem_mb: _, ...machine } = machineInfo(loadStart);
   const results = {
-    generated_at: new Date().toISOString(),
-    mode: cli.quick ? "quick" : "full",
-    machine: { ...machine, idle_before: idle },
-    source,
+    ...runHeader(cli.quick, loadStart, idle, source),
     plan: { ...plan, snapshot_every_events: cli.snapshotEvery ?? "wrangler.toml" },
     definitions: { ratio: "first GET after a restart of the larger WAL ÷ the same for the 1,000-event WAL (p50 over the restarts)" },
     ratio_large_to_small: ratio,

@@ -200,3 +200,9 @@ export function mergeRuns<T extends { samples?: Record<string, number[]> }>(part
   }
   return out as T;
 }
+
+/** What every results file of a single-purpose benchmark starts with: when, which mode, the machine, the checkout. */
+export function runHeader(quick: boolean, loadStart: number[], idle: number, source: ReturnType<typeof sourceState>) {
+  const { total_mem_mb: _, ...machine } = machineInfo(loadStart);
+  return { generated_at: new Date().toISOString(), mode: quick ? "quick" : "full", machine: { ...machine, idle_before: idle }, source };
+}
