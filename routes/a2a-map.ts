@@ -5,7 +5,7 @@
  */
 import { type Artifact, type Message, type Part, Role, type Task, TaskState } from "@a2a-js/sdk";
 import type { Action, Step, Task as RuntimeTask } from "../src/core/index.js";
-import { MAX_TEXT, MAX_TITLE } from "../src/core/index.js";
+import { clipText, MAX_TEXT, MAX_TITLE } from "../src/core/index.js";
 
 /** What GET .../tasks/{tid} answers (the fields the mapping reads). */
 export interface TaskViewJson {
@@ -369,7 +369,7 @@ export function submissionOf(message: Message): Submission | null {
   }
   if (text === "" && refs.length === 0) return null;
   const firstLine = (text.split("\n").find((l) => l.trim() !== "") ?? "").trim();
-  const title = firstLine === "" ? "A2A request" : firstLine.length > MAX_TITLE ? `${firstLine.slice(0, MAX_TITLE - 1)}…` : firstLine;
+  const title = firstLine === "" ? "A2A request" : clipText(firstLine, MAX_TITLE);
   return { title, objective: text.slice(0, MAX_TEXT), input_refs: refs };
 }
 

@@ -3,7 +3,7 @@
  * what a model reads first. A write says the task's state after it and the WAL events it wrote; a read of a
  * large DAG stays within a budget and says how to read more; an error names its code and what to do next.
  */
-import type { Action, ErrorCode, Step, TaskSummary } from "../src/core/index.js";
+import { type Action, clipText, type ErrorCode, type Step, type TaskSummary } from "../src/core/index.js";
 
 /** Characters of one result's text: about 1,000 tokens. */
 export const TEXT_BUDGET = 4_000;
@@ -131,7 +131,7 @@ export function resultText(tool: string, answer: Answer): string {
     lines = [`Action ${a.action_id} (${a.kind}) is ${a.status}: ${a.prompt.slice(0, 400)}`, ...resolution];
   } else lines = listText(answer) ?? [JSON.stringify(answer).slice(0, TEXT_BUDGET)];
   const text = lines.join("\n");
-  return text.length <= TEXT_BUDGET || tool === "agent.task_template" ? text : `${text.slice(0, TEXT_BUDGET - 1)}…`;
+  return tool === "agent.task_template" ? text : clipText(text, TEXT_BUDGET);
 }
 
 /** The text of an error result: the code, the message, and what to do next. */

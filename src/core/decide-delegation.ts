@@ -13,6 +13,7 @@ import { accept, acceptNothing, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
 import type { WalEvent } from "./events.js";
 import { MAX_ARTIFACTS, MAX_TEXT } from "./limits.js";
+import { clipText } from "./text.js";
 import {
   type AttemptStatus,
   type Delegation,
@@ -146,9 +147,6 @@ function emitClose(state: DagState, em: Emitter, d: Delegation, reason: string):
   emitRunEnded(state, em, d, d.outcome);
 }
 
-function clip(text: string, max = MAX_TEXT): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
 
 /** The artifact refs a peer's artifacts are recorded as: `a2a:<remote task>/<artifact id>`. */
 function peerArtifactRefs(d: Delegation, artifacts: readonly { artifact_id: string }[]): string[] {
@@ -182,7 +180,7 @@ function onRemoteStatus(state: DagState, em: Emitter, ctx: DecideContext, d: Del
       outcome: terminal,
       reason: terminal === "completed" ? null : terminal === "cancelled" ? "delegate_cancelled" : "delegate_failed",
       remote_status: r.remote_status,
-      result_summary: clip(summary),
+      result_summary: clipText(summary, MAX_TEXT),
       artifact_ids: terminal === "completed" ? refs : [],
       cleanup: false,
     });
@@ -195,7 +193,7 @@ function onRemoteStatus(state: DagState, em: Emitter, ctx: DecideContext, d: Del
     em.emit("action_requested", d.step_id, {
       action_id: actionId,
       kind: "input",
-      prompt: clip(r.status_message ?? "The delegated agent asks for input.", MAX_TEXT),
+      prompt: clipText(r.status_message ?? "The delegated agent asks for input.", MAX_TEXT),
       input_schema: null,
       expires_at: new Date(ctx.now + ctx.limits.actionTimeoutMs).toISOString(),
       attempt_id: d.attempt_id,
@@ -218,13 +216,13 @@ function onTryFailed(state: DagState, em: Emitter, ctx: DecideContext, d: Delega
     em.emit("delegation_try_failed", d.step_id, {
       delegation_id: d.delegation_id,
       intent: r.intent,
-      error: clip(r.error, 2_000),
+      error: clipText(r.error, 2_000),
       tries,
       next_try_at: new Date(ctx.now + delegateRetryDelay(ctx.limits, tries)).toISOString(),
     });
     return;
   }
-  const error = clip(`${r.intent}: ${r.error}`, 2_000);
+  const error = clipText(`${r.intent}: ${r.error}`, 2_000);
   if (d.status === "cancelling") {
     emitClose(state, em, d, `cancellation not confirmed: ${error}`);
     return;

@@ -5,12 +5,10 @@
  * shell performs them and records each outcome as a `record_delegation` / `record_delivery` command.
  */
 import { MAX_ARTIFACTS, MAX_TEXT } from "./limits.js";
+import { clipText } from "./text.js";
 import type { ChildStep, Delegation, DelegatedFrom, TaskStatus } from "./records.js";
 import type { DagState } from "./state.js";
 
-function clip(text: string, max = MAX_TEXT): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
 
 
 /** A child task as its delegation creates it. */
@@ -114,7 +112,7 @@ export function childReport(state: DagState): ChildReport | null {
     delegation_id: task.delegated_from.delegation_id,
     child_task_id: task.task_id,
     child_status: status,
-    result_summary: clip(summary, 4_000),
+    result_summary: clipText(summary, 4_000),
     artifact_ids: artifacts,
   };
 }

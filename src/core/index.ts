@@ -32,3 +32,4 @@ export * from "./task-page.js";
 export * from "./task-get.js";
 export * from "./ready-queue.js";
 export * from "./snapshot.js";
+export * from "./text.js";

@@ -4,7 +4,7 @@
  * rows (newest or oldest first) so that a long WAL never becomes one DOM row per event. Also the WAL export (all
  * pages joined as JSON Lines) and a once-per-frame scheduler for the replay slider.
  */
-import type { WalEvent, WalEventType } from "../../../src/core/index.js";
+import { clipText, type WalEvent, type WalEventType } from "../../../src/core/index.js";
 
 /** Rows shown at first, and added by each "Show more". */
 export const TIMELINE_PAGE = 200;
@@ -52,10 +52,7 @@ export interface TimelineWindow {
 /** The step filter's value for events without a step. */
 export const TASK_LEVEL = "";
 
-const clip = (text: string, max = SUMMARY_MAX): string => {
-  const line = text.replace(/\s+/g, " ").trim();
-  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
-};
+const clip = (text: string, max = SUMMARY_MAX): string => clipText(text.replace(/\s+/g, " ").trim(), max);
 
 const join = (...parts: (string | null | undefined | false)[]): string => parts.filter((p): p is string => typeof p === "string" && p !== "").join(" · ");
 

@@ -6,7 +6,7 @@
  */
 import { html } from "htm/preact";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
-import { type DagState, type NormalizedStatus, normalizedStepStatus, type Step } from "../../../src/core/index.js";
+import { clipText, type DagState, type NormalizedStatus, normalizedStepStatus, type Step } from "../../../src/core/index.js";
 import { type DagLayout, DAGRE_MAX_STEPS, edgePath, fitView, layoutDag, type PlacedNode, shapeKey, type View, visibleEdges, visibleNodes, zoomAt } from "../model/dag-layout.js";
 import { delegateBadge } from "../model/step-details.js";
 
@@ -208,17 +208,14 @@ function DagNode({ node, step, state, labelled, tagged, selected, onSelect }: Da
       <rect x=${x} y=${y} width=${node.width} height=${node.height} rx=${labelled ? 6 : 2} />
       ${labelled
         ? html`
-            <text x=${x + 10} y=${y + 20} class="dag-title">${clip(step.title, badge === null ? 22 : 14)}</text>
+            <text x=${x + 10} y=${y + 20} class="dag-title">${clipText(step.title, badge === null ? 22 : 14)}</text>
             <text x=${x + 10} y=${y + 40} class="dag-status"><tspan class="glyph">${STATUS_GLYPH[status]}</tspan> ${status.replace(/_/g, " ")}${step.required ? "" : " · optional"}</text>
             ${badge === null ? null : html`<g class="dag-badge"><rect x=${x + node.width - 72} y=${y + 6} width="64" height="16" rx="8" /><text x=${x + node.width - 40} y=${y + 18} text-anchor="middle">${badge}</text></g>`}
           `
         : tagged
-          ? html`<text x=${x + 1.5} y=${y + node.height - 3} class="dag-tag">${STATUS_GLYPH[status]} ${clip(step.title, 9)}</text>`
+          ? html`<text x=${x + 1.5} y=${y + node.height - 3} class="dag-tag">${STATUS_GLYPH[status]} ${clipText(step.title, 9)}</text>`
           : null}
     </g>
   `;
 }
 
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
