@@ -6,6 +6,7 @@ import { Validator } from "@cfworker/json-schema";
 import type { CommandOf } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
+import { CLAIM_ENDING_EVENTS } from "./decide-shared.js";
 import { accept, refuse } from "./decision.js";
 import { type RuntimeError, runtimeError } from "./errors.js";
 import type { WalEvent } from "./events.js";
@@ -159,8 +160,6 @@ export function decideRespondAction(state: DagState, cmd: CommandOf<"respond_act
   return accept(em, { kind: "action", action_id: action.action_id });
 }
 
-/** Step events that end the claim a step-level action was asked under. */
-const CLAIM_ENDING = new Set(["task_step_blocked", "task_step_completed", "task_step_failed", "task_step_cancelled", "task_step_lease_expired"]);
 /** Task events after which no action can be answered. */
 const TASK_ENDING = new Set(["task_completed", "task_failed", "task_cancelled"]);
 
@@ -177,7 +176,7 @@ export function withdrawEndedActions(state: DagState, events: WalEvent[], ctx: D
   for (const e of events) {
     if (e.event_type === "action_resolved") resolved.add(e.payload.action_id);
     else if (TASK_ENDING.has(e.event_type)) taskEnded = true;
-    else if (CLAIM_ENDING.has(e.event_type) && e.step_id !== null) endedSteps.add(e.step_id);
+    else if (CLAIM_ENDING_EVENTS.has(e.event_type) && e.step_id !== null) endedSteps.add(e.step_id);
   }
   const withdrawn: Action[] = [];
   for (const id of state.index.openActions) {

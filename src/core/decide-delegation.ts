@@ -8,7 +8,7 @@ import type { CommandOf, DelegationReport } from "./commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
 import { blockedBy } from "./decide-links.js";
-import { closing, emitDependantsReady, emitRunningIfFirstActive, snapshotOf } from "./decide-shared.js";
+import { CLAIM_ENDING_EVENTS, closing, emitDependantsReady, emitRunningIfFirstActive, snapshotOf } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
 import { runtimeError } from "./errors.js";
 import type { WalEvent } from "./events.js";
@@ -329,8 +329,6 @@ export function emitDelegationTimeout(state: DagState, em: Emitter, d: Delegatio
   emitSettle(state, em, d, { outcome: "timed_out", reason: "delegate_timeout", remote_status: d.remote_status, result_summary: "delegate_timeout", artifact_ids: [], cleanup: true });
 }
 
-/** Step events after which the step's claim is over. */
-const CLAIM_ENDING: ReadonlySet<string> = new Set(["task_step_blocked", "task_step_completed", "task_step_failed", "task_step_cancelled", "task_step_lease_expired"]);
 const DELEGATION_EVENTS: ReadonlySet<string> = new Set(["step_delegated", "delegation_updated", "delegation_try_failed", "delegation_cancel_requested", "delegation_settled", "delegation_closed"]);
 
 /**
@@ -346,7 +344,7 @@ export function followUpDelegations(state: DagState, events: WalEvent[], ctx: De
   const answers = new Map<string, string>();
   for (const e of events) {
     if (DELEGATION_EVENTS.has(e.event_type)) touched.add((e.payload as { delegation_id: string }).delegation_id);
-    else if (CLAIM_ENDING.has(e.event_type) && e.step_id !== null) ended.set(e.step_id, (e.payload as { reason?: string | null }).reason ?? e.event_type);
+    else if (CLAIM_ENDING_EVENTS.has(e.event_type) && e.step_id !== null) ended.set(e.step_id, (e.payload as { reason?: string | null }).reason ?? e.event_type);
     else if (e.event_type === "action_resolved") answers.set(e.payload.action_id, e.payload.decision);
   }
   let em: Emitter | null = null;

@@ -26,6 +26,9 @@ export function snapshotOf(step: Step): StepSnapshot {
   return { title: step.title, summary: step.summary, depends_on_step_ids: [...step.depends_on_step_ids], required: step.required, worker_pool_id: step.worker_pool_id };
 }
 
+/** Step events after which the step's claim is over (an action asked under it, a delegate holding it, is left without it). */
+export const CLAIM_ENDING_EVENTS: ReadonlySet<string> = new Set(["task_step_blocked", "task_step_completed", "task_step_failed", "task_step_cancelled", "task_step_lease_expired"]);
+
 /** The attempt and run a step event closes: the step's open claim, if any. */
 export function closing(step: Step): { attempt_id: string | null; run_id: string | null } {
   return { attempt_id: step.current_attempt_id, run_id: step.claimed_by_run_id };
