@@ -83,9 +83,21 @@ export class IdempotencyStore {
   }
 }
 
+/**
+ * Whether a stored request hash and a fresh one stand for the same request. Hashes stored before the request hash
+ * became a cheap non-cryptographic one (routes/body.ts `requestHash`, always prefixed) are SHA-256 hex with no
+ * prefix; what reaches an object cannot recompute one, so within such a record's 24 hours a retry with its key is
+ * taken for the same request (it replays the first answer rather than refuse an honest retry across an upgrade).
+ */
+export function sameRequest(stored: string, fresh: string): boolean {
+  return stored === fresh || (LEGACY_SHA256.test(stored) && !LEGACY_SHA256.test(fresh));
+}
+
+const LEGACY_SHA256 = /^[0-9a-f]{64}$/;
+
 /** The earlier answer for a key, its conflict when the request differs, or null when it is new or expired. */
 export function replayOf<T>(idem: Idempotency, row: Pick<IdempotencyRow, "body_hash" | "answer" | "created_at_ms"> | undefined, now: number): RpcResult<T> | null {
   if (row === undefined || now - row.created_at_ms > IDEMPOTENCY_TTL_MS) return null;
-  if (row.body_hash !== idem.hash) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: clientKey(idem) }));
+  if (!sameRequest(row.body_hash, idem.hash)) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: clientKey(idem) }));
   return ok(JSON.parse(row.answer) as T);
 }
