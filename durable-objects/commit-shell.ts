@@ -1,7 +1,7 @@
 /**
  * @module The commit path of a task object: the thin shell around the pure core. It reads (memory replayed
  * from the WAL), evaluates (`decide`, `apply`), persists (every event and idempotency answer of a unit in one
- * transaction), then emits (SSE frames, the session index push, the alarm), in that order, and never lets
+ * row of one transaction), then emits (SSE frames, the session index push, the alarm), in that order, and never lets
  * memory hold what storage does not (see `transact`).
  */
 import { monotonicFactory } from "ulid";
@@ -33,7 +33,7 @@ import { endFrame, runtimeFrames } from "./sse-frames.js";
 import type { SseHub } from "./sse-hub.js";
 import { UnitOfWork } from "./unit-of-work.js";
 import { loadState, saveSnapshot, snapshotSeq } from "./snapshot-store.js";
-import { appendEvents, type CommitStorage, migrate, type Sql } from "./wal-store.js";
+import { appendCommit, type CommitStorage, migrate, nextAnswerOnlyKey, type Sql } from "./wal-store.js";
 
 /** How soon a broken object tries again to rebuild its memory from the WAL (doubling up to a minute). */
 const REBUILD_RETRY_MS = 1_000;
@@ -128,6 +128,7 @@ export class CommitShell {
     migrate(this.sql, (work) => this.storage.transactionSync(work));
     this.current = loadState(this.sql).state;
     this.snapshotAt = snapshotSeq(this.sql);
+    this.idempotency.forget();
   }
 
   /** Memory is not to be trusted: nothing is served from it until the WAL replays again. */
@@ -182,10 +183,11 @@ export class CommitShell {
     }
     if (unit.events.length === 0 && unit.answers.length === 0) return ok(value);
     let snapshotTaken = 0;
+    let seqKey = 0;
     try {
       this.storage.transactionSync(() => {
-        appendEvents(this.sql, unit.events);
-        this.idempotency.write(unit.answers);
+        seqKey = unit.events.length > 0 ? unit.events[unit.events.length - 1]!.wal_seq : nextAnswerOnlyKey(this.sql);
+        appendCommit(this.sql, { seqKey, events: unit.events, keys: unit.answers.map((a) => [a.key, a.hash] as const), answers: unit.answers.map((a) => a.answer), atMs: unit.answers[0]?.at ?? Date.now() });
         // In the same transaction as the events it covers: a snapshot never runs ahead of the WAL. A snapshot that
         // cannot be written never costs the commit: the WAL alone is enough (a torn one lacks its header row and is
         // ignored), and the next is tried an interval later.
@@ -202,6 +204,7 @@ export class CommitShell {
       return err(this.restoreFromWal(runtimeError("storage_error", "the WAL append failed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) })));
     }
     if (snapshotTaken > 0) this.snapshotAt = snapshotTaken;
+    this.idempotency.committed(seqKey, unit.answers);
     // The durable point. Answering and publishing from here on is safe although the write may not have
     // reached Cloudflare's replicas yet: the Durable Object output gate holds every outgoing message (the
     // RPC answer, SSE frames, the index push) until the writes before it are confirmed, and if confirmation
@@ -219,6 +222,7 @@ export class CommitShell {
     try {
       this.current = loadState(this.sql).state;
       this.snapshotAt = snapshotSeq(this.sql);
+      this.idempotency.forget();
       return error;
     } catch (e) {
       const cause = e instanceof Error ? e.message : String(e);

@@ -4,7 +4,7 @@
  */
 import { type Actor, runtimeError } from "../src/core/index.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
-import { execRows, MAX_BOUND_PARAMS, multiRowSql, placeholders, type Sql, sqlPerCount } from "./wal-store.js";
+import type { Sql } from "./wal-store.js";
 
 /** An Idempotency-Key and the hash of the request it came with. */
 export interface Idempotency {
@@ -44,42 +44,79 @@ export interface PendingAnswer {
   readonly at: number;
 }
 
-const insertSql = multiRowSql("INSERT OR REPLACE INTO idempotency (key, body_hash, answer, created_at_ms) VALUES ", 4);
-const selectSql = sqlPerCount((keys) => `SELECT key, body_hash, answer, created_at_ms FROM idempotency WHERE key IN (${placeholders(keys)})`);
-/** Writes between two purges of expired records: a purge is a table scan, not worth paying per write. */
-const WRITES_PER_PURGE = 500;
+/** Where a recent key's answer is: the commit row and the place in its answers. */
+interface KeyEntry {
+  readonly hash: string;
+  readonly seqKey: number;
+  readonly index: number;
+  readonly at: number;
+}
 
-/** The idempotency table of one task object: every statement that reads or writes it. */
+/**
+ * The idempotency records of one task object. An answer is written in its commit's WAL row (wal-store.ts
+ * `appendCommit`), never in a row of its own; this keeps an index of the keys of the last 24 hours in memory, built
+ * from those rows the first time a key is looked up after a start, so a lookup reads storage only for a retry.
+ */
 export class IdempotencyStore {
-  private writesSincePurge = 0;
+  /** Scoped key → where its answer is; in commit order, so the expired ones are at the front. Null until loaded. */
+  private recent: Map<string, KeyEntry> | null = null;
 
   /** `sql` is asked for at each call: the commit path's storage is a field the fault-injection tests replace. */
   constructor(private readonly sql: () => Sql) {}
 
-  /** Writes a commit's answers; called inside the commit's transaction. */
-  write(answers: readonly PendingAnswer[]): void {
-    execRows(this.sql(), answers, 4, insertSql, (row) => [row.key, row.hash, row.answer, row.at]);
-  }
-
-  /** The stored answers of these (scoped) keys: one query per 100 keys, so a batch asks once, not per command. */
+  /** The stored answers of these (scoped) keys, unexpired or not: replayOf judges their age. */
   read(keys: readonly string[]): Map<string, IdempotencyRow> {
     const rows = new Map<string, IdempotencyRow>();
-    for (let start = 0; start < keys.length; start += MAX_BOUND_PARAMS) {
-      const chunk = keys.slice(start, start + MAX_BOUND_PARAMS);
-      for (const row of this.sql().exec<IdempotencyRow & { key: string }>(selectSql(chunk.length), ...chunk)) rows.set(row.key, row);
+    const recent = this.index();
+    for (const key of keys) {
+      const entry = recent.get(key);
+      if (entry !== undefined && !rows.has(key)) rows.set(key, { body_hash: entry.hash, answer: this.answerOf(entry), created_at_ms: entry.at });
     }
     return rows;
   }
 
-  /** Drops records past their 24 hours, once every WRITES_PER_PURGE writes. */
-  purgeNowAndThen(now: number): void {
-    if (++this.writesSincePurge < WRITES_PER_PURGE) return;
-    this.writesSincePurge = 0;
-    try {
-      this.sql().exec("DELETE FROM idempotency WHERE created_at_ms < ?", now - IDEMPOTENCY_TTL_MS);
-    } catch {
-      // Expired records only cost space; the next purge tries again.
+  /** After a commit's transaction: its answers, stored in the row `seqKey`, join the index. */
+  committed(seqKey: number, answers: readonly PendingAnswer[]): void {
+    if (this.recent === null) return;
+    answers.forEach((a, index) => this.remember(this.recent!, a.key, { hash: a.hash, seqKey, index, at: a.at }));
+  }
+
+  /** Memory was rebuilt from storage: the index is rebuilt too, when next needed. */
+  forget(): void {
+    this.recent = null;
+  }
+
+  /** Drops keys past their 24 hours from memory (their rows stay, as the WAL does). */
+  expire(now: number): void {
+    if (this.recent === null) return;
+    for (const [key, entry] of this.recent) {
+      if (now - entry.at <= IDEMPOTENCY_TTL_MS) break;
+      this.recent.delete(key);
     }
+  }
+
+  private index(): Map<string, KeyEntry> {
+    if (this.recent !== null) return this.recent;
+    const recent = new Map<string, KeyEntry>();
+    const since = Date.now() - IDEMPOTENCY_TTL_MS;
+    for (const row of this.sql().exec<{ seq_key: number; at_ms: number; keys: string }>("SELECT seq_key, at_ms, keys FROM wal_commits WHERE keys IS NOT NULL AND at_ms >= ? ORDER BY at_ms", since)) {
+      (JSON.parse(row.keys) as [string, string][]).forEach(([key, hash], index) => this.remember(recent, key, { hash, seqKey: row.seq_key, index, at: row.at_ms }));
+    }
+    this.recent = recent;
+    return recent;
+  }
+
+  /** A key answered again (after its 24 hours) moves to the back, keeping the map in commit order. */
+  private remember(recent: Map<string, KeyEntry>, key: string, entry: KeyEntry): void {
+    recent.delete(key);
+    recent.set(key, entry);
+  }
+
+  private answerOf(entry: KeyEntry): string {
+    const row = this.sql().exec<{ answers: string }>("SELECT answers FROM wal_commits WHERE seq_key = ?", entry.seqKey).toArray()[0];
+    const answers = row === undefined ? [] : (JSON.parse(row.answers) as unknown[]);
+    if (answers.length <= entry.index) throw new Error(`the answer of an Idempotency-Key is missing from WAL commit ${entry.seqKey}`);
+    return JSON.stringify(answers[entry.index]);
   }
 }
 

@@ -101,7 +101,7 @@ export class IdempotentWrites {
       shell.reconcileInto(unit, now);
       return items.map((item) => this.executeOne(unit, item, stored, now));
     });
-    shell.idempotency.purgeNowAndThen(now);
+    shell.idempotency.expire(now);
     await shell.afterCommit();
     return result.ok ? result.value : items.map(() => err(result.error));
   }

@@ -4,7 +4,7 @@
  * another format, one that fails its checksum or does not fit the WAL, is ignored and the whole WAL replayed.
  */
 import { type DagSnapshot, type DagState, replay, restoreSnapshot, SNAPSHOT_FORMAT, takeSnapshot, type WalEvent } from "../src/core/index.js";
-import { loadEvents, readWal, type Sql } from "./wal-store.js";
+import { lastStoredSeq, loadEvents, readWal, type Sql } from "./wal-store.js";
 
 /** Characters of snapshot JSON per row (a Durable Object SQLite value holds at most 2 MB). */
 const PART_CHARS = 500_000;
@@ -45,7 +45,7 @@ function readSnapshot(sql: Sql): { snapshot: DagSnapshot; seq: number } | { prob
   if (parts.length !== row.parts) return { problem: `${parts.length} of ${row.parts} parts` };
   const text = parts.map((p) => p.data).join("");
   if (text.length !== row.length || checksumOf(text) !== row.checksum) return { problem: "checksum mismatch" };
-  const last = sql.exec<{ n: number | null }>("SELECT MAX(wal_seq) AS n FROM wal_events").one().n ?? 0;
+  const last = lastStoredSeq(sql);
   if (row.wal_seq > last) return { problem: `taken at wal_seq ${row.wal_seq}, past the WAL's ${last}` };
   try {
     const snapshot = JSON.parse(text) as DagSnapshot;

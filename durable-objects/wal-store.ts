@@ -1,4 +1,4 @@
-/** @module The WAL table of a task object: schema migrations, one-transaction append, ordered load and paging. */
+/** @module The WAL of a task object: schema migrations, one row per commit (its events and idempotency answers), ordered load and paging. */
 import { type WalEvent, WalEventSchema } from "../src/core/index.js";
 
 /** Storage a WAL store needs (tests may pass a fake with just this). */
@@ -14,7 +14,7 @@ export interface CommitStorage {
 }
 
 /** Migrations, in order; the schema version is the number applied. Only ever append. */
-const MIGRATIONS: readonly (readonly string[])[] = [
+export const MIGRATIONS: readonly (readonly string[])[] = [
   [
     `CREATE TABLE wal (
       wal_seq INTEGER PRIMARY KEY,
@@ -52,6 +52,21 @@ const MIGRATIONS: readonly (readonly string[])[] = [
     `CREATE TABLE snapshots (wal_seq INTEGER PRIMARY KEY, format INTEGER NOT NULL, parts INTEGER NOT NULL, length INTEGER NOT NULL, checksum TEXT NOT NULL)`,
     `CREATE TABLE snapshot_parts (part INTEGER PRIMARY KEY, data TEXT NOT NULL)`,
   ],
+  // One row per commit instead of one per event (a 32-command socket frame is one insert), and idempotency answers in
+  // the commit's own row instead of a row per keyed command (idempotency-store.ts keeps an index of recent keys in
+  // memory). seq_key is the commit's last wal_seq; a commit that only answered (a keyed command that wrote no
+  // event) has a negative seq_key, below every WAL read. Version 2 and 3 rows become one commit per event; their
+  // idempotency rows become answer-only commits, so a retry across the upgrade still gets its first answer.
+  [
+    `CREATE TABLE wal_commits (seq_key INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, at_ms INTEGER NOT NULL, keys TEXT, answers TEXT, events TEXT NOT NULL)`,
+    `INSERT INTO wal_commits (seq_key, first_seq, at_ms, keys, answers, events)
+      SELECT wal_seq, wal_seq, 0, NULL, NULL, '[' || event || ']' FROM wal_events ORDER BY wal_seq`,
+    `INSERT INTO wal_commits (seq_key, first_seq, at_ms, keys, answers, events)
+      SELECT -rowid, 0, created_at_ms, json_array(json_array(key, body_hash)), '[' || answer || ']', '[]' FROM idempotency`,
+    `DROP TABLE wal_events`,
+    `DROP TABLE idempotency`,
+    `CREATE INDEX wal_commits_keyed ON wal_commits (at_ms) WHERE keys IS NOT NULL`,
+  ],
 ];
 
 /**
@@ -73,81 +88,91 @@ export function migrate(sql: Sql, inTransaction: (work: () => void) => void): nu
   return version;
 }
 
-type WalRow = { wal_seq: number; event: string };
-
-/**
- * Most `?` parameters one statement may bind: Durable Object SQLite allows 100. Multi-row statements are
- * filled up to it, because a statement costs far more than a row (a batch writes dozens of events).
- */
-export const MAX_BOUND_PARAMS = 100;
-
-const WAL_ROW_PARAMS = 2;
-const insertWalSql = multiRowSql("INSERT INTO wal_events (wal_seq, event) VALUES ", WAL_ROW_PARAMS);
-
-/** `count` placeholders: "?, ?, ?". */
-export function placeholders(count: number): string {
-  return Array.from({ length: count }, () => "?").join(", ");
+/** What one commit writes: its events (possibly none) and the idempotency answers of its keyed commands. */
+export interface CommitRow {
+  /** The commit's last wal_seq, or a negative key for a commit with no events (see `nextAnswerOnlyKey`). */
+  readonly seqKey: number;
+  readonly events: readonly WalEvent[];
+  /** Scoped Idempotency-Key and request hash of each answer, in the answers' order. */
+  readonly keys: readonly (readonly [key: string, hash: string])[];
+  /** Each keyed command's answer, as JSON text. */
+  readonly answers: readonly string[];
+  readonly atMs: number;
 }
 
-/** A statement text that depends on a count, built once per count (and so prepared once by SQLite). */
-export function sqlPerCount(build: (count: number) => string): (count: number) => string {
-  const memo = new Map<number, string>();
-  return (count) => {
-    let text = memo.get(count);
-    if (text === undefined) {
-      text = build(count);
-      memo.set(count, text);
-    }
-    return text;
-  };
+/** Appends one commit as one row; the caller's transaction covers it with anything else the commit writes. */
+export function appendCommit(sql: Sql, row: CommitRow): void {
+  const keyed = row.keys.length > 0;
+  sql.exec(
+    "INSERT INTO wal_commits (seq_key, first_seq, at_ms, keys, answers, events) VALUES (?, ?, ?, ?, ?, ?)",
+    row.seqKey,
+    row.events[0]?.wal_seq ?? 0,
+    row.atMs,
+    keyed ? JSON.stringify(row.keys) : null,
+    keyed ? `[${row.answers.join(",")}]` : null,
+    JSON.stringify(row.events),
+  );
 }
 
-/** `rows` rows of `width` placeholders each after `head`, e.g. "INSERT … VALUES (?, ?), (?, ?)". */
-export function multiRowSql(head: string, width: number): (rows: number) => string {
-  const row = `(${placeholders(width)})`;
-  return sqlPerCount((rows) => head + Array.from({ length: rows }, () => row).join(", "));
+/** The key for the next commit without events: below every key in use (and so below every WAL read). */
+export function nextAnswerOnlyKey(sql: Sql): number {
+  return Math.min(0, sql.exec<{ k: number | null }>("SELECT MIN(seq_key) AS k FROM wal_commits").one().k ?? 0) - 1;
 }
 
-/** Runs `statement(rows)` over `items` in chunks that fit MAX_BOUND_PARAMS, binding `params(item)` per row. */
-export function execRows<T>(sql: Sql, items: readonly T[], width: number, statement: (rows: number) => string, params: (item: T) => SqlStorageValue[]): void {
-  const perStatement = Math.floor(MAX_BOUND_PARAMS / width);
-  for (let start = 0; start < items.length; start += perStatement) {
-    const chunk = items.slice(start, start + perStatement);
-    const bound: SqlStorageValue[] = [];
-    for (const item of chunk) bound.push(...params(item));
-    sql.exec(statement(chunk.length), ...bound);
-  }
-}
+type CommitEvents = { seq_key: number; first_seq: number; events: string };
 
-/** Appends events; the caller wraps this in one storage transaction with anything else the commit writes. */
-export function appendEvents(sql: Sql, events: readonly WalEvent[]): void {
-  execRows(sql, events, WAL_ROW_PARAMS, insertWalSql, (e) => [e.wal_seq, JSON.stringify(e)]);
-}
-
-function rowToEvent(row: WalRow): WalEvent {
-  let candidate: unknown;
+/** A commit row's events, decoded and validated (zod at the storage edge), checked against the row's range. */
+function eventsOf(row: CommitEvents): WalEvent[] {
+  let candidates: unknown;
   try {
-    candidate = JSON.parse(row.event);
+    candidates = JSON.parse(row.events);
   } catch {
-    throw new Error(`WAL row ${row.wal_seq} is not JSON`);
+    throw new Error(`WAL commit ${row.seq_key} is not JSON`);
   }
-  const parsed = WalEventSchema.safeParse(candidate);
-  if (!parsed.success) throw new Error(`WAL row ${row.wal_seq} does not decode: ${parsed.error.issues[0]?.message ?? "invalid"}`);
-  if (parsed.data.wal_seq !== row.wal_seq) throw new Error(`WAL row ${row.wal_seq} holds event ${parsed.data.wal_seq}`);
-  return parsed.data;
+  if (!Array.isArray(candidates) || candidates.length !== row.seq_key - row.first_seq + 1) throw new Error(`WAL commit ${row.seq_key} does not hold events ${row.first_seq}..${row.seq_key}`);
+  return candidates.map((candidate, i) => {
+    const parsed = WalEventSchema.safeParse(candidate);
+    if (!parsed.success) throw new Error(`WAL event ${row.first_seq + i} does not decode: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    if (parsed.data.wal_seq !== row.first_seq + i) throw new Error(`WAL commit ${row.seq_key} holds event ${parsed.data.wal_seq} in place of ${row.first_seq + i}`);
+    return parsed.data;
+  });
 }
 
-/** Every stored event in wal_seq order, decoded and validated (zod at the storage edge). */
-export function loadEvents(sql: Sql): WalEvent[] {
-  return sql.exec<WalRow>("SELECT wal_seq, event FROM wal_events ORDER BY wal_seq").toArray().map(rowToEvent);
-}
-
-/** A page of the WAL after `afterSeq`, as stored. */
+/** A page of the WAL after `afterSeq`, at most `limit` events, in order; reads only the commit rows it needs. */
 export function readWal(sql: Sql, afterSeq: number, limit: number): WalEvent[] {
-  return sql.exec<WalRow>("SELECT wal_seq, event FROM wal_events WHERE wal_seq > ? ORDER BY wal_seq LIMIT ?", afterSeq, limit).toArray().map(rowToEvent);
+  const out: WalEvent[] = [];
+  if (limit <= 0) return out;
+  let expected = afterSeq + 1;
+  for (const row of sql.exec<CommitEvents>("SELECT seq_key, first_seq, events FROM wal_commits WHERE seq_key > ? ORDER BY seq_key", Math.max(0, afterSeq))) {
+    for (const event of eventsOf(row)) {
+      if (event.wal_seq <= afterSeq) continue;
+      if (event.wal_seq !== expected) throw new Error(`WAL event ${expected} is missing`);
+      expected++;
+      out.push(event);
+      if (out.length >= limit) return out;
+    }
+  }
+  return out;
+}
+
+/** Every stored event in wal_seq order. */
+export function loadEvents(sql: Sql): WalEvent[] {
+  return readWal(sql, 0, Number.MAX_SAFE_INTEGER);
 }
 
 /** The last `count` events, oldest first. */
 export function readWalTail(sql: Sql, count: number): WalEvent[] {
-  return sql.exec<WalRow>("SELECT wal_seq, event FROM wal_events ORDER BY wal_seq DESC LIMIT ?", count).toArray().reverse().map(rowToEvent);
+  const rows: CommitEvents[] = [];
+  let held = 0;
+  for (const row of sql.exec<CommitEvents>("SELECT seq_key, first_seq, events FROM wal_commits WHERE seq_key > 0 ORDER BY seq_key DESC")) {
+    rows.push(row);
+    held += row.seq_key - row.first_seq + 1;
+    if (held >= count) break;
+  }
+  return rows.reverse().flatMap(eventsOf).slice(-count);
+}
+
+/** The last wal_seq stored (0: none). */
+export function lastStoredSeq(sql: Sql): number {
+  return sql.exec<{ n: number | null }>("SELECT MAX(seq_key) AS n FROM wal_commits").one().n ?? 0;
 }

@@ -28,10 +28,8 @@ function internals(instance: TaskGraphObject): Internals {
 
 /** Where an injected fault strikes. */
 interface FaultPlan {
-  /** Throw on this WAL insert statement of the next commit (1: the first). */
+  /** Throw on this WAL insert statement of the next commit (1: the first; a commit writes one row). */
   walInsert?: number;
-  /** Throw on the idempotency write. */
-  idempotencyWrite?: boolean;
   /** Let the writes run, then fail the transaction as its commit would. */
   commit?: boolean;
   /** Also fail reading the WAL back (the rebuild after the failed write). */
@@ -43,9 +41,8 @@ function faulty(real: CommitStorage, plan: FaultPlan): CommitStorage {
   let walInserts = 0;
   const sql = {
     exec(query: string, ...bindings: unknown[]) {
-      if (query.startsWith("INSERT INTO wal_events") && ++walInserts === plan.walInsert) throw new Error("injected: WAL insert failed");
-      if (query.startsWith("INSERT OR REPLACE INTO idempotency") && plan.idempotencyWrite === true) throw new Error("injected: idempotency write failed");
-      if (query.startsWith("SELECT wal_seq, event FROM wal_events ORDER BY wal_seq") && plan.rebuild === true) throw new Error("injected: WAL read failed");
+      if (query.startsWith("INSERT INTO wal_commits") && ++walInserts === plan.walInsert) throw new Error("injected: WAL insert failed");
+      if (query.startsWith("SELECT seq_key, first_seq, events FROM wal_commits") && plan.rebuild === true) throw new Error("injected: WAL read failed");
       return (real.sql.exec as (q: string, ...b: unknown[]) => ReturnType<SqlStorage["exec"]>)(query, ...bindings);
     },
   } as CommitStorage["sql"];
@@ -114,8 +111,7 @@ async function expectUnchanged(t: string, stub: DurableObjectStub<TaskGraphObjec
 
 describe("a failed commit changes nothing", () => {
   it.each<[string, FaultPlan]>([
-    ["the first WAL insert throws", { walInsert: 1 }],
-    ["the idempotency write throws", { idempotencyWrite: true }],
+    ["the commit's WAL row (its events and its Idempotency-Key's answer) cannot be inserted", { walInsert: 1 }],
     ["the commit fails after the writes", { commit: true }],
   ])("Should answer 503 storage_error, write nothing, keep memory equal to the WAL and take the next command when %s", async (_name, plan) => {
     const { t, w, stub } = await claimedTask();
@@ -131,12 +127,12 @@ describe("a failed commit changes nothing", () => {
     expect(retried.wal_seq).toBe(walBefore.length + 2);
   });
 
-  it("Should roll back every row when a WAL insert in the middle of a multi-row write throws", async () => {
+  it("Should fail every command of a batch and keep none of its events when the batch's one WAL row cannot be inserted", async () => {
     const { t, w, stub } = await claimedTask();
     const walBefore = await walOf(t, S.orch);
-    // 60 progress reports: 60 events, written as two multi-row statements (50 rows fit one); the second throws.
-    const commands = Array.from({ length: 60 }, (_, i) => ({ token: w.token, method: "POST", path: `${t}/steps/a/progress`, body: { phase: `p${i}` } }));
-    const restore = await injectStorage(stub, { walInsert: 2 });
+    // 60 progress reports, keyed: 60 events and 60 answers, all in the one row of the batch's commit.
+    const commands = Array.from({ length: 60 }, (_, i) => ({ token: w.token, method: "POST", path: `${t}/steps/a/progress`, body: { phase: `p${i}` }, idempotency_key: `p${i}` }));
+    const restore = await injectStorage(stub, { walInsert: 1 });
     const res = expectOk(await call("POST", `${t}/batch`, S.orch, { commands }));
     await restore();
     expect(res.results).toHaveLength(60);

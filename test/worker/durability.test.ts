@@ -7,7 +7,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TaskGraphObject } from "../../durable-objects/task-graph-object.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
-import { expectError, expectOk, sleep, taskStub, uniqueId, walOf } from "./support.js";
+import { editStoredEvent, expectError, expectOk, sleep, storedEventCount, taskStub, uniqueId, walOf } from "./support.js";
 
 let S: TestSession;
 beforeAll(async () => {
@@ -87,46 +87,6 @@ describe("restart", () => {
   });
 });
 
-describe("the WAL's storage format", () => {
-  it("Should migrate a WAL stored in the ten-column table of schema version 1 to one JSON row per event (and on to version 3's snapshot tables), losing nothing", async () => {
-    const { t, stub } = await task([step("a"), step("b", ["a"]), step("c")]);
-    const w = await dispatch(S, t, { max_steps: 2 });
-    expectOk(await call("POST", `${t}/steps/a/claim`, w.token));
-    expectOk(await call("POST", `${t}/steps/a/progress`, w.token, { phase: "fetch", counters: { pages: 4 }, summary: "quote \" and ünïcode" }));
-    expectOk(await call("POST", `${t}/steps/a/status`, w.token, { status: "completed", result_summary: "a done", claim_next: true }));
-    const before = await get(t);
-    const exported = await walOf(t, S.orch);
-    // Put the events back as version 1 stored them: ten columns, the payload as JSON text.
-    await runInDurableObject(stub, (_i, state) => {
-      const sql = state.storage.sql;
-      state.storage.transactionSync(() => {
-        sql.exec(`CREATE TABLE wal (wal_seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, event_id TEXT NOT NULL UNIQUE, event_type TEXT NOT NULL,
-          actor_agent_id TEXT NOT NULL, actor_run_id TEXT, task_id TEXT NOT NULL, step_id TEXT, payload TEXT NOT NULL, created_at TEXT NOT NULL)`);
-        for (const e of exported) {
-          sql.exec("INSERT INTO wal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", e.wal_seq, e.session_id, e.event_id, e.event_type, e.actor_agent_id, e.actor_run_id, e.task_id, e.step_id, JSON.stringify(e.payload), e.created_at);
-        }
-        sql.exec("DROP TABLE wal_events");
-        // Version 1 had no snapshots either.
-        sql.exec("DROP TABLE snapshot_parts");
-        sql.exec("DROP TABLE snapshots");
-        sql.exec("UPDATE schema_version SET version = 1");
-      });
-    });
-    await evictDurableObject(stub);
-
-    expect(await get(t)).toEqual(before);
-    expect(await walOf(t, S.orch)).toEqual(exported);
-    const tables = await runInDurableObject(stub, (_i, state) => ({
-      version: state.storage.sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version,
-      wal: state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'wal'").one().n,
-    }));
-    expect(tables).toEqual({ version: 3, wal: 0 });
-    // And it goes on writing.
-    expectOk(await call("POST", `${t}/steps/b/status`, w.token, { status: "completed", result_summary: "b done" }));
-    expect(stepOf(await get(t), "b").status).toBe("completed");
-  });
-});
-
 describe("a WAL written before free-form values were bounded", () => {
   it("Should serve GET, the WAL export and the event stream of a task whose WAL holds a run result 3,000 levels deep, also after a restart", async () => {
     const { t, stub } = await task([step("a")]);
@@ -139,8 +99,7 @@ describe("a WAL written before free-form values were bounded", () => {
     const deep = `${'{"d":'.repeat(3_000)}0${"}".repeat(3_000)}`;
     await runInDurableObject(stub, (_i, state) => {
       // Spliced as text: SQLite's JSON functions stop at 1,000 levels.
-      const row = state.storage.sql.exec<{ event: string }>("SELECT event FROM wal_events WHERE wal_seq = ?", ended.wal_seq).one();
-      state.storage.sql.exec("UPDATE wal_events SET event = ? WHERE wal_seq = ?", row.event.replace('"result":{"ok":true}', `"result":${deep}`), ended.wal_seq);
+      editStoredEvent(state.storage.sql, ended.wal_seq, (text) => text.replace('"result":{"ok":true}', `"result":${deep}`));
     });
     await evictDurableObject(stub);
     const view = expectOk(await call("GET", t, S.orch));
@@ -157,21 +116,29 @@ describe("a WAL written before free-form values were bounded", () => {
 });
 
 describe("a WAL that does not replay", () => {
-  it.each([
-    ["an event is not JSON", "UPDATE wal_events SET event = '{garbage' WHERE wal_seq = 6"],
-    ["a payload has the wrong shape", "UPDATE wal_events SET event = json_set(event, '$.payload', json('{\"run_id\": 7}')) WHERE wal_seq = 6"],
-    ["an event type is unknown", "UPDATE wal_events SET event = json_set(event, '$.event_type', 'task_exploded') WHERE wal_seq = 6"],
-    ["a row is missing", "DELETE FROM wal_events WHERE wal_seq = 3"],
-    ["a row holds another event", "UPDATE wal_events SET event = json_set(event, '$.wal_seq', 99) WHERE wal_seq = 6"],
-    ["an event names an unknown step", "UPDATE wal_events SET event = json_set(event, '$.step_id', 'zz') WHERE wal_seq = 6"],
-  ])("Should answer 503 storage_error on every call and never a half-built DAG when %s", async (_name, sql) => {
+  const edit = (change: (event: Record<string, unknown>) => void) => (text: string) => {
+    const event = JSON.parse(text) as Record<string, unknown>;
+    change(event);
+    return JSON.stringify(event);
+  };
+  const damages: [string, (sql: SqlStorage) => void][] = [
+    ["an event is not JSON", (sql) => editStoredEvent(sql, 6, () => "{garbage")],
+    ["a payload has the wrong shape", (sql) => editStoredEvent(sql, 6, edit((e) => (e.payload = { run_id: 7 })))],
+    ["an event type is unknown", (sql) => editStoredEvent(sql, 6, edit((e) => (e.event_type = "task_exploded")))],
+    ["a commit is missing", (sql) => sql.exec("DELETE FROM wal_commits WHERE seq_key = (SELECT MIN(seq_key) FROM wal_commits WHERE seq_key >= 3)")],
+    ["a row holds another event", (sql) => editStoredEvent(sql, 6, edit((e) => (e.wal_seq = 99)))],
+    ["an event names an unknown step", (sql) => editStoredEvent(sql, 6, edit((e) => (e.step_id = "zz")))],
+    ["a commit row's range does not match its events", (sql) => sql.exec("UPDATE wal_commits SET first_seq = first_seq + 1 WHERE seq_key = (SELECT MIN(seq_key) FROM wal_commits WHERE seq_key >= 6)")],
+  ];
+  it.each(damages)("Should answer 503 storage_error on every call and never a half-built DAG when %s", async (_name, damage) => {
     const { t, stub } = await task([step("a"), step("b", ["a"]), step("c")]);
     const w = await dispatch(S, t, { max_steps: 2 });
     // wal_seq 6 is the claim of a.
     expectOk(await call("POST", `${t}/steps/a/claim`, w.token));
     expectOk(await call("POST", `${t}/steps/a/status`, w.token, { status: "completed" }));
-    await runInDurableObject(stub, (_instance, state) => {
-      state.storage.sql.exec(sql);
+    const stored = await runInDurableObject(stub, (_instance, state) => {
+      damage(state.storage.sql);
+      return storedEventCount(state.storage.sql);
     });
     await evictDurableObject(stub);
 
@@ -194,8 +161,7 @@ describe("a WAL that does not replay", () => {
       expectError(await call(method, path, token, body), 503, "storage_error");
     }
     // Nothing was appended behind the broken row, and the object tells the session index nothing.
-    const rows = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM wal_events").one().n);
-    expect(rows).toBe(sql.startsWith("DELETE") ? 7 : 8);
+    expect(await runInDurableObject(stub, (_i, state) => storedEventCount(state.storage.sql))).toBe(stored);
     expect(await runInDurableObject(stub, (instance: TaskGraphObject) => instance.indexEntry())).toBeNull();
     expect(await runDurableObjectAlarm(stub)).toBeTypeOf("boolean");
     expectError(await call("GET", t, S.orch), 503, "storage_error");

@@ -35,7 +35,7 @@ describe("task snapshots", () => {
     const s = await newSession();
     const path = await busyTask(s, "snap");
     const [snap] = await rows(s.sid, "snap", "SELECT wal_seq, format, parts FROM snapshots");
-    const last = (await rows(s.sid, "snap", "SELECT MAX(wal_seq) AS n FROM wal_events"))[0]!.n as number;
+    const last = (await rows(s.sid, "snap", "SELECT MAX(seq_key) AS n FROM wal_commits"))[0]!.n as number;
     expect(snap).toBeDefined();
     expect(snap!.wal_seq as number).toBeGreaterThanOrEqual(40);
     expect(snap!.wal_seq as number).toBeLessThanOrEqual(last);
@@ -52,7 +52,7 @@ describe("task snapshots", () => {
     const path = await busyTask(s, "used");
     const before = await dagOf(path, s.orch);
     await runInDurableObject(taskStub(s.sid, "used"), async (_i, state) => {
-      state.storage.sql.exec("UPDATE wal_events SET event = 'not json' WHERE wal_seq <= (SELECT wal_seq FROM snapshots)");
+      state.storage.sql.exec("UPDATE wal_commits SET events = 'not json' WHERE seq_key > 0 AND seq_key <= (SELECT wal_seq FROM snapshots)");
     });
     await evictDurableObject(taskStub(s.sid, "used"));
     expect(await dagOf(path, s.orch)).toEqual(before);

@@ -147,3 +147,18 @@ export async function rejection(p: Promise<unknown>): Promise<RuntimeApiError> {
   }
   throw new Error("expected the call to fail");
 }
+
+/**
+ * Rewrites the stored JSON text of event `walSeq` inside its commit row (tests that damage or age a stored WAL):
+ * `edit` gets the event's JSON text and returns the text to store in its place.
+ */
+export function editStoredEvent(sql: SqlStorage, walSeq: number, edit: (eventText: string) => string): void {
+  const row = sql.exec<{ seq_key: number; events: string }>("SELECT seq_key, events FROM wal_commits WHERE seq_key >= ? ORDER BY seq_key LIMIT 1", walSeq).one();
+  const texts = (JSON.parse(row.events) as WalEvent[]).map((e) => (e.wal_seq === walSeq ? edit(JSON.stringify(e)) : JSON.stringify(e)));
+  sql.exec("UPDATE wal_commits SET events = ? WHERE seq_key = ?", `[${texts.join(",")}]`, row.seq_key);
+}
+
+/** How many events the task object's WAL stores. */
+export function storedEventCount(sql: SqlStorage): number {
+  return sql.exec<{ n: number | null }>("SELECT SUM(seq_key - first_seq + 1) AS n FROM wal_commits WHERE seq_key > 0").one().n ?? 0;
+}
