@@ -5,6 +5,7 @@
  */
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { IdempotencyStore, keyFingerprint } from "../../durable-objects/idempotency-store.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
 import { expectError, expectOk, storedEventCount, taskStub, uniqueId, walOf } from "./support.js";
 
@@ -104,5 +105,29 @@ describe("Idempotency-Key answers in their commit's row", () => {
     expect(again.wal_seq).toBe(first.wal_seq + 1);
     // And the new answer is the one replayed from now on.
     expect(expectOk(await call("POST", `${t}/steps/s0/progress`, w.token, body, { "idempotency-key": "k-old" }))).toEqual(again);
+  });
+
+  it("Should hold at most its bound of keys in memory, forgetting the oldest commits' keys first", async () => {
+    const { id, t, w } = await claimedTask();
+    for (let i = 0; i < 5; i++) expectOk(await call("POST", `${t}/steps/s0/progress`, w.token, { phase: `p${i}` }, { "idempotency-key": `bound-${i}` }));
+    const scoped = (i: number) => `worker:${w.agent_id}:${w.run_id}\nbound-${i}`;
+    const found = await runInDurableObject(taskStub(S.sid, id), (_i, state) => {
+      const keys = Array.from({ length: 5 }, (_, i) => scoped(i));
+      // Built from storage with room for three keys: the three newest are found.
+      const store = new IdempotencyStore(() => state.storage.sql, 3);
+      const loaded = [...store.read(keys).keys()];
+      // Two more commits' keys pushed in: the oldest go first.
+      store.committed(-100, [{ key: "a", hash: "h", answer: "{}", at: Date.now() }, { key: "b", hash: "h", answer: "{}", at: Date.now() }]);
+      return { loaded, after: [...store.read(keys).keys()] };
+    });
+    expect(found).toEqual({ loaded: [scoped(2), scoped(3), scoped(4)], after: [scoped(4)] });
+  });
+
+  it("Should fingerprint keys deterministically, in 52 bits, differently for different keys", () => {
+    const a = keyFingerprint("worker:w1:run_1\\nkey-1");
+    expect(keyFingerprint("worker:w1:run_1\\nkey-1")).toBe(a);
+    expect(Number.isSafeInteger(a) && a >= 0 && a < 2 ** 52).toBe(true);
+    const many = new Set(Array.from({ length: 10_000 }, (_, i) => keyFingerprint(`worker:w1:run_1\\nkey-${i}`)));
+    expect(many.size).toBe(10_000);
   });
 });
