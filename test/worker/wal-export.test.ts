@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { loadEvents } from "../../durable-objects/wal-store.js";
 import type { TaskGraphObject } from "../../durable-objects/task-graph-object.js";
 import { WAL_EXPORT_PAGE } from "../../durable-objects/task-reads.js";
+import { RuntimeClient } from "../../src/client/index.js";
 import type { WalEvent } from "../../src/core/index.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "./helpers.js";
 import { BASE, expectError, parseWal, taskStub, uniqueId, walText } from "./support.js";
@@ -196,4 +197,43 @@ describe("GET .../wal streamed a page at a time", () => {
     expect(parseWal(text)).toEqual(asked);
     expect(await storedWal(s, "growing-wal")).toHaveLength(2_100 + PER_BATCH);
   }, 60_000);
+
+  describe("the SDK's walEvents", () => {
+    /** A client whose requests to the WAL export are recorded (path and query). */
+    function recordingClient(token: string) {
+      const asked: string[] = [];
+      const client = new RuntimeClient({
+        baseUrl: BASE,
+        token,
+        fetch: (input, init) => {
+          const url = new URL(input);
+          if (url.pathname.endsWith("/wal")) asked.push(url.search);
+          return SELF.fetch(input, init);
+        },
+      });
+      return { client, asked };
+    }
+
+    it("Should give every event of the WAL in order, following pages of page_size events by after_seq", async () => {
+      const { client, asked } = recordingClient(s.orch);
+      const got: WalEvent[] = [];
+      for await (const event of client.walEvents({ sessionId: s.sid, taskId: "long-wal" }, { page_size: 1_500 })) got.push(event);
+      expect(got).toEqual(wal);
+      expect(asked).toEqual(["?after_seq=0&limit=1500", "?after_seq=1500&limit=1500", "?after_seq=3000&limit=500"]);
+    });
+
+    it("Should start after after_seq and read pages of 10,000 events by default", async () => {
+      const { client, asked } = recordingClient(s.orch);
+      const got: WalEvent[] = [];
+      for await (const event of client.walEvents({ sessionId: s.sid, taskId: "long-wal" }, { after_seq: 3_000 })) got.push(event);
+      expect(got).toEqual(wal.slice(3_000));
+      expect(asked).toEqual(["?after_seq=3000&limit=10000"]);
+    });
+
+    it("Should give nothing after the last wal_seq", async () => {
+      const got: WalEvent[] = [];
+      for await (const event of new RuntimeClient({ baseUrl: BASE, token: s.orch, fetch: SELF.fetch.bind(SELF) }).walEvents({ sessionId: s.sid, taskId: "long-wal" }, { after_seq: LONG_EVENTS })) got.push(event);
+      expect(got).toEqual([]);
+    });
+  });
 });
