@@ -118,8 +118,8 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     return this.reads.querySteps(actor, query);
   }
 
-  /** The WAL after `afterSeq`, at most `limit` events, in wal_seq order, as JSON Lines. */
-  async readWal(actor: Actor, afterSeq: number, limit: number): Promise<RpcResult<{ ndjson: string; last_wal_seq: number }>> {
+  /** The WAL after `afterSeq`, at most `limit` events up to the current last_wal_seq, as a stream of JSON Lines read a page at a time. */
+  async readWal(actor: Actor, afterSeq: number, limit: number): Promise<RpcResult<{ ndjson: ReadableStream<Uint8Array>; last_wal_seq: number }>> {
     return this.reads.readWal(actor, afterSeq, limit);
   }
 

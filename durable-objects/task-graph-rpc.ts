@@ -30,8 +30,8 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   getTask(actor: Actor, request?: TaskGetRequest): Promise<RpcResult<string | ReadableStream<Uint8Array>>>;
   /** agent.task_query_steps. */
   querySteps(actor: Actor, query: StepQuery): Promise<RpcResult<StepPage>>;
-  /** The WAL after `afterSeq`, at most `limit` events, as JSON Lines. */
-  readWal(actor: Actor, afterSeq: number, limit: number): Promise<RpcResult<{ ndjson: string; last_wal_seq: number }>>;
+  /** The WAL after `afterSeq`, at most `limit` events up to the current last_wal_seq, as a stream of JSON Lines read a page at a time. */
+  readWal(actor: Actor, afterSeq: number, limit: number): Promise<RpcResult<{ ndjson: ReadableStream<Uint8Array>; last_wal_seq: number }>>;
   /** GET .../events: SSE frames after `cursor`, then live ones. */
   streamEvents(actor: Actor, cursor: TaskCursor): Promise<RpcResult<ReadableStream<Uint8Array>>>;
   /** The compact Task DAG summary for a prompt (003 "Prompt Context"). */

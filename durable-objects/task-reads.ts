@@ -35,6 +35,8 @@ import { readWal, readWalTail } from "./wal-store.js";
 
 /** WAL events read per page while an event stream catches up on history. */
 const STREAM_PAGE = 100;
+/** WAL events read from SQL and encoded per pull of a WAL export (a few hundred KB of JSON Lines). */
+export const WAL_EXPORT_PAGE = 1_000;
 
 /** Filters and paging of GET .../tasks/{tid}/actions. */
 export interface ActionQuery {
@@ -54,6 +56,9 @@ export class TaskReads {
     /** Long-polls on actions (the shell's publish answers them). */
     private readonly waiters: ActionWaiters,
   ) {}
+
+  /** WAL exports started and the pages they read from SQL, for tests and diagnostics. */
+  readonly walExports = { opened: 0, pages: 0 };
 
   /** Which task the object holds (null before its task is created, or when its WAL is broken). */
   identity(): { sessionId: string; taskId: string } | null {
@@ -89,16 +94,42 @@ export class TaskReads {
   }
 
   /**
-   * The WAL after `afterSeq`, at most `limit` events, in wal_seq order, as JSON Lines. Encoded here rather than
-   * sent as values: structured clone across the RPC gives up on deep values (about 2,500 levels) long before
-   * JSON.stringify does, and a WAL written before values were bounded at the edge may hold one.
+   * The WAL after `afterSeq`, at most `limit` events, in wal_seq order, as a stream of JSON Lines read from SQL
+   * WAL_EXPORT_PAGE events at a time as the reader pulls (nothing is read ahead), so an export of any length holds
+   * one page in memory. It ends at `last_wal_seq` as of this call: events committed while it is read are left to
+   * the next request, so the answer is the WAL as it was when asked, like a page built at once. Encoded here
+   * rather than sent as values: structured clone across the RPC gives up on deep values (about 2,500 levels) long
+   * before JSON.stringify does, and a WAL written before values were bounded at the edge may hold one.
    */
-  readWal(actor: Actor, afterSeq: number, limit: number): RpcResult<{ ndjson: string; last_wal_seq: number }> {
+  readWal(actor: Actor, afterSeq: number, limit: number): RpcResult<{ ndjson: ReadableStream<Uint8Array>; last_wal_seq: number }> {
     const ready = this.readable(actor, false);
     if (ready !== null) return err(ready);
-    let ndjson = "";
-    for (const event of readWal(this.shell.sql, afterSeq, limit)) ndjson += `${JSON.stringify(event)}\n`;
-    return ok({ ndjson, last_wal_seq: this.shell.state.last_wal_seq });
+    const last = this.shell.state.last_wal_seq;
+    const stats = this.walExports;
+    const encoder = new TextEncoder();
+    let after = afterSeq;
+    let left = limit;
+    stats.opened += 1;
+    const ndjson = new ReadableStream<Uint8Array>(
+      {
+        pull: (controller) => {
+          let lines = "";
+          if (left > 0 && after < last) {
+            stats.pages += 1;
+            for (const event of readWal(this.shell.sql, after, Math.min(left, WAL_EXPORT_PAGE))) {
+              if (event.wal_seq > last) break;
+              lines += `${JSON.stringify(event)}\n`;
+              after = event.wal_seq;
+              left -= 1;
+            }
+          }
+          if (lines === "") return controller.close();
+          controller.enqueue(encoder.encode(lines));
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    return ok({ ndjson, last_wal_seq: last });
   }
 
   /**

@@ -336,10 +336,10 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
    * has as many subscribers as it serves; after a pause when there is nothing new, so the caller tries again.
    */
   private async walPage(taskId: string, afterSeq: number, gone: AbortSignal | undefined): Promise<RuntimeEvent[]> {
-    const page = (await this.stub(taskId).readWal(this.actor, afterSeq, WAL_PAGE)) as RpcResult<{ ndjson: string; last_wal_seq: number }>;
+    const page = (await this.stub(taskId).readWal(this.actor, afterSeq, WAL_PAGE)) as RpcResult<{ ndjson: ReadableStream<Uint8Array>; last_wal_seq: number }>;
     if (!page.ok) throw a2aErrorOf(page.error, taskId);
     const out: RuntimeEvent[] = [];
-    for (const line of page.value.ndjson.split("\n")) if (line !== "") out.push(...projectEvent(JSON.parse(line) as WalEvent));
+    for (const line of (await new Response(page.value.ndjson).text()).split("\n")) if (line !== "") out.push(...projectEvent(JSON.parse(line) as WalEvent));
     if (out.length === 0 && gone?.aborted !== true) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, WAL_POLL_MS);

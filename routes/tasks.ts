@@ -63,8 +63,10 @@ taskRoutes.get("/:sid/tasks/:tid/steps", async (c) => {
 taskRoutes.get("/:sid/tasks/:tid/wal", async (c) => {
   const { actor, stub } = target(c);
   const q = validate(WalQueryParams, c.req.query());
-  const result = (await stub.readWal(actor, q.after_seq ?? 0, q.limit ?? 1_000)) as RpcResult<{ ndjson: string; last_wal_seq: number }>;
+  const limit = q.limit === "all" ? Number.MAX_SAFE_INTEGER : (q.limit ?? 1_000);
+  const result = (await stub.readWal(actor, q.after_seq ?? 0, limit)) as RpcResult<{ ndjson: ReadableStream<Uint8Array>; last_wal_seq: number }>;
   if (!result.ok) return errorResponse(c, result.error);
+  // Streamed as the client reads it: the object reads the WAL from SQL a page per pull, so no export is held whole.
   return c.body(result.value.ndjson, 200, { "content-type": "application/x-ndjson", "x-last-wal-seq": String(result.value.last_wal_seq) });
 });
 

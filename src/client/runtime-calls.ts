@@ -4,7 +4,8 @@
  * (`withToken`, `worker`, `dispatchWorker`), beside the WorkerClient it makes: those two classes name each
  * other, so they share a module, and the operations live here.
  */
-import type { RuntimeEvent } from "../core/index.js";
+import { MAX_WAL_PAGE_LIMIT } from "../contract/limits.js";
+import type { RuntimeEvent, WalEvent } from "../core/index.js";
 import { MAX_ACTION_WAIT_MS, pollUntilResolved, type WaitForActionOptions } from "./action-wait.js";
 import { isRuntimeApiError } from "./errors.js";
 import { EventSubscription, frameJson, type SubscribeOptions } from "./event-stream.js";
@@ -309,6 +310,28 @@ export class RuntimeCalls {
     const events = parseWalPage(text, query.after_seq ?? 0);
     const header = Number(headers.get("x-last-wal-seq"));
     return { events, text, last_wal_seq: Number.isInteger(header) && headers.has("x-last-wal-seq") ? header : (events.at(-1)?.wal_seq ?? query.after_seq ?? 0) };
+  }
+
+  /**
+   * Every WAL event after `after_seq` (default 0), in order, up to the task's last wal_seq when the first page
+   * is answered: pages of `page_size` events (default MAX_WAL_PAGE_LIMIT, 10,000) followed by after_seq, each
+   * validated by `walExport` and retried by the transport. Memory holds one page; events written meanwhile are
+   * left to a later call (from the last wal_seq this one gave).
+   */
+  async *walEvents(task: TaskRef, query: { readonly after_seq?: number; readonly page_size?: number } = {}, opts?: CallOptions): AsyncGenerator<WalEvent, void, undefined> {
+    const pageSize = query.page_size ?? MAX_WAL_PAGE_LIMIT;
+    let after = query.after_seq ?? 0;
+    let end = Number.POSITIVE_INFINITY;
+    while (after < end) {
+      const page = await this.walExport(task, { after_seq: after, limit: Math.min(pageSize, end - after) }, opts);
+      if (end === Number.POSITIVE_INFINITY) end = page.last_wal_seq;
+      for (const event of page.events) {
+        if (event.wal_seq > end) return;
+        yield event;
+      }
+      if (page.events.length === 0) return;
+      after = page.events.at(-1)!.wal_seq;
+    }
   }
 
   /** GET /v1/task-template (agent.task_template). */

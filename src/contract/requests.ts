@@ -103,10 +103,16 @@ export const StepQueryParams = z.strictObject({
   access_token: z.string().optional(),
 });
 
-/** GET .../wal query. */
+/**
+ * GET .../wal query. `limit`: 1–MAX_WAL_PAGE_LIMIT events (default 1,000), or `all` for every event after
+ * `after_seq` up to the task's last wal_seq when the request arrives, in one streamed answer.
+ */
 export const WalQueryParams = z.strictObject({
   after_seq: intParam(0, Number.MAX_SAFE_INTEGER).optional(),
-  limit: intParam(1, MAX_WAL_PAGE_LIMIT).optional(),
+  limit: z
+    .union([z.literal("all"), intParam(1, MAX_WAL_PAGE_LIMIT)])
+    .describe(`Most events to answer: 1–${MAX_WAL_PAGE_LIMIT} (default 1000), or "all" for the whole WAL after after_seq (up to x-last-wal-seq), streamed`)
+    .optional(),
   access_token: z.string().optional(),
 });
 
