@@ -9,6 +9,7 @@ import { type AuthInfo, type CallToolResult, createMcpHandler, isLegacyRequest, 
 import type { Context } from "hono";
 import { z } from "zod";
 import type { TokenClaims } from "../src/auth/tokens.js";
+import { MAX_WAL_PAGE_LIMIT } from "../src/contract/limits.js";
 import { readConfig } from "../src/env.js";
 import type { AppEnv } from "./auth.js";
 import { parseJsonTextIfValid, readBodyText } from "./body.js";
@@ -73,6 +74,10 @@ async function callTool(scope: McpRequestScope, name: string, args: Record<strin
   const tool = mcpTool(name);
   if (tool === undefined || !toolAvailable(tool, scope.caller.role)) {
     return refusal("tool_not_available", `${name} is not available to the ${scope.caller.role} role`, 403, { role: scope.caller.role, tool: name });
+  }
+  // A tool result is one JSON value held whole in memory: the WAL comes to MCP clients in pages, never streamed whole.
+  if (name === "task_wal" && args.limit === "all") {
+    return refusal("validation_error", `task_wal answers a page: page through the WAL with after_seq and a limit of at most ${MAX_WAL_PAGE_LIMIT}`, 400, { issues: [{ path: "limit", message: `"all" is for GET .../wal only` }] });
   }
   let call;
   try {

@@ -228,6 +228,9 @@ describe("a fan-out/fan-in DAG driven only through MCP", () => {
       const walViaMcp = await ok(orch, "task_wal", { task_id: tid });
       const wal = await walOf(taskPath, s.orch);
       expect(walViaMcp.body).toEqual({ events: JSON.parse(JSON.stringify(wal)), last_wal_seq: wal.length });
+      // A tool result is held whole: the WAL comes to MCP in pages, and limit "all" is refused.
+      expect((await ok(orch, "task_wal", { task_id: tid, after_seq: 2, limit: 3 })).body.events).toEqual(JSON.parse(JSON.stringify(wal.slice(2, 5))));
+      expect((await refused(orch, "task_wal", { task_id: tid, limit: "all" }, "validation_error")).body.error.details.issues[0].path).toBe("limit");
 
       for (const id of ["plan", ...middle, "write"]) {
         expect(viaMcp.body.steps.find((x: any) => x.step_id === id)).toMatchObject({ status: "completed", artifact_ids: [`r2://report/${id}.md`], claimed_by_run_id: null });
