@@ -8,12 +8,12 @@
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { defaultAdminToken, type DevServer, reloadCount, startDevServer, stopDevServer, stopOnSignal } from "../dev-server.js";
+import { defaultAdminToken, type DevServer, reloadCount, startDevServer, stopDevServer, stopOnSignal, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { errorText, printTables, writeResults } from "./harness/report.js";
-import { openPeer, PLANS as PEER_PLANS, type Peer } from "./scenarios/bullmq.js";
+import { openPeer, PLANS as PEER_PLANS } from "./scenarios/bullmq.js";
 import { runRecovery, type ServerSlot } from "./scenarios/recovery.js";
 import { treeState } from "./scenarios/reads.js";
 import { runSteps } from "./scenarios/steps-section.js";
@@ -62,61 +62,55 @@ run(async () => {
   let floor: StorageParts["floor"] = null;
   let recovery: StorageParts["recovery"] = null;
   const servers: Record<string, unknown> = {};
-  try {
-    let base = cli.url?.replace(/\/+$/, "") ?? null;
-    if (base === null) {
-      console.log("starting node scripts/dev.mjs (this checkout) on a free port …");
-      slot.server = await startDevServer();
-      base = slot.server.base;
-    } else {
-      const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(5_000) });
-      await res.text();
-      if (res.status !== 200) throw new Error(`${base}/health answered ${res.status}`);
-    }
-    servers.this = { url: base, tree: treeState("."), started_by_script: slot.server !== null, startup_ms: slot.server?.startupMs ?? null, log: slot.server?.logFile ?? null };
-    const targets: Target[] = [{ name: "this", client: new Client(base), pgid: slot.server?.child?.pid ?? null }];
-    if (baselineDir !== null) {
-      console.log(`starting node scripts/dev.mjs in ${baselineDir} (baseline ${treeState(baselineDir)}) on a free port …`);
-      before = await startDevServer({ cwd: baselineDir });
-      servers.baseline = { url: before.base, dir: baselineDir, tree: treeState(baselineDir), startup_ms: before.startupMs, log: before.logFile };
-      targets.push({ name: "baseline", client: new Client(before.base), pgid: before.child?.pid ?? null });
-    }
-    console.log(`servers: ${targets.map((t) => `${t.name} ${t.client.base}`).join(", ")}`);
-
-    await part("socket rounds", async () => {
-      const peers: PeerSlot[] = [];
-      try {
-        for (const appendfsync of ["everysec", "always"] as const) peers.push({ appendfsync, peer: (await openPeer(PEER_PLANS[quick ? "quick" : "full"], log, appendfsync)) as Peer });
-        console.log(`\n[socket] ${plan.concurrencies.join(" and ")} worker(s) on one task: ours (${targets.map((t) => t.name).join(", ")}; frames per tick ${plan.frames.join(", ")}), BullMQ AOF everysec, BullMQ AOF always; ${rounds} round(s) after a warm-up`);
-        runs = await socketRounds(targets, peers, plan, adminToken, log);
-      } finally {
-        for (const { peer } of peers) await peer.close();
+  // With --url, withBenchServer checks it (loopback, /health); else it starts this checkout's server, which the recovery
+  // part replaces in `slot` on each restart: the last one is stopped here.
+  await withBenchServer(cli.url, {}, async (base, server) => {
+    slot.server = server;
+    try {
+      servers.this = { url: base, tree: treeState("."), started_by_script: server !== null, startup_ms: server?.startupMs ?? null, log: server?.logFile ?? null };
+      const targets: Target[] = [{ name: "this", client: new Client(base), pgid: server?.child?.pid ?? null }];
+      if (baselineDir !== null) {
+        console.log(`starting node scripts/dev.mjs in ${baselineDir} (baseline ${treeState(baselineDir)}) on a free port …`);
+        before = await startDevServer({ cwd: baselineDir });
+        servers.baseline = { url: before.base, dir: baselineDir, tree: treeState(baselineDir), startup_ms: before.startupMs, log: before.logFile };
+        targets.push({ name: "baseline", client: new Client(before.base), pgid: before.child?.pid ?? null });
       }
-    });
-    if (before !== null) {
-      await stopDevServer(before);
-      before = null;
-    }
-    await part("floor", async () => {
-      console.log(`\n[floor] GET /health/object interleaved with the unbatched step scenario at ${plan.floorConcurrencies.join(", ")} workers (one task and ${http.multiTasks}), ${http.repeats} repeat(s)`);
-      const s = await runSteps(targets[0]!.client, adminToken, { http, groupCommitStepsPerWorker: plan.stepsPerWorker, concurrencies: plan.floorConcurrencies, carriers: ["unbatched"], anatomy: false }, targets[0]!.pgid);
-      floor = { floor: s.floor, unbatched: s.unbatched };
-    });
-    if (slot.server === null) console.log("\n[recovery] skipped: --url is a server this script cannot restart");
-    else {
-      await part("recovery", async () => {
-        console.log(`\n[recovery] WALs of ${plan.recovery.recoveryEvents.join(" and ")} events, the dev server restarted ${plan.recovery.recoveryRestarts} time(s) on the same storage`);
-        recovery = await runRecovery(slot, adminToken, plan.recovery);
+      await part("socket rounds", async () => {
+        const peers: PeerSlot[] = [];
+        try {
+          for (const appendfsync of ["everysec", "always"] as const) peers.push({ appendfsync, peer: await openPeer(PEER_PLANS[quick ? "quick" : "full"], log, appendfsync) });
+          console.log(`\n[socket] ${plan.concurrencies.join(" and ")} worker(s) on one task: ours (${targets.map((t) => `${t.name} ${t.client.base}`).join(", ")}; frames per tick ${plan.frames.join(", ")}), BullMQ AOF everysec, BullMQ AOF always; ${rounds} round(s) after a warm-up`);
+          runs = await socketRounds(targets, peers, plan, adminToken, log);
+        } finally {
+          for (const { peer } of peers) await peer.close();
+        }
       });
+      if (before !== null) {
+        await stopDevServer(before);
+        before = null;
+      }
+      await part("floor", async () => {
+        console.log(`\n[floor] GET /health/object interleaved with the unbatched step scenario at ${plan.floorConcurrencies.join(", ")} workers (one task and ${http.multiTasks}), ${http.repeats} repeat(s)`);
+        const s = await runSteps(targets[0]!.client, adminToken, { http, groupCommitStepsPerWorker: plan.stepsPerWorker, concurrencies: plan.floorConcurrencies, carriers: ["unbatched"], anatomy: false }, targets[0]!.pgid);
+        floor = { floor: s.floor, unbatched: s.unbatched };
+      });
+      if (server === null) console.log("\n[recovery] skipped: --url is a server this script cannot restart");
+      else {
+        await part("recovery", async () => {
+          console.log(`\n[recovery] WALs of ${plan.recovery.recoveryEvents.join(" and ")} events, the dev server restarted ${plan.recovery.recoveryRestarts} time(s) on the same storage`);
+          recovery = await runRecovery(slot, adminToken, plan.recovery);
+        });
+      }
+    } finally {
+      if (before !== null) await stopDevServer(before);
+      before = null;
+      if (slot.server !== null) {
+        slot.reloads += reloadCount(slot.server);
+        if (slot.server !== server) await stopDevServer(slot.server);
+      }
+      slot.server = null;
     }
-  } finally {
-    for (const s of [slot.server, before]) {
-      if (s === null) continue;
-      slot.reloads += s === slot.server ? reloadCount(s) : 0;
-      await stopDevServer(s);
-    }
-    slot.server = before = null;
-  }
+  });
 
   const pooled = pool(runs);
   const figures = storageFigures({ runs, pooled, floor, recovery, concurrencies: plan.concurrencies });
