@@ -113,7 +113,7 @@ run(async () => {
   });
 
   const pooled = pool(runs);
-  const figures = storageFigures({ runs, pooled, floor, recovery, concurrencies: plan.concurrencies });
+  const figures = storageFigures({ runs, pooled, floor, recovery });
   const comparison = baselineComparison(pooled, runs);
   printTables(storageTables(figures, pooled, comparison, rounds));
   const warnings = [
