@@ -23,14 +23,17 @@ export function newClient(server: RedisServer): Redis {
   return new Redis({ host: server.host, port: server.port, lazyConnect: true, maxRetriesPerRequest: null, enableReadyCheck: true });
 }
 
-/** Starts redis-server on 127.0.0.1 and a free port in a fresh temp dir, AOF on (fsync every second, Redis's default), RDB snapshots off. */
-export async function startRedis(): Promise<RedisServer> {
+/** When Redis fsyncs its append-only file: once a second (Redis's default) or before answering each write. */
+export type Appendfsync = "everysec" | "always";
+
+/** Starts redis-server on 127.0.0.1 and a free port in a fresh temp dir, AOF on (fsync every second, Redis's default, unless `appendfsync` says otherwise), RDB snapshots off. */
+export async function startRedis(opts: { appendfsync?: Appendfsync } = {}): Promise<RedisServer> {
   const binary = redisBinary();
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), "bench-bullmq-redis-"));
   const logFile = path.join(dir, "redis.log");
   const args = ["--bind", "127.0.0.1", "--port", String(port), "--protected-mode", "yes", "--dir", dir, "--logfile", logFile, "--daemonize", "no"];
-  args.push("--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--maxmemory-policy", "noeviction");
+  args.push("--appendonly", "yes", "--appendfsync", opts.appendfsync ?? "everysec", "--save", "", "--maxmemory-policy", "noeviction");
   const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));

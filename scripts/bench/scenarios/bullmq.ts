@@ -8,7 +8,7 @@ import type { FlowProducer, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { tail } from "../../dev-server.js";
 import { cpuSnap, cpuUse, idleBefore, machineInfo, round } from "../harness/meter.js";
-import { killRedisNow, newClient, type RedisServer, startRedis, stopRedis } from "../harness/redis-server.js";
+import { type Appendfsync, killRedisNow, newClient, type RedisServer, startRedis, stopRedis } from "../harness/redis-server.js";
 import { fmt, pct, span, type Table } from "../harness/report.js";
 import { bigFlows, smallFlows } from "./bullmq-flows.js";
 import { closeAll, type Ctx, idleRoundTrip, type JobsResult, layout, mergeJobs, pingFloor, redisCpuMs, stepScenario } from "./bullmq-jobs.js";
@@ -22,7 +22,7 @@ import { closeAll, type Ctx, idleRoundTrip, type JobsResult, layout, mergeJobs, 
 export type BullmqPlan = Record<"stepsPerWorker" | "minSteps" | "repeats" | "maxRepeats" | "minMeasuredSeconds" | "multiQueues" | "scenarioTimeoutMs" | "floorMs" | "maxFloorOps" | "idleSamples" | "flowWorkers" | "bigFlowChildren" | "bigFlowRepeats" | "smallFlowChildren" | "smallFlows", number>;
 
 /** The full plan (about 45 s on an idle 2-core machine) and the quick one (about 5 s, a smoke check of the benchmark itself). */
-const PLANS: Record<"full" | "quick", BullmqPlan> = {
+export const PLANS: Record<"full" | "quick", BullmqPlan> = {
   full: { stepsPerWorker: 40, minSteps: 320, repeats: 3, maxRepeats: 40, minMeasuredSeconds: 2, multiQueues: 8, scenarioTimeoutMs: 60_000, floorMs: 2_000, maxFloorOps: 500_000, idleSamples: 200, flowWorkers: 8, bigFlowChildren: 100, bigFlowRepeats: 5, smallFlowChildren: 4, smallFlows: 320 },
   quick: { stepsPerWorker: 10, minSteps: 80, repeats: 1, maxRepeats: 1, minMeasuredSeconds: 0, multiQueues: 8, scenarioTimeoutMs: 30_000, floorMs: 500, maxFloorOps: 100_000, idleSamples: 30, flowWorkers: 8, bigFlowChildren: 100, bigFlowRepeats: 2, smallFlowChildren: 4, smallFlows: 80 },
 };
@@ -42,19 +42,24 @@ function packageVersion(name: string): string {
 /** bench/bullmq-results.json, and the bullmq section of bench/results.json. */
 export type BullmqResults = Awaited<ReturnType<typeof runBullmqBench>>;
 
+/** A BullMQ peer ready for scenarios: its own redis-server, the admin connection and the scenarios' context. */
+export interface Peer {
+  redis: RedisServer;
+  ctx: Ctx;
+  /** `p`, failing at once if Redis dies meanwhile. */
+  guard: <T>(p: Promise<T>) => Promise<T>;
+  /** Closes every BullMQ object of the peer, stops Redis and removes the peer's exit and signal handlers. */
+  close: () => Promise<void>;
+}
+
 /**
- * Starts Redis (AOF on, appendfsync everysec), runs every scenario at 1, 8, 32 workers (or `concurrencies`), both
- * worker models, stops Redis (also on errors; on SIGINT/SIGTERM it kills Redis and, when no other handler is
- * listening, exits with 130). Returns the results; writes nothing.
+ * Starts a redis-server (AOF on, `appendfsync`) and connects to it. Until `close`, the process's exit kills that
+ * Redis, and so does SIGINT/SIGTERM (when no other handler is listening, it then exits with 130).
  */
-export async function runBullmqBench(quick: boolean, log: (line: string) => void = console.log, concurrencies = [1, 8, 32]) {
-  const plan = PLANS[quick ? "quick" : "full"];
+export async function openPeer(plan: BullmqPlan, log: (line: string) => void = console.log, appendfsync: Appendfsync = "everysec"): Promise<Peer> {
   const tracked = new Set<Queue | Worker | FlowProducer>();
-  const loadStart = os.loadavg();
-  const wallStart = performance.now();
-  // Other load on the machine skews every figure below: measured for 1 s before anything starts, kept in the results.
-  const idleShare = await idleBefore(log);
   let server: RedisServer | null = null;
+  let admin: Redis | null = null;
   const onExit = () => server !== null && killRedisNow(server);
   const onSignal = (signal: NodeJS.Signals) => {
     log(`\n${signal}: stopping redis-server`);
@@ -65,10 +70,18 @@ export async function runBullmqBench(quick: boolean, log: (line: string) => void
   process.on("exit", onExit);
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  let admin: Redis | null = null;
+  const close = async () => {
+    await closeAll(tracked, 10_000);
+    admin?.disconnect();
+    if (server !== null) await stopRedis(server);
+    server = null;
+    process.off("exit", onExit);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  };
   try {
-    log("starting redis-server on 127.0.0.1 (AOF on, appendfsync everysec) …");
-    const redis = (server = await startRedis());
+    log(`starting redis-server on 127.0.0.1 (AOF on, appendfsync ${appendfsync}) …`);
+    const redis = (server = await startRedis({ appendfsync }));
     log(`redis ${redis.version} up at 127.0.0.1:${redis.port} (dir ${redis.dir}); bullmq ${packageVersion("bullmq")}, ioredis ${packageVersion("ioredis")}`);
     // If Redis dies under the run, every scenario below stops waiting and the run fails at once.
     const child = redis.child!;
@@ -78,8 +91,6 @@ export async function runBullmqBench(quick: boolean, log: (line: string) => void
     admin = newClient(redis);
     admin.on("error", () => {});
     await admin.connect();
-    // Redis's CPU stands for the server's: other processes' share = the machine's busy time less this process and Redis.
-    const cpu0 = cpuSnap(null, await redisCpuMs(admin));
     let prefixSeq = 0;
     // Errors while Redis is healthy show up as failed or missing jobs; an unheard 'error' event would throw.
     const track = <T extends Queue | Worker | FlowProducer>(o: T): T => {
@@ -87,10 +98,37 @@ export async function runBullmqBench(quick: boolean, log: (line: string) => void
       tracked.add(o);
       return o;
     };
-    const ctx: Ctx = { server: redis, plan, nextPrefix: () => `bench${prefixSeq++}`, admin, track };
-    // Warm-up: scripts loaded into Redis, connections, JIT.
-    await guard(stepScenario(ctx, "concurrency", 4, 1));
-    await guard(stepScenario({ ...ctx, plan: { ...plan, minSteps: 40, stepsPerWorker: 5 } }, "workers", 8, plan.multiQueues));
+    return { redis, ctx: { server: redis, plan, nextPrefix: () => `bench${prefixSeq++}`, admin, track }, guard, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+/** Warm-up of a peer, not measured: scripts loaded into Redis, connections, JIT. */
+export async function warmPeer({ ctx, guard }: Peer): Promise<void> {
+  await guard(stepScenario(ctx, "concurrency", 4, 1));
+  await guard(stepScenario({ ...ctx, plan: { ...ctx.plan, minSteps: 40, stepsPerWorker: 5 } }, "workers", 8, ctx.plan.multiQueues));
+}
+
+/**
+ * Starts Redis (AOF on, appendfsync everysec), runs every scenario at 1, 8, 32 workers (or `concurrencies`), both
+ * worker models, stops Redis (also on errors; on SIGINT/SIGTERM it kills Redis and, when no other handler is
+ * listening, exits with 130). Returns the results; writes nothing.
+ */
+export async function runBullmqBench(quick: boolean, log: (line: string) => void = console.log, concurrencies = [1, 8, 32]) {
+  const plan = PLANS[quick ? "quick" : "full"];
+  const loadStart = os.loadavg();
+  const wallStart = performance.now();
+  // Other load on the machine skews every figure below: measured for 1 s before anything starts, kept in the results.
+  const idleShare = await idleBefore(log);
+  const peer = await openPeer(plan, log);
+  try {
+    const { redis, ctx, guard } = peer;
+    const admin = ctx.admin;
+    // Redis's CPU stands for the server's: other processes' share = the machine's busy time less this process and Redis.
+    const cpu0 = cpuSnap(null, await redisCpuMs(admin));
+    await warmPeer(peer);
     const floor: Awaited<ReturnType<typeof pingFloor>>[] = [];
     const steps: JobsResult[] = [];
     for (const c of concurrencies) {
@@ -142,13 +180,7 @@ export async function runBullmqBench(quick: boolean, log: (line: string) => void
       wall_seconds: round((performance.now() - wallStart) / 1000, 1),
     };
   } finally {
-    await closeAll(tracked, 10_000);
-    admin?.disconnect();
-    if (server !== null) await stopRedis(server);
-    server = null;
-    process.off("exit", onExit);
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    await peer.close();
   }
 }
 
@@ -169,9 +201,12 @@ export function bullmqTables(b: BullmqResults): Table[] {
   ];
 }
 
+/** A step scenario with errors, a time-out, duplicates, failed jobs or a Redis count that differs from the plan. */
+export const jobsProblem = (s: JobsResult): boolean => s.errors > 0 || s.timed_out || s.duplicate_completions > 0 || s.failed_jobs > 0 || s.jobs_completed !== s.jobs_planned || s.verified_completed_in_redis !== s.jobs_planned;
+
 /** Scenarios with errors, time-outs, duplicates, failed jobs or a Redis count that differs from the plan. */
 export function problems(r: BullmqResults): string[] {
-  const bad = r.steps.filter((s) => s.errors > 0 || s.timed_out || s.duplicate_completions > 0 || s.failed_jobs > 0 || s.jobs_completed !== s.jobs_planned || s.verified_completed_in_redis !== s.jobs_planned).map((s) => `steps ${s.model} ${s.workers} workers ${s.queues} queue(s)`);
+  const bad = r.steps.filter(jobsProblem).map((s) => `steps ${s.model} ${s.workers} workers ${s.queues} queue(s)`);
   if (r.idle.timed_out) bad.push("idle round trip timed out");
   for (const f of r.flows) {
     if (f.big.timed_out || f.big.errors > 0 || f.big.runs.some((x) => x.children_completed !== f.big.children)) bad.push(`big flow (${f.model})`);

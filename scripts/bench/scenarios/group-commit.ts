@@ -130,9 +130,10 @@ export function sdkCarrier(family: RuntimeClient, label: string, window: { start
 /**
  * stepScenario through `carrier`, with its CPU use. Unbatched: one request per call, the CPU snapshot spanning set-up and
  * verification too (its per-step figures are upper bounds). Batched: the workers as WorkerClients of one RuntimeClient
- * (group commit on), metered over the measured window; "socket" sends the commits as frames over each task's command socket (ws).
+ * (group commit on), metered over the measured window; "socket" sends the commits as frames over each task's command socket (ws),
+ * `framesPerTick` of them at most (the SDK's default when not given).
  */
-export async function measuredScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null, carrier: Carrier): Promise<Measured> {
+export async function measuredScenario(client: Client, adminToken: string, workers: number, tasks: number, plan: Plan, pgid: number | null, carrier: Carrier, framesPerTick?: number): Promise<Measured> {
   if (carrier === "unbatched") {
     const a = cpuSnap(pgid);
     const res = await stepScenario(client, adminToken, workers, tasks, plan);
@@ -141,7 +142,7 @@ export async function measuredScenario(client: Client, adminToken: string, worke
   }
   const meter = new FetchMeter();
   const frames = new SocketMeter();
-  const family = new RuntimeClient({ baseUrl: client.base, fetch: meter.fetch, batching: true, ...(carrier === "socket" ? { socket: { WebSocket: frames.WebSocket } } : {}) });
+  const family = new RuntimeClient({ baseUrl: client.base, fetch: meter.fetch, batching: true, ...(carrier === "socket" ? { socket: { WebSocket: frames.WebSocket, ...(framesPerTick === undefined ? {} : { framesPerTick }) } } : {}) });
   let cpu0 = cpuSnap(pgid);
   let cpu = cpuUse(cpu0, cpu0);
   const window = {

@@ -10,8 +10,8 @@ import { type Plan, stepScenario } from "./steps.js";
 /** The steps section of bench/results.json; socket = batched over the command socket instead of batch requests. */
 export interface StepsSection { floor: LoadResult[]; unbatched: Measured[]; batched: Measured[]; socket: Measured[]; anatomy: BatchAnatomy | null; cpu: CpuUse }
 
-/** What runSteps needs of bench's plan. */
-export interface StepsPlan { http: Plan; groupCommitStepsPerWorker: number; concurrencies: number[] }
+/** What runSteps needs of bench's plan; `carriers` (default: all three) and `anatomy` (default: on) narrow the section. */
+export interface StepsPlan { http: Plan; groupCommitStepsPerWorker: number; concurrencies: number[]; carriers?: readonly Carrier[]; anatomy?: boolean }
 
 /** Runs the section against `client`'s server (whose process group is `pgid`, for its CPU; null: not measured). */
 export async function runSteps(client: Client, adminToken: string, plan: StepsPlan, pgid: number | null): Promise<StepsSection> {
@@ -22,9 +22,9 @@ export async function runSteps(client: Client, adminToken: string, plan: StepsPl
   const maxC = Math.max(...plan.concurrencies);
   await closedLoop(floorRoute.name, maxC, http.warmupMs, http.maxRequestsPerLevel, floorRoute.op);
   await stepScenario(client, adminToken, Math.min(4, maxC), 1, { ...http, stepsPerWorker: 5, minSteps: 20 });
-  for (const carrier of ["batched", "socket"] as const) await measuredScenario(client, adminToken, Math.min(8, maxC), 1, { ...http, stepsPerWorker: 5, minSteps: 40 }, pgid, carrier);
+  const carriers: readonly Carrier[] = plan.carriers ?? ["unbatched", "batched", "socket"];
+  for (const carrier of (["batched", "socket"] as const).filter((k) => carriers.includes(k))) await measuredScenario(client, adminToken, Math.min(8, maxC), 1, { ...http, stepsPerWorker: 5, minSteps: 40 }, pgid, carrier);
   const section: StepsSection = { floor: [], unbatched: [], batched: [], socket: [], anatomy: null, cpu: cpuUse(cpu0, cpu0) };
-  const carriers: readonly Carrier[] = ["unbatched", "batched", "socket"];
   for (const c of plan.concurrencies) {
     const scenario = (carrier: Carrier) => async (tasks: number) => {
       const m = await measuredScenario(client, adminToken, c, tasks, carrier === "unbatched" ? http : { ...http, stepsPerWorker: plan.groupCommitStepsPerWorker }, pgid, carrier);
@@ -36,6 +36,7 @@ export async function runSteps(client: Client, adminToken: string, plan: StepsPl
     for (const tasks of [1, http.multiTasks]) for (const k of carriers) section[k].push(mergeMeasured(runs.get(`${k}${tasks}`)!));
   }
   section.cpu = cpuUse(cpu0, cpuSnap(pgid));
+  if (plan.anatomy === false) return section;
   try {
     section.anatomy = await batchAnatomy(client, adminToken, http.repeats > 1 ? 40 : 20);
     const d = section.anatomy.derived;
