@@ -206,3 +206,22 @@ export function runHeader(quick: boolean, loadStart: number[], idle: number, sou
   const { total_mem_mb: _, ...machine } = machineInfo(loadStart);
   return { generated_at: new Date().toISOString(), mode: quick ? "quick" : "full", machine: { ...machine, idle_before: idle }, source };
 }
+
+/** The pids of the workerd processes in one process group (the dev server's); none off Linux. */
+export function workerdPids(pgid: number): number[] {
+  return (groupProcesses(pgid) ?? []).filter((p) => p.comm.startsWith("workerd")).map((p) => p.pid);
+}
+
+/** VmRSS of these processes together, in MiB (a process that is gone counts 0). */
+export function rssMiB(pids: readonly number[]): number {
+  let kb = 0;
+  for (const pid of pids) {
+    try {
+      const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+      if (match !== null) kb += Number(match[1]);
+    } catch {
+      // gone
+    }
+  }
+  return kb / 1024;
+}

@@ -5,13 +5,12 @@
  * storage and the first GET of the task (against a task of a handful of events), and the whole WAL exported in
  * one streamed request (`?limit=all`) while workerd's RSS is sampled.
  */
-import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { startDevServer, stopDevServer } from "../../dev-server.js";
 import { Client, stepsOf } from "../harness/http-client.js";
-import { groupProcesses, round, stats } from "../harness/meter.js";
+import { round, rssMiB, stats, workerdPids } from "../harness/meter.js";
 import { fmt } from "../harness/report.js";
-import type { ServerSlot } from "./recovery.js";
+import { progressUntil, type ServerSlot } from "./recovery.js";
 
 /** What runHistory needs. */
 export interface HistoryPlan {
@@ -21,22 +20,6 @@ export interface HistoryPlan {
   readonly steps: number;
   /** Progress commands per batch request. */
   readonly perBatch: number;
-}
-
-/** VmRSS of the server's workerd processes together, in MiB (null off Linux). */
-function workerdRssMiB(pgid: number): number | null {
-  const ps = groupProcesses(pgid);
-  if (ps === null) return null;
-  let kb = 0;
-  for (const p of ps) {
-    if (!p.comm.includes("workerd")) continue;
-    try {
-      kb += Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${p.pid}/status`, "utf8"))?.[1] ?? 0);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return kb / 1024;
 }
 
 /** The history task: its path, the progress worker (token, step) and the stepping worker (token, current step). */
@@ -57,19 +40,10 @@ type HistoryTask = Awaited<ReturnType<typeof setUp>>;
 async function growTo(client: Client, t: HistoryTask, events: number, perBatch: number) {
   const t0 = performance.now();
   const from = t.walSeq;
-  const batchMs: number[] = [];
-  while (t.walSeq < events) {
-    const count = Math.min(perBatch, events - t.walSeq);
-    const commands = Array.from({ length: count }, () => ({ token: t.progressToken, method: "POST", path: `${t.path}/steps/${t.progressStep}/progress`, body: { phase: "history", counters: { n: t.n++ } } }));
-    const a = await client.must(200, "POST", `${t.path}/batch`, t.progressToken, { commands });
-    batchMs.push(a.ms);
-    const results = a.body.results as { ok: boolean; body: { wal_seq?: number } }[];
-    const bad = results.find((r) => !r.ok);
-    if (bad !== undefined) throw new Error(`a progress command was refused at wal_seq ${t.walSeq}: ${JSON.stringify(bad).slice(0, 300)}`);
-    const last = results.at(-1)?.body.wal_seq;
-    if (typeof last !== "number" || last <= t.walSeq) throw new Error(`the batch answered no higher wal_seq (${String(last)} after ${t.walSeq})`);
-    t.walSeq = last;
-  }
+  const counter = { n: t.n };
+  const { seq, batchMs } = await progressUntil(client, { path: t.path, token: t.progressToken, stepId: t.progressStep }, t.walSeq, events, perBatch, counter, "history");
+  t.walSeq = seq;
+  t.n = counter.n;
   const seconds = (performance.now() - t0) / 1000;
   return { to_wal_seq: t.walSeq, build_seconds: round(seconds, 1), batches: batchMs.length, events_per_s: seconds > 0 ? round((t.walSeq - from) / seconds, 0) : null, batch_ms: stats(batchMs) };
 }
@@ -94,7 +68,7 @@ async function stepAlong(client: Client, t: HistoryTask, steps: number) {
 async function exportWal(base: string, pgid: number, t: { path: string; orch: string }) {
   const rss: number[] = [];
   const sample = () => {
-    const mib = workerdRssMiB(pgid);
+    const mib = rssMiB(workerdPids(pgid));
     if (mib !== null) rss.push(mib);
   };
   sample();

@@ -1,33 +1,13 @@
 /** @module The reads scenario: one fresh `wrangler dev` in a given checkout (a fresh workerd, so every run's RSS starts from the same place), one task of N independent steps, and one load of R concurrent observers: `get` (one plain GET each, retried after Retry-After on a 429) or `whole` (each follows `page.next_cursor` to the end). */
 // workerd's RSS (VmRSS of every workerd of the server's process group) is sampled every 10 ms: before (median of the second before the load), peak
 // during it, and 2 s after it. Linux only.
-import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, type DevServer, sleep, startDevServer, stopDevServer } from "../../dev-server.js";
 import { Client, stepsOf } from "../harness/http-client.js";
-import { groupProcesses, round, sourceState, stats } from "../harness/meter.js";
+import { round, rssMiB, sourceState, stats, workerdPids } from "../harness/meter.js";
 
 /** The two loads. */
 export type ReadLoad = "get" | "whole";
-
-/** The pids of the workerd processes in one process group (the dev server's). */
-function workerdPids(pgid: number): number[] {
-  return (groupProcesses(pgid) ?? []).filter((p) => p.comm.startsWith("workerd")).map((p) => p.pid);
-}
-
-/** VmRSS of these processes together, in MiB (a process that is gone counts 0). */
-function rssMiB(pids: readonly number[]): number {
-  let kb = 0;
-  for (const pid of pids) {
-    try {
-      const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-      if (match !== null) kb += Number(match[1]);
-    } catch {
-      // gone
-    }
-  }
-  return kb / 1024;
-}
 
 /** One observer: GET the task (retrying 429s after Retry-After); with `whole`, follow page.next_cursor to the end. */
 async function readTask(url: string, token: string, whole: boolean) {

@@ -5,6 +5,36 @@ import { Client, stepsOf } from "../harness/http-client.js";
 import { round, stats } from "../harness/meter.js";
 import { fmt } from "../harness/report.js";
 
+/** The claimed step progress commands go to: its task, its worker's token, its id. */
+export interface ProgressTarget {
+  readonly path: string;
+  readonly token: string;
+  readonly stepId: string;
+}
+
+/**
+ * Progress commands (`{phase, counters: {n}}`, `counter.n` counting on) through the batch route, `perBatch` a request,
+ * from the task's wal_seq `fromSeq` until its WAL holds `events` events: the last wal_seq and each request's ms.
+ */
+export async function progressUntil(client: Client, target: ProgressTarget, fromSeq: number, events: number, perBatch: number, counter: { n: number }, phase: string, deadline = Number.POSITIVE_INFINITY): Promise<{ seq: number; batchMs: number[] }> {
+  const batchMs: number[] = [];
+  let seq = fromSeq;
+  while (seq < events) {
+    if (performance.now() > deadline) throw new Error(`building a WAL of ${events} events took too long (at ${seq} events)`);
+    const count = Math.min(perBatch, events - seq);
+    const commands = Array.from({ length: count }, () => ({ token: target.token, method: "POST", path: `${target.path}/steps/${target.stepId}/progress`, body: { phase, counters: { n: counter.n++ } } }));
+    const a = await client.must(200, "POST", `${target.path}/batch`, target.token, { commands });
+    batchMs.push(a.ms);
+    const results = a.body.results as { ok: boolean; status: number; body: { wal_seq?: number } }[];
+    const bad = results.find((r) => !r.ok);
+    if (bad !== undefined) throw new Error(`a progress command was refused at wal_seq ${seq}: ${JSON.stringify(bad).slice(0, 300)}`);
+    const last = results.at(-1)?.body.wal_seq;
+    if (typeof last !== "number" || last <= seq) throw new Error(`the batch answered no higher wal_seq (${String(last)} after ${seq})`);
+    seq = last;
+  }
+  return { seq, batchMs };
+}
+
 /** A task whose WAL was built for the section. */
 type BuiltWal = Awaited<ReturnType<typeof buildWal>>;
 
@@ -18,24 +48,8 @@ async function buildWal(client: Client, adminToken: string, label: string, event
   const token: string = d.body.token;
   const claim = await client.must(200, "POST", `${taskPath}/steps/claim-next`, token, {});
   const stepId: string = claim.body.step.step_id;
-  let seq: number = claim.body.wal_seq;
-  const batchMs: number[] = [];
   const t0 = performance.now();
-  const deadline = t0 + timeoutMs;
-  let n = 0;
-  while (seq < events) {
-    if (performance.now() > deadline) throw new Error(`building the ${label} WAL took over ${timeoutMs / 1000} s (at ${seq} events)`);
-    const count = Math.min(perBatch, events - seq);
-    const commands = Array.from({ length: count }, () => ({ token, method: "POST", path: `${taskPath}/steps/${stepId}/progress`, body: { phase: "bench", counters: { n: n++ } } }));
-    const a = await client.must(200, "POST", `${taskPath}/batch`, token, { commands });
-    batchMs.push(a.ms);
-    const results = a.body.results as { ok: boolean; status: number; body: { wal_seq?: number } }[];
-    const bad = results.find((r) => !r.ok);
-    if (bad !== undefined) throw new Error(`a progress command was refused while building the ${label} WAL: ${JSON.stringify(bad).slice(0, 300)}`);
-    const last = results.at(-1)?.body.wal_seq;
-    if (typeof last !== "number" || last <= seq) throw new Error(`the batch answered no higher wal_seq (${String(last)} after ${seq})`);
-    seq = last;
-  }
+  const { seq, batchMs } = await progressUntil(client, { path: taskPath, token, stepId }, claim.body.wal_seq, events, perBatch, { n: 0 }, "bench", t0 + timeoutMs);
   const seconds = (performance.now() - t0) / 1000;
   return { label, events, task_path: taskPath, orch, wal_seq: seq, build_seconds: round(seconds, 2), batches: batchMs.length, events_per_s: round((seq - claim.body.wal_seq) / seconds, 0), batch_ms: stats(batchMs) };
 }
