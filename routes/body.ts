@@ -131,18 +131,15 @@ export function idempotencyOf(c: Context<AppEnv>, bodyText: string): Idempotency
  * equal texts or a 2^-64 chance), each finished with a mix of both so every input bit reaches every output bit.
  */
 export function requestHash(method: string, path: string, bodyText: string): string {
-  let h1 = 0x811c9dc5 ^ bodyText.length;
-  let h2 = 0x41c6ce57 ^ path.length;
-  const head = `${method} ${path}\n`;
-  for (let i = 0; i < head.length; i++) {
-    const ch = head.charCodeAt(i);
-    h1 = Math.imul(h1 ^ ch, 2654435761);
-    h2 = Math.imul(h2 ^ ch, 1597334677);
-  }
-  for (let i = 0; i < bodyText.length; i++) {
-    const ch = bodyText.charCodeAt(i);
-    h1 = Math.imul(h1 ^ ch, 2654435761);
-    h2 = Math.imul(h2 ^ ch, 1597334677);
+  // The lengths seed the lanes, so where method, path and body meet is part of what is hashed.
+  let h1 = 0x811c9dc5 ^ method.length ^ (path.length << 8);
+  let h2 = 0x41c6ce57 ^ bodyText.length;
+  for (const text of [method, path, bodyText]) {
+    for (let i = 0; i < text.length; i++) {
+      const ch = text.charCodeAt(i);
+      h1 = Math.imul(h1 ^ ch, 2654435761);
+      h2 = Math.imul(h2 ^ ch, 1597334677);
+    }
   }
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
