@@ -123,12 +123,13 @@ export function idempotencyOf(c: Context<AppEnv>, bodyText: string): Idempotency
 /**
  * What an Idempotency-Key is bound to: a 64-bit non-cryptographic hash of the request's method, path and body,
  * as "q1:" and 16 hex digits. It tells a retry from another request sent with the same key, which needs no
- * resistance to an attacker (a caller can only collide with their own keys), and costs about a microsecond
- * where a SHA-256 through crypto.subtle cost about five per command. The prefix keeps it from ever equalling
- * a SHA-256 hex stored before it (idempotency-store.ts `sameRequest`) and names its version.
+ * resistance to an attacker (a caller can only collide with their own keys), and is synchronous and about four
+ * times cheaper than a SHA-256 through crypto.subtle (a step update's request, ≈ 170 characters: 1.7–2.3 µs
+ * against 7–9 µs in workerd, ≈ 1.1 µs in Node 20, on a loaded 2-core machine). The prefix keeps it from ever
+ * equalling a SHA-256 hex stored before it (idempotency-store.ts `sameRequest`) and names its version.
  *
- * Two 32-bit multiply-xor lanes over the UTF-16 code units (a string is its code units, so equal hashes need
- * equal texts or a 2^-64 chance), each finished with a mix of both so every input bit reaches every output bit.
+ * Two 32-bit multiply-xor lanes over the UTF-16 code units (a string is its code units, so no character is
+ * lost), each finished with a mix of both so every input bit reaches every output bit.
  */
 export function requestHash(method: string, path: string, bodyText: string): string {
   // The lengths seed the lanes, so where method, path and body meet is part of what is hashed.
