@@ -7,12 +7,17 @@
 import type { Action } from "../src/core/index.js";
 import type { Env, RuntimeConfig } from "../src/env.js";
 import { answerFrame, type SocketScope, upgradeNotFound, upgradeRefused, upgradeScope } from "../routes/task-socket.js";
+import type { TokenVerifier } from "../routes/batch.js";
+import { type TokenClaims, verifyToken } from "../src/auth/tokens.js";
 import type { RpcResult } from "./rpc-result.js";
 import type { AnyWriteAnswer as WriteAnswer } from "../src/contract/index.js";
 import type { BatchItem } from "./task-graph-rpc.js";
 
 /** Frames a connection may have waiting; past it the socket is closed with 1013 (try again later). */
 export const MAX_QUEUED_FRAMES = 64;
+
+/** Tokens a socket remembers as verified: a worker host sends a handful (one per worker) on every frame. */
+export const SOCKET_VERIFIED_TOKENS = 64;
 
 /** What the sockets need of their task object. */
 export interface SocketHost {
@@ -34,8 +39,40 @@ export class CommandSockets {
    * frames hold in memory (64 frames of up to MAX_BODY_BYTES on each socket alone would not).
    */
   private queuedBytes = 0;
+  /**
+   * Per socket: the tokens its frames carried that verified, with their claims, so a frame's commands skip the
+   * HMAC of a token an earlier frame already checked. Held in memory only: a socket woken from hibernation
+   * verifies its tokens again.
+   */
+  private readonly verified = new WeakMap<WebSocket, Map<string, TokenClaims>>();
 
   constructor(private readonly host: SocketHost) {}
+
+  /**
+   * The token verifier of a socket's frames: a token this socket already verified is answered from its cache
+   * (at most SOCKET_VERIFIED_TOKENS, emptied when full), its expiry checked on every use; only tokens that
+   * verify are kept, so a forged one is checked (and refused) every time.
+   */
+  private verifierOf(socket: WebSocket): TokenVerifier {
+    let cache = this.verified.get(socket);
+    if (cache === undefined) this.verified.set(socket, (cache = new Map()));
+    const known = cache;
+    const secret = this.host.env.TOKEN_SECRET;
+    return async (token) => {
+      const cached = known.get(token);
+      if (cached !== undefined) {
+        if (cached.exp * 1000 > Date.now()) return cached;
+        known.delete(token);
+        return null;
+      }
+      const claims = await verifyToken(secret, token);
+      if (claims !== null) {
+        if (known.size >= SOCKET_VERIFIED_TOKENS) known.clear();
+        known.set(token, claims);
+      }
+      return claims;
+    };
+  }
 
   /** The object's `fetch`: takes an upgrade the route handed over for this very task, within the cap. */
   accept(request: Request): Response {
@@ -67,7 +104,7 @@ export class CommandSockets {
     this.queuedBytes += bytes;
     const scope = socket.deserializeAttachment() as SocketScope;
     const run = lane.tail.then(async () => {
-      const answer = await answerFrame(this.host.env, this.host.config.maxBodyBytes, scope, message, (items) => this.host.executeBatch(items));
+      const answer = await answerFrame(this.host.env, this.host.config.maxBodyBytes, scope, message, (items) => this.host.executeBatch(items), this.verifierOf(socket));
       try {
         socket.send(JSON.stringify(answer));
       } catch {

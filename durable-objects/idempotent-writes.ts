@@ -126,7 +126,7 @@ export class IdempotentWrites {
         extra.next = { error: next.error };
       }
     }
-    const answer = this.answer(events, extra);
+    const answer = this.answer(events, extra, item.lean === true);
     unit.remember(item.idem, answer, now);
     return ok(answer);
   }
@@ -150,8 +150,15 @@ export class IdempotentWrites {
     }
   }
 
-  private answer(events: readonly WalEvent[], extra: Record<string, unknown> = {}): WriteAnswer {
+  /**
+   * A command's answer. Lean (a socket frame's by default) leaves out the task summary: building and encoding it
+   * was most of an answer's cost, and a worker host reads only the step, the claim and wal_seq. A dispatch keeps
+   * it: the route mints the run's worker token for the task it names.
+   */
+  private answer(events: readonly WalEvent[], extra: Record<string, unknown> = {}, lean = false): WriteAnswer {
     const state = this.shell.state;
-    return { task: taskSummary(state), event_ids: events.map((e) => e.event_id), wal_seq: state.last_wal_seq, ...extra };
+    const eventIds = events.map((e) => e.event_id);
+    if (lean && extra.run_id === undefined) return { event_ids: eventIds, wal_seq: state.last_wal_seq, ...extra };
+    return { task: taskSummary(state), event_ids: eventIds, wal_seq: state.last_wal_seq, ...extra };
   }
 }

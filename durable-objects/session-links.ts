@@ -8,7 +8,7 @@
 import { monotonicFactory } from "ulid";
 import type { IndexEntry, LinkTasksInput, TaskGraphNode, TaskGraphPage, TaskLink } from "../src/contract/index.js";
 import { type Actor, runtimeError } from "../src/core/index.js";
-import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, scopeIdempotency } from "./idempotency-store.js";
+import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, sameRequest, scopeIdempotency } from "./idempotency-store.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
 import { type Env, taskObjectName } from "../src/env.js";
 import type { TaskGraphRpc } from "./task-graph-rpc.js";
@@ -132,7 +132,7 @@ export class SessionLinks {
       this.sql.exec("DELETE FROM link_keys WHERE created_at_ms <= ?", now - IDEMPOTENCY_TTL_MS);
       const used = this.sql.exec<{ hash: string; link_id: string; created: number }>("SELECT hash, link_id, created FROM link_keys WHERE key = ?", scoped.key).toArray()[0];
       if (used !== undefined) {
-        if (used.hash !== scoped.hash) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: clientKey(scoped) }));
+        if (!sameRequest(used.hash, scoped.hash)) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: clientKey(scoped) }));
         const row = this.row(used.link_id);
         if (row !== undefined) return ok({ link: linkOf(row), created: used.created === 1 });
       }

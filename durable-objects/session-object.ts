@@ -15,7 +15,7 @@ import { buildSessionSnapshot } from "./session-snapshot.js";
 import { snapshotFrame } from "./sse-frames.js";
 import { decodePageToken, encodePageToken, MAX_SUBMITTED_PAGE_SIZE, type PageCursor } from "./submitted-page-token.js";
 import { SseHub, subscribersFull } from "./sse-hub.js";
-import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS } from "./idempotency-store.js";
+import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, sameRequest } from "./idempotency-store.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
 import type { PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
 import { SessionPeers } from "./session-peers.js";
@@ -79,7 +79,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     }
     const creation = (JSON.parse(row.info) as { creation?: { key: string | null; hash: string | null; answer: unknown } }).creation;
     if (idem !== null && creation?.key === idem.key) {
-      if (creation.hash !== idem.hash) return err(runtimeError("idempotency_conflict", "this Idempotency-Key created a session with a different request", { key: idem.key }));
+      if (!sameRequest(creation.hash ?? "", idem.hash)) return err(runtimeError("idempotency_conflict", "this Idempotency-Key created a session with a different request", { key: idem.key }));
       return ok({ answer: creation.answer, created: false });
     }
     return err(runtimeError("validation_error", `session ${sessionId} already exists`, { session_id: sessionId }));
@@ -100,7 +100,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     if (idem !== null) {
       this.sql.exec("DELETE FROM create_keys WHERE created_at_ms <= ?", now - IDEMPOTENCY_TTL_MS);
       const used = this.sql.exec<{ hash: string; task_id: string }>("SELECT hash, task_id FROM create_keys WHERE key = ?", idem.key).toArray()[0];
-      if (used !== undefined && (used.hash !== idem.hash || used.task_id !== taskId)) {
+      if (used !== undefined && (!sameRequest(used.hash, idem.hash) || used.task_id !== taskId)) {
         return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: clientKey(idem) }));
       }
     }

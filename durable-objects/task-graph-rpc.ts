@@ -16,6 +16,11 @@ export interface BatchItem {
   readonly command: Record<string, unknown>;
   readonly idem: Idempotency | null;
   readonly claimNext: boolean;
+  /**
+   * The answer leaves out the task summary (`task`): a command socket frame's, unless the frame asks for
+   * `summary`. Absent (a single route, a batch request, the system's own writes): the full answer.
+   */
+  readonly lean?: boolean;
 }
 
 /** The RPC methods of one task DAG's object (named `<session_id>/<task_id>`). */

@@ -28,7 +28,7 @@ import type { RpcResult } from "../durable-objects/rpc-result.js";
 import type { SubmittedTaskPage } from "../durable-objects/session-rpc.js";
 import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
 import { a2aStreamStateOf, a2aUpdatesOf } from "./a2a-stream-map.js";
-import { hashRequest } from "./body.js";
+import { requestHash, sha256DerivedId } from "./body.js";
 
 /** Pause between two reads of a blocking SendMessage's task. */
 const SEND_POLL_MS = 200;
@@ -58,8 +58,8 @@ class RuntimeFault extends Error {}
  * never a second one. The key is scoped to the caller by the task object, as REST keys are.
  */
 async function createIdentityOf(agentId: string, messageId: string): Promise<{ taskId: string; threadId: string; key: string }> {
-  const digest = await hashRequest("A2A", "create", JSON.stringify([agentId, messageId]));
-  const key = messageId.length <= 200 ? `a2a:${messageId}` : `a2a:#${await hashRequest("A2A", "messageId", messageId)}`;
+  const digest = await sha256DerivedId("A2A", "create", JSON.stringify([agentId, messageId]));
+  const key = messageId.length <= 200 ? `a2a:${messageId}` : `a2a:#${await sha256DerivedId("A2A", "messageId", messageId)}`;
   return { taskId: `a2a-${digest.slice(0, 26)}`, threadId: `ctx-${digest.slice(26, 52)}`, key };
 }
 
@@ -211,7 +211,7 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
       steps: [],
     };
     const text = JSON.stringify(body);
-    const idem = { key: identity.key, hash: await hashRequest("POST", `a2a:SendMessage`, text) };
+    const idem = { key: identity.key, hash: requestHash("POST", `a2a:SendMessage`, text) };
     const result = (await this.stub(taskId).createTask(this.actor, body, idem)) as RpcResult<unknown>;
     if (result.ok) return taskId;
     // The messageId already created this task (its key's record expired, or the first create is its twin): the same task.

@@ -4,14 +4,14 @@
  * its error in place and never reaches the task object; the rest are decided in order and written in one
  * transaction by the object.
  */
-import { verifyToken } from "../src/auth/tokens.js";
+import { type TokenClaims, verifyToken } from "../src/auth/tokens.js";
 import { type RuntimeError, runtimeError } from "../src/core/index.js";
 import { type Env, taskObjectName } from "../src/env.js";
 import type { AnyWriteAnswer as WriteAnswer, BatchResult } from "../src/contract/index.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
 import type { BatchItem, TaskGraphRpc } from "../durable-objects/task-graph-rpc.js";
 import { actorOf } from "./auth.js";
-import { hashRequest, withoutActorFields } from "./body.js";
+import { requestHash, withoutActorFields } from "./body.js";
 import { errorEnvelope, STATUS_OF, toRuntimeError } from "./http-error.js";
 import type { BatchBody } from "./schemas.js";
 import { finishAnswer, rejected, resolveWrite } from "./task-writes.js";
@@ -37,10 +37,32 @@ export async function runBatch(env: Env, sid: string, tid: string, commands: Bat
   return settleBatch(env, sid, prepared, (items) => taskStub(env, sid, tid).executeBatch(items) as Promise<RpcResult<WriteAnswer>[]>);
 }
 
-/** Authenticates and resolves every command of a batch, in parallel. */
-export function prepareBatch(env: Env, sid: string, tid: string, commands: BatchCommands): Promise<PreparedBatch> {
+/** Verifies a command's token: its claims, or null for a token that is malformed, forged or expired. */
+export type TokenVerifier = (token: string) => Promise<TokenClaims | null>;
+
+/** How a batch is prepared: who verifies its tokens, and whether its answers leave out the task summary. */
+export interface PrepareOptions {
+  /** Default: verifyToken with the service's secret. */
+  readonly verify?: TokenVerifier;
+  /** Answers without `task` (a socket frame unless it asks for `summary`); a batch request's are always full. */
+  readonly lean?: boolean;
+}
+
+/**
+ * Authenticates and resolves every command of a batch, in parallel. A token several commands share (a worker's
+ * complete and claim, one worker host's commands) is verified once for the whole batch.
+ */
+export function prepareBatch(env: Env, sid: string, tid: string, commands: BatchCommands, options: PrepareOptions = {}): Promise<PreparedBatch> {
   const prefix = `/v1/sessions/${sid}/tasks/${tid}`;
-  return Promise.all(commands.map((command) => prepare(env, sid, tid, prefix, command)));
+  const verify = options.verify ?? ((token: string) => verifyToken(env.TOKEN_SECRET, token));
+  const verifying = new Map<string, Promise<TokenClaims | null>>();
+  const verifyOnce: TokenVerifier = (token) => {
+    let claims = verifying.get(token);
+    if (claims === undefined) verifying.set(token, (claims = verify(token)));
+    return claims;
+  };
+  const lean = options.lean === true;
+  return Promise.all(commands.map((command) => prepare(sid, tid, prefix, command, verifyOnce, lean)));
 }
 
 /** Executes the prepared commands that passed (all in one unit, by `execute`) and puts every result in place. */
@@ -59,9 +81,9 @@ export async function settleBatch(env: Env, sid: string, prepared: PreparedBatch
 
 type BatchCommands = z.infer<typeof BatchBody>["commands"];
 
-async function prepare(env: Env, sid: string, tid: string, prefix: string, command: BatchCommands[number]): Promise<PreparedCommand | RuntimeError> {
+async function prepare(sid: string, tid: string, prefix: string, command: BatchCommands[number], verify: TokenVerifier, lean: boolean): Promise<PreparedCommand | RuntimeError> {
   try {
-    const claims = await verifyToken(env.TOKEN_SECRET, command.token);
+    const claims = await verify(command.token);
     if (claims === null) return runtimeError("unauthorized", "the command's token is malformed, forged or expired");
     if (claims.role === "a2a_client") return runtimeError("tool_not_available", "an a2a_client token speaks A2A at /a2a only", { role: claims.role });
     const actor = actorOf(claims);
@@ -70,8 +92,8 @@ async function prepare(env: Env, sid: string, tid: string, prefix: string, comma
     if (!path.startsWith(prefix)) return runtimeError("validation_error", `a batch command's path must be under ${prefix}`, { path: command.path });
     const body = command.body ?? {};
     const resolved = resolveWrite(command.method, path.slice(prefix.length), withoutActorFields(body));
-    const idem = command.idempotency_key === undefined ? null : { key: command.idempotency_key, hash: await hashRequest(command.method.toUpperCase(), path, JSON.stringify(body)) };
-    return { item: { actor, command: resolved.command, idem, claimNext: resolved.claimNext }, status: resolved.status };
+    const idem = command.idempotency_key === undefined ? null : { key: command.idempotency_key, hash: requestHash(command.method.toUpperCase(), path, JSON.stringify(body)) };
+    return { item: { actor, command: resolved.command, idem, claimNext: resolved.claimNext, lean }, status: resolved.status };
   } catch (e) {
     return toRuntimeError(e);
   }

@@ -112,16 +112,51 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infe
   return parsed.data;
 }
 
-/** The request's Idempotency-Key and a hash of method, path and body, or null without the header. */
-export async function idempotencyOf(c: Context<AppEnv>, bodyText: string): Promise<Idempotency | null> {
+/** The request's Idempotency-Key and the requestHash of its method, path and body, or null without the header. */
+export function idempotencyOf(c: Context<AppEnv>, bodyText: string): Idempotency | null {
   const key = c.req.header("idempotency-key");
   if (key === undefined) return null;
   if (key.length < 1 || key.length > 255) fail("validation_error", "Idempotency-Key must be 1 to 255 characters");
-  return { key, hash: await hashRequest(c.req.method, new URL(c.req.url).pathname, bodyText) };
+  return { key, hash: requestHash(c.req.method, new URL(c.req.url).pathname, bodyText) };
 }
 
-/** SHA-256 (hex) of a request's method, path and body: what an idempotency key is bound to. */
-export async function hashRequest(method: string, path: string, bodyText: string): Promise<string> {
+/**
+ * What an Idempotency-Key is bound to: a 64-bit non-cryptographic hash of the request's method, path and body,
+ * as "q1:" and 16 hex digits. It tells a retry from another request sent with the same key, which needs no
+ * resistance to an attacker (a caller can only collide with their own keys), and is synchronous and about four
+ * times cheaper than a SHA-256 through crypto.subtle (a step update's request, ≈ 170 characters: 1.7–2.3 µs
+ * against 7–9 µs in workerd, ≈ 1.1 µs in Node 20, on a loaded 2-core machine). The prefix keeps it from ever
+ * equalling a SHA-256 hex stored before it (idempotency-store.ts `sameRequest`) and names its version.
+ *
+ * Two 32-bit multiply-xor lanes over the UTF-16 code units (a string is its code units, so no character is
+ * lost), each finished with a mix of both so every input bit reaches every output bit.
+ */
+export function requestHash(method: string, path: string, bodyText: string): string {
+  // The lengths seed the lanes, so where method, path and body meet is part of what is hashed.
+  let h1 = 0x811c9dc5 ^ method.length ^ (path.length << 8);
+  let h2 = 0x41c6ce57 ^ bodyText.length;
+  for (const text of [method, path, bodyText]) {
+    for (let i = 0; i < text.length; i++) {
+      const ch = text.charCodeAt(i);
+      h1 = Math.imul(h1 ^ ch, 2654435761);
+      h2 = Math.imul(h2 ^ ch, 1597334677);
+    }
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return `q1:${hex8(h2)}${hex8(h1)}`;
+}
+
+function hex8(n: number): string {
+  return (n >>> 0).toString(16).padStart(8, "0");
+}
+
+/**
+ * SHA-256 (hex) of a method, path and body. Not an idempotency hash any more (requestHash is): ids derived from
+ * it (a keyed session's id, an A2A message's task and thread) name stored sessions and tasks, so they must keep
+ * coming out exactly as before.
+ */
+export async function sha256DerivedId(method: string, path: string, bodyText: string): Promise<string> {
   return hexOf(new Uint8Array(await crypto.subtle.digest("SHA-256", UTF8.encode(`${method} ${path}\n${bodyText}`))));
 }
 
@@ -131,5 +166,5 @@ const UTF8 = new TextEncoder();
 export async function readCommandBody<S extends z.ZodType>(c: Context<AppEnv>, schema: S): Promise<{ body: z.infer<S>; idem: Idempotency | null }> {
   const text = await readBodyText(c);
   const body = validate(schema, parseJsonObject(text));
-  return { body, idem: await idempotencyOf(c, text) };
+  return { body, idem: idempotencyOf(c, text) };
 }

@@ -14,7 +14,7 @@ import {
 import { readConfig, taskObjectName } from "../src/env.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
 import { type AppEnv, requireAdmin, requireSessionActor } from "./auth.js";
-import { hashRequest, idempotencyOf, parseJsonObject, readBodyText, readCommandBody, validate } from "./body.js";
+import { idempotencyOf, parseJsonObject, readBodyText, readCommandBody, sha256DerivedId, validate } from "./body.js";
 import { errorResponse, fail } from "./http-error.js";
 
 const newId = monotonicFactory();
@@ -29,7 +29,7 @@ sessionRoutes.post("/", async (c) => {
   const body = validate(CreateSessionBody, parseJsonObject(text));
   const idem = await idempotencyOf(c, text);
   // With an Idempotency-Key and no chosen id, the id comes from the key, so a retry reaches the same session.
-  const sessionId = body.session_id ?? (idem === null ? `sess_${lowerId()}` : `sess_${(await hashRequest("session", idem.key, "")).slice(0, 26)}`);
+  const sessionId = body.session_id ?? (idem === null ? `sess_${lowerId()}` : `sess_${(await sha256DerivedId("session", idem.key, "")).slice(0, 26)}`);
   const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sessionId));
   const now = Date.now();
   const createdAt = new Date(now).toISOString();

@@ -23,7 +23,7 @@ import type { Env } from "../src/env.js";
 import type { RpcResult } from "../durable-objects/rpc-result.js";
 import type { BatchItem } from "../durable-objects/task-graph-rpc.js";
 import { type AppEnv, requireTaskActor } from "./auth.js";
-import { prepareBatch, settleBatch, taskStub } from "./batch.js";
+import { prepareBatch, settleBatch, taskStub, type TokenVerifier } from "./batch.js";
 import { parseJsonText, validate } from "./body.js";
 import { errorEnvelope, fail, retryAfterSeconds, STATUS_OF, toRuntimeError } from "./http-error.js";
 import { BatchBody } from "./schemas.js";
@@ -31,8 +31,11 @@ import { BatchBody } from "./schemas.js";
 /** How soon a client refused a socket (SOCKET_MAX_CONNECTIONS) should try again; the SDK sends over HTTP meanwhile. */
 export const SOCKET_RETRY_MS = 30_000;
 
-/** A command frame: a batch body and the caller's id for the answer. */
-export const SocketFrame = z.strictObject({ ...BatchBody.shape, id: z.union([z.string().min(1).max(128), z.number().int()]) });
+/**
+ * A command frame: a batch body and the caller's id for the answer. Its command answers leave out the task
+ * summary (`task`) unless it sends `"summary": true`.
+ */
+export const SocketFrame = z.strictObject({ ...BatchBody.shape, id: z.union([z.string().min(1).max(128), z.number().int()]), summary: z.boolean().optional() });
 
 /** The route of the command socket: authenticate, then hand the upgrade to the task's object. */
 export const taskSocketRoutes = new Hono<AppEnv>();
@@ -82,7 +85,8 @@ export function upgradeRefused(open: number, max: number): Response {
 
 /**
  * The answer frame of one command frame: its batch run through `execute` (the object's group commit), or a
- * frame-level error with the `id` when one could be read.
+ * frame-level error with the `id` when one could be read. `verify` checks the commands' tokens (the socket's
+ * cache of tokens it verified).
  */
 export async function answerFrame(
   env: Env,
@@ -90,6 +94,7 @@ export async function answerFrame(
   scope: SocketScope,
   data: string | ArrayBuffer,
   execute: (items: BatchItem[]) => Promise<RpcResult<WriteAnswer>[]>,
+  verify?: TokenVerifier,
 ): Promise<object> {
   let id: unknown = null;
   try {
@@ -98,7 +103,7 @@ export async function answerFrame(
     const raw = parseJsonText(data, "the frame");
     if (typeof raw === "object" && raw !== null && "id" in raw) id = (raw as { id: unknown }).id;
     const frame = validate(SocketFrame, raw);
-    const prepared = await prepareBatch(env, scope.sid, scope.tid, frame.commands);
+    const prepared = await prepareBatch(env, scope.sid, scope.tid, frame.commands, { lean: frame.summary !== true, ...(verify === undefined ? {} : { verify }) });
     return { id: frame.id, results: await settleBatch(env, scope.sid, prepared, execute) };
   } catch (e) {
     const error: RuntimeError = toRuntimeError(e);

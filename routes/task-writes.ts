@@ -90,7 +90,8 @@ export function resolveWrite(method: string, rest: string, body: Record<string, 
 export async function withWorkerToken(env: Env, sessionId: string, answer: WriteAnswer): Promise<WriteAnswer> {
   const run = answer.run as WorkerRun | undefined;
   if (run === undefined || typeof answer.run_id !== "string") return answer;
-  const task = answer.task;
+  // A dispatch's answer carries the task summary even in a lean socket answer (idempotent-writes.ts `answer`).
+  const task = answer.task!;
   const config = readConfig(env);
   const ttl = run.deadline_at === null ? config.tokenTtlSeconds : Math.max(60, Math.ceil((Date.parse(run.deadline_at) - Date.now()) / 1000) + 60);
   const { token, expires_at } = await mintToken(

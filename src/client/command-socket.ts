@@ -46,6 +46,12 @@ export interface CommandSocketOptions {
    * service decides one while this process reads another's answers (default 3; 1: one frame a tick).
    */
   readonly framesPerTick?: number;
+  /**
+   * Ask for the task summary (`task`) in every answer (default false). Without it a frame asks for it only when
+   * one of its commands' calls promises it; the worker calls (claimStep, claimNext, updateStep, appendProgress)
+   * do not, and their lean answers cost the service less to build and both ends less to encode.
+   */
+  readonly summaries?: boolean;
 }
 
 const OPEN = 1;
@@ -75,9 +81,9 @@ export class CommandSocket {
   /**
    * Sends one batch as a frame: its results in order, or the error of the frame as a whole (a dropped
    * connection is a retryable network_error). Throws SocketUnavailable, having sent nothing, when the
-   * socket cannot be opened.
+   * socket cannot be opened. Without `summary` the answers leave out the task summary.
    */
-  async send(commands: readonly BatchCommand[]): Promise<BatchResult[]> {
+  async send(commands: readonly BatchCommand[], summary = false): Promise<BatchResult[]> {
     this.clearIdle();
     let socket: WebSocketLike;
     try {
@@ -89,7 +95,7 @@ export class CommandSocket {
     return new Promise<BatchResult[]>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       try {
-        socket.send(JSON.stringify({ id, commands }));
+        socket.send(JSON.stringify(summary ? { id, commands, summary } : { id, commands }));
       } catch (e) {
         this.waiting.delete(id);
         reject(networkError(e));

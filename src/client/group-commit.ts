@@ -27,6 +27,8 @@ export interface QueuedCall {
   readonly signal: AbortSignal | undefined;
   /** Tries so far, this one included (the Transport's retry loop counts them). */
   readonly attempt: number;
+  /** The caller's answer type has the task summary, so a socket frame carrying it must ask for `summary` (default true). */
+  readonly summary?: boolean;
 }
 
 /** What the group commit needs from the Transport. */
@@ -42,8 +44,11 @@ export interface BatchSender {
   framesPerTick(taskPath: string): number;
   /** Sends one command as its own request (one try). */
   sendSingle(call: QueuedCall): Promise<unknown>;
-  /** Sends a batch request (one try): the results in order, or the error of the request as a whole. */
-  sendBatch(taskPath: string, commands: readonly BatchCommand[]): Promise<BatchResult[]>;
+  /**
+   * Sends a batch request (one try): the results in order, or the error of the request as a whole. `summary`:
+   * some command's caller needs the task summary in its answer.
+   */
+  sendBatch(taskPath: string, commands: readonly BatchCommand[], summary: boolean): Promise<BatchResult[]>;
 }
 
 /** Limits of one batch request. */
@@ -169,7 +174,11 @@ export class GroupCommit {
     if (items.length === 1 && !this.sender.loneWritesInBatches) return this.sendEach(items);
     let results: BatchResult[];
     try {
-      results = await this.sender.sendBatch(taskPath, items.map((p) => p.call.command));
+      results = await this.sender.sendBatch(
+        taskPath,
+        items.map((p) => p.call.command),
+        items.some((p) => p.call.summary !== false),
+      );
       if (!Array.isArray(results) || results.length !== items.length) throw unexpectedResponse(200, `the batch answered ${Array.isArray(results) ? results.length : "no"} results for ${items.length} commands`);
     } catch (e) {
       if (e instanceof RuntimeApiError && e.retryable) {

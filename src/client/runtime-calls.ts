@@ -57,11 +57,15 @@ import type {
   ToolList,
   UpdateStepAnswer,
   UpdateStepInput,
+  StepWriteAnswer,
   WalPage,
   WalQuery,
   WriteAnswer,
 } from "./types.js";
 import { parseWalPage } from "./wal-page.js";
+
+/** Marks a write whose answer type leaves the task summary optional (StepWriteAnswer). */
+const LEAN = true;
 
 /** How to build a RuntimeClient: where the runtime is, the caller's token, fetch, retries and batching. */
 export interface RuntimeClientOptions extends TransportOptions {
@@ -281,22 +285,22 @@ export class RuntimeCalls {
 
   /** POST .../steps/{step}/claim (agent.task_claim_step): the step under a lease. */
   claimStep(task: TaskRef, stepId: string, opts?: CallOptions): Promise<ClaimStepAnswer> {
-    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/claim`, {}, opts);
+    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/claim`, {}, opts, LEAN);
   }
 
   /** POST .../steps/claim-next: the first claimable step in scope, or `{no_step_claimed: true}`. */
   claimNext(task: TaskRef, opts?: CallOptions): Promise<ClaimNextAnswer> {
-    return this.write("POST", `${taskPath(task)}/steps/claim-next`, {}, opts);
+    return this.write("POST", `${taskPath(task)}/steps/claim-next`, {}, opts, LEAN);
   }
 
   /** POST .../steps/{step}/status (agent.task_update_step); `claim_next: true` takes the next step in the same call. */
   updateStep(task: TaskRef, stepId: string, body: UpdateStepInput, opts?: CallOptions): Promise<UpdateStepAnswer> {
-    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/status`, body, opts);
+    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/status`, body, opts, LEAN);
   }
 
   /** POST .../steps/{step}/progress (agent.task_progress): renews the caller's lease. */
-  appendProgress(task: TaskRef, stepId: string, body: ProgressInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
-    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/progress`, body, opts);
+  appendProgress(task: TaskRef, stepId: string, body: ProgressInput = {}, opts?: CallOptions): Promise<StepWriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/steps/${seg(stepId)}/progress`, body, opts, LEAN);
   }
 
   /** GET .../summary: the compact DAG summary for a prompt. */
@@ -392,7 +396,8 @@ export class RuntimeCalls {
     return this.transport.json<T>(this.request("GET", path, { query, opts }));
   }
 
-  protected write<T>(method: "POST" | "PATCH" | "DELETE", path: string, body: object, opts: CallOptions | undefined): Promise<T> {
-    return this.transport.json<T>(this.request(method, path, { body, opts }));
+  /** A write; `lean` when its answer type does not promise the task summary (a socket frame may leave it out). */
+  protected write<T>(method: "POST" | "PATCH" | "DELETE", path: string, body: object, opts: CallOptions | undefined, lean = false): Promise<T> {
+    return this.transport.json<T>({ ...this.request(method, path, { body, opts }), ...(lean ? { lean } : {}) });
   }
 }

@@ -33,6 +33,7 @@ import type {
   TaskView,
   UpdateStepAnswer,
   UpdateStepInput,
+  StepWriteAnswer,
   WriteAnswer,
 } from "./types.js";
 
@@ -129,7 +130,7 @@ export class WorkerClient {
   }
 
   /** Report progress on the held step (renews its lease). */
-  appendProgress(stepId: string, body: ProgressInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+  appendProgress(stepId: string, body: ProgressInput = {}, opts?: CallOptions): Promise<StepWriteAnswer> {
     return this.client.appendProgress(this.task, stepId, body, opts);
   }
 

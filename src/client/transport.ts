@@ -53,6 +53,11 @@ export interface ApiRequest {
   readonly signal?: AbortSignal;
   readonly idempotencyKey?: string;
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * The caller's answer type leaves out the task summary (StepWriteAnswer): sent over a command socket, its
+   * frame may ask for lean answers. Any other write makes its frame ask for `summary`.
+   */
+  readonly lean?: boolean;
 }
 
 /**
@@ -84,6 +89,7 @@ export class Transport implements BatchSender {
     readonly open: (url: string) => Promise<WebSocketLike>;
     readonly idleMs: number;
     readonly framesPerTick: number;
+    readonly summaries: boolean;
     readonly byTask: Map<string, CommandSocket>;
     readonly downUntil: Map<string, number>;
   } | null;
@@ -104,6 +110,7 @@ export class Transport implements BatchSender {
             open: socketOpener(this.fetchFn, socketOptions),
             idleMs: socketOptions.idleMs ?? 10_000,
             framesPerTick: Math.max(1, Math.floor(socketOptions.framesPerTick ?? SOCKET_FRAMES_PER_TICK)),
+            summaries: socketOptions.summaries === true,
             byTask: new Map(),
             downUntil: new Map(),
           };
@@ -152,7 +159,8 @@ export class Transport implements BatchSender {
       body: (req.body ?? {}) as Record<string, unknown>,
       ...(key === undefined ? {} : { idempotency_key: key }),
     };
-    return this.withRetry(req.signal, (attempt) => this.groupCommit!.submit(target, { command, signal: req.signal, attempt }) as Promise<T>);
+    const summary = req.lean !== true;
+    return this.withRetry(req.signal, (attempt) => this.groupCommit!.submit(target, { command, signal: req.signal, attempt, summary }) as Promise<T>);
   }
 
   /** A GET answered with text (the WAL export), retried per the policy. */
@@ -182,9 +190,11 @@ export class Transport implements BatchSender {
 
   /**
    * One try of a batch: over the task's command socket when sockets are on and it can be opened, else as a
-   * request whose token is the first command's (every command is re-authenticated either way).
+   * request whose token is the first command's (every command is re-authenticated either way). A frame asks
+   * for the task summary in its answers when `summary` (a command's answer type has it) or the socket option
+   * `summaries` says so; a batch request's answers always have it.
    */
-  async sendBatch(taskPath: string, commands: readonly BatchCommand[]): Promise<BatchResult[]> {
+  async sendBatch(taskPath: string, commands: readonly BatchCommand[], summary = true): Promise<BatchResult[]> {
     const sockets = this.socketsFor(taskPath);
     if (sockets !== null) {
       let socket = sockets.byTask.get(taskPath);
@@ -193,7 +203,7 @@ export class Transport implements BatchSender {
         sockets.byTask.set(taskPath, socket);
       }
       try {
-        return await socket.send(commands);
+        return await socket.send(commands, summary || sockets.summaries);
       } catch (e) {
         if (!(e instanceof SocketUnavailable)) throw e;
         sockets.downUntil.set(taskPath, Date.now() + SOCKET_RETRY_MS);

@@ -32,14 +32,21 @@ import type {
   UpdateStepBody,
   UpdateTaskBody,
   WalQueryParams,
+  LeanWriteAnswer,
   WriteAnswer,
 } from "../contract/index.js";
-import type { Action, RuntimeError, Step, StepStatus, TaskGetAnswer, TaskStatus, WalEvent, WorkerRun } from "../core/index.js";
+import type { Action, RuntimeError, Step, StepStatus, TaskGetAnswer, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
 
 export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskPageInfo, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
 export type { ErrorCode, PatchOp, RuntimeError } from "../core/index.js";
 export type { Action, ActionDecision, ActionKind, RetryPolicy } from "../core/index.js";
-export type { IndexEntry, ListedTask, SessionSnapshot, TaskListPage, WriteAnswer };
+export type { IndexEntry, LeanWriteAnswer, ListedTask, SessionSnapshot, TaskListPage, WriteAnswer };
+
+/**
+ * The answer of a worker's hot-path write (claim, claim-next, step status, progress): the task summary (`task`)
+ * is absent when the call went over a command socket (`socket` option) without `socket: { summaries: true }`.
+ */
+export type StepWriteAnswer = LeanWriteAnswer & { readonly task?: TaskSummary };
 
 /** A task, as its path (`/v1/sessions/{sid}/tasks/{tid}`) or its ids. */
 export type TaskRef = string | { readonly sessionId: string; readonly taskId: string };
@@ -135,13 +142,13 @@ export interface NoStepClaimed {
 }
 
 /** POST .../steps/{step}/claim answer. */
-export type ClaimStepAnswer = WriteAnswer & Claimed;
+export type ClaimStepAnswer = StepWriteAnswer & Claimed;
 /** POST .../steps/claim-next answer. */
-export type ClaimNextAnswer = WriteAnswer & (Claimed | NoStepClaimed);
+export type ClaimNextAnswer = StepWriteAnswer & (Claimed | NoStepClaimed);
 /** What `claim_next: true` on a status update took next: a step, nothing, or why it could not claim. */
 export type NextClaim = Claimed | NoStepClaimed | { readonly error: RuntimeError };
 /** POST .../steps/{step}/status answer. */
-export type UpdateStepAnswer = WriteAnswer & { readonly next?: NextClaim };
+export type UpdateStepAnswer = StepWriteAnswer & { readonly next?: NextClaim };
 
 /** POST .../workers answer: the run and its worker token. */
 export type DispatchAnswer = WriteAnswer & {

@@ -4,15 +4,26 @@
  */
 import type { Action, DeliveryState, NormalizedTaskStatus, StepStatus, TaskStatus, TaskSummary } from "../core/index.js";
 
-/** What every write answers with (003 "Tool Return Shape"); each operation's answer adds its own fields. */
-export interface WriteAnswer {
-  readonly task: TaskSummary;
+/**
+ * A write answer without the task summary: what a command socket frame answers unless it sends `"summary": true`
+ * (the events written, the task's wal_seq after them, and the command's own fields: a claimed step, `next`, …).
+ */
+export interface LeanWriteAnswer {
   readonly event_ids: string[];
   readonly wal_seq: number;
 }
 
-/** A write answer of any command, as the task object builds it: the shape plus whatever the command produced. */
-export interface AnyWriteAnswer extends WriteAnswer {
+/** What every write answers with (003 "Tool Return Shape"); each operation's answer adds its own fields. */
+export interface WriteAnswer extends LeanWriteAnswer {
+  readonly task: TaskSummary;
+}
+
+/**
+ * A write answer of any command, as the task object builds it: the shape plus whatever the command produced;
+ * `task` is absent only from a lean answer (a socket frame's without `summary`).
+ */
+export interface AnyWriteAnswer extends LeanWriteAnswer {
+  readonly task?: TaskSummary;
   readonly [extra: string]: unknown;
 }
 

@@ -189,7 +189,7 @@ describe("RuntimeClient: one typed method per operation", () => {
     expect((await w.querySteps({ status: "ready", limit: 1 })).steps.map((s) => s.step_id)).toEqual(["a"]);
     const claimed = await w.claimStep("a");
     expect(claimed).toMatchObject({ step: { step_id: "a", status: "claimed" }, attempt_id: expect.stringMatching(/^att_/) });
-    expect((await w.appendProgress("a", { phase: "reading", counters: { pages: 3 } })).task.step_counts.claimed).toBe(1);
+    expect((await w.appendProgress("a", { phase: "reading", counters: { pages: 3 } })).task?.step_counts.claimed).toBe(1);
     // Completing a makes b ready; claim_next takes the first ready step in creation order in the same call.
     const updated = await w.updateStep("a", { status: "completed", result_summary: "3 facts", claim_next: true });
     expect(updated.next).toMatchObject({ step: { step_id: "b" }, attempt_id: expect.any(String) });
