@@ -27,7 +27,7 @@ sessionRoutes.post("/", async (c) => {
   requireAdmin(c);
   const text = await readBodyText(c);
   const body = validate(CreateSessionBody, parseJsonObject(text));
-  const idem = await idempotencyOf(c, text);
+  const idem = idempotencyOf(c, text);
   // With an Idempotency-Key and no chosen id, the id comes from the key, so a retry reaches the same session.
   const sessionId = body.session_id ?? (idem === null ? `sess_${lowerId()}` : `sess_${(await sha256DerivedId("session", idem.key, "")).slice(0, 26)}`);
   const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sessionId));
@@ -96,7 +96,7 @@ sessionRoutes.post("/:sid/tasks", async (c) => {
   const text = await readBodyText(c);
   const raw = parseJsonObject(text);
   const body = validate(CreateTaskBody, raw);
-  const idem = await idempotencyOf(c, text);
+  const idem = idempotencyOf(c, text);
   const stub = c.env.TASK_GRAPHS.get(c.env.TASK_GRAPHS.idFromName(taskObjectName(sid, body.task_id)));
   const result = (await stub.createTask(actor, raw, idem)) as RpcResult<WriteAnswer>;
   return result.ok ? c.json(result.value, 201) : errorResponse(c, result.error);

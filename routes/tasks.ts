@@ -105,7 +105,7 @@ taskRoutes.on(["POST", "PATCH"], ["/:sid/tasks/:tid", "/:sid/tasks/:tid/*"], asy
   const text = await readBodyText(c);
   const rest = new URL(c.req.url).pathname.slice(`/v1/sessions/${sid}/tasks/${tid}`.length);
   const write = resolveWrite(c.req.method, rest, parseJsonObject(text));
-  const idem = await idempotencyOf(c, text);
+  const idem = idempotencyOf(c, text);
   const result = (await taskStub(c.env, sid, tid).execute(actor, write.command, idem, { claimNext: write.claimNext })) as RpcResult<WriteAnswer>;
   return answer(c, await finishAnswer(c.env, sid, result), write.status);
 });
