@@ -62,7 +62,7 @@ import type {
   WalQuery,
   WriteAnswer,
 } from "./types.js";
-import { parseWalPage } from "./wal-page.js";
+import { followWalPages, parseWalPage } from "./wal-page.js";
 
 /** Marks a write whose answer type leaves the task summary optional (StepWriteAnswer). */
 const LEAN = true;
@@ -322,20 +322,8 @@ export class RuntimeCalls {
    * validated by `walExport` and retried by the transport. Memory holds one page; events written meanwhile are
    * left to a later call (from the last wal_seq this one gave).
    */
-  async *walEvents(task: TaskRef, query: { readonly after_seq?: number; readonly page_size?: number } = {}, opts?: CallOptions): AsyncGenerator<WalEvent, void, undefined> {
-    const pageSize = query.page_size ?? MAX_WAL_PAGE_LIMIT;
-    let after = query.after_seq ?? 0;
-    let end = Number.POSITIVE_INFINITY;
-    while (after < end) {
-      const page = await this.walExport(task, { after_seq: after, limit: Math.min(pageSize, end - after) }, opts);
-      if (end === Number.POSITIVE_INFINITY) end = page.last_wal_seq;
-      for (const event of page.events) {
-        if (event.wal_seq > end) return;
-        yield event;
-      }
-      if (page.events.length === 0) return;
-      after = page.events.at(-1)!.wal_seq;
-    }
+  walEvents(task: TaskRef, query: { readonly after_seq?: number; readonly page_size?: number } = {}, opts?: CallOptions): AsyncGenerator<WalEvent, void, undefined> {
+    return followWalPages((after_seq, limit) => this.walExport(task, { after_seq, limit }, opts), query.after_seq ?? 0, query.page_size ?? MAX_WAL_PAGE_LIMIT);
   }
 
   /** GET /v1/task-template (agent.task_template). */

@@ -1,4 +1,4 @@
-/** @module Reads a page of the WAL export (`GET .../wal?after_seq=`) into validated events. */
+/** @module Reads a page of the WAL export (`GET .../wal?after_seq=`) into validated events, and follows pages to the end. */
 import { parseWalJsonl, type WalEvent, WalEventSchema } from "../core/index.js";
 import { unexpectedResponse } from "./errors.js";
 
@@ -19,5 +19,24 @@ export function parseWalPage(text: string, afterSeq: number): WalEvent[] {
     });
   } catch (cause) {
     throw unexpectedResponse(200, `the WAL export does not parse: ${cause instanceof Error ? cause.message : String(cause)}`, cause);
+  }
+}
+
+/**
+ * The events after `afterSeq` up to the last wal_seq the first page reports, read a page of at most `pageSize` at
+ * a time through `readPage` (each page after the last event of the one before).
+ */
+export async function* followWalPages(readPage: (afterSeq: number, limit: number) => Promise<{ events: WalEvent[]; last_wal_seq: number }>, afterSeq: number, pageSize: number): AsyncGenerator<WalEvent, void, undefined> {
+  let after = afterSeq;
+  let end = Number.POSITIVE_INFINITY;
+  while (after < end) {
+    const page = await readPage(after, Math.min(pageSize, end - after));
+    if (end === Number.POSITIVE_INFINITY) end = page.last_wal_seq;
+    for (const event of page.events) {
+      if (event.wal_seq > end) return;
+      yield event;
+    }
+    if (page.events.length === 0) return;
+    after = page.events.at(-1)!.wal_seq;
   }
 }
