@@ -117,7 +117,7 @@ export function readConfig(env: Env): RuntimeConfig {
       maxQueuedBytes: positiveInt(env.SOCKET_MAX_QUEUED_BYTES, 16 * 1_048_576),
     },
     a2aSendWaitMs: positiveInt(env.A2A_SEND_WAIT_MS, 10_000),
-    snapshotEveryEvents: positiveInt(env.SNAPSHOT_EVERY_EVENTS, 1_000),
+    snapshotEveryEvents: positiveInt(env.SNAPSHOT_EVERY_EVENTS, 250),
     peers: {
       allowlist: (env.A2A_PEER_ALLOWLIST ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== ""),
       timeoutMs: positiveInt(env.A2A_PEER_TIMEOUT_MS, 10_000),
