@@ -4,7 +4,7 @@
  * row of one transaction), then emits (SSE frames, the session index push, the alarm), in that order, and never lets
  * memory hold what storage does not (see `transact`).
  */
-import { monotonicFactory } from "ulid";
+import { ulidFactory } from "../src/ids.js";
 import {
   type Action,
   type Actor,
@@ -88,7 +88,7 @@ export class CommitShell {
   /** The wal_seq of the stored snapshot (0: none). */
   private snapshotAt = 0;
   /** ULIDs that sort in creation order even within one millisecond. */
-  private readonly ulid = monotonicFactory();
+  private readonly ulid = ulidFactory();
 
   constructor(private readonly parts: CommitShellParts) {
     this.storage = parts.storage;

@@ -5,7 +5,7 @@
  * row per blocked task: a version and the blocker list), pushed at once, re-sent from the session's alarm with
  * backoff until the task object acknowledges it. The task object ignores a version it already has.
  */
-import { monotonicFactory } from "ulid";
+import { ulidFactory } from "../src/ids.js";
 import type { IndexEntry, LinkTasksInput, TaskGraphNode, TaskGraphPage, TaskLink } from "../src/contract/index.js";
 import { type Actor, runtimeError } from "../src/core/index.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, sameRequest, scopeIdempotency } from "./idempotency-store.js";
@@ -66,7 +66,7 @@ function linkOf(row: LinkRow): TaskLink {
 
 /** The session's links, graph and blocker outbox; the SessionObject composes one. */
 export class SessionLinks {
-  private readonly ulid = monotonicFactory();
+  private readonly ulid = ulidFactory();
 
   constructor(
     private readonly ctx: DurableObjectState,

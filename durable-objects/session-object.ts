@@ -4,7 +4,7 @@
  * path of a claim or a step update.
  */
 import { DurableObject } from "cloudflare:workers";
-import { monotonicFactory } from "ulid";
+import { ulidFactory } from "../src/ids.js";
 import type { IndexEntry, LinkTasksInput, ListedTask, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage } from "../src/contract/index.js";
 import { type Action, type Actor, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../src/core/index.js";
 import { SessionLinks } from "./session-links.js";
@@ -39,7 +39,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private readonly hub: SseHub;
   /** The highest seq of the session event log (0: empty). */
   private lastEventSeq = 0;
-  private readonly ulid = monotonicFactory();
+  private readonly ulid = ulidFactory();
   /** Credentials of the session's A2A peers (POST /v1/sessions/{sid}/peers), read by its delegated steps. */
   private readonly peers: SessionPeers;
   /** The task graph: links, the graph read, and the blockers pushed to blocked tasks. */

@@ -1,6 +1,6 @@
 /** @module Session routes: create sessions, mint tokens, the session snapshot, task list, task create and the inbox of open actions. */
 import { Hono } from "hono";
-import { monotonicFactory } from "ulid";
+import { ulidFactory } from "../src/ids.js";
 import { mintToken } from "../src/auth/tokens.js";
 import {
   type AnyWriteAnswer as WriteAnswer,
@@ -17,7 +17,7 @@ import { type AppEnv, requireAdmin, requireSessionActor } from "./auth.js";
 import { idempotencyOf, parseJsonObject, readBodyText, readCommandBody, sha256DerivedId, validate } from "./body.js";
 import { errorResponse, fail } from "./http-error.js";
 
-const newId = monotonicFactory();
+const newId = ulidFactory();
 const lowerId = () => newId().toLowerCase();
 
 /** Routes under /v1/sessions. */
