@@ -6,9 +6,9 @@
  */
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { type FetchLike, RuntimeClient } from "../../src/client/index.js";
+import { RuntimeClient } from "../../src/client/index.js";
 import { call, dispatch, newSession, newTask, step } from "./helpers.js";
-import { BASE, expectOk, expectWriteAnswer, signClaims, sleep, uniqueId } from "./support.js";
+import { BASE, expectOk, expectWriteAnswer, signClaims, sleep, socketFrameRecorder, uniqueId } from "./support.js";
 import { openSocket } from "./test-socket.js";
 
 /** The claims a token carries (its payload, not verified). */
@@ -130,19 +130,7 @@ describe("lean socket answers", () => {
 describe("RuntimeClient over a command socket: lean answers", () => {
   /** A fetch through SELF whose sockets record each frame they send, parsed. */
   function frameRecording() {
-    const frames: { summary?: boolean; commands: { path: string }[] }[] = [];
-    const fetch: FetchLike = async (input, init) => {
-      const res = await SELF.fetch(input, init);
-      const ws = (res as Response & { webSocket?: WebSocket | null }).webSocket;
-      if (ws === undefined || ws === null) return res;
-      const send = ws.send.bind(ws);
-      ws.send = (data: string) => {
-        frames.push(JSON.parse(data) as (typeof frames)[number]);
-        send(data);
-      };
-      return res;
-    };
-    return { frames, fetch };
+    return socketFrameRecorder((frame: { summary?: boolean; commands: { path: string }[] }) => frame);
   }
 
   async function readyTask(id: string) {

@@ -10,7 +10,7 @@ import { type FetchLike, RuntimeClient } from "../../src/client/index.js";
 import { call, dispatch, newSession, newTask, step } from "./helpers.js";
 import { MAX_QUEUED_FRAMES } from "../../durable-objects/command-sockets.js";
 import type { TaskGraphObject } from "../../durable-objects/task-graph-object.js";
-import { BASE, eventually, expectError, taskStub, walOf } from "./support.js";
+import { BASE, eventually, expectError, socketFrameRecorder, taskStub, walOf } from "./support.js";
 import { openSocket } from "./test-socket.js";
 
 describe("GET .../socket (command socket)", () => {
@@ -230,18 +230,7 @@ describe("RuntimeClient with socket: true", () => {
 
   /** A fetch through SELF whose sockets record the commands ("token path") of each frame they send. */
   function frameRecording() {
-    const frames: string[][] = [];
-    const fetch: FetchLike = async (input, init) => {
-      const res = await SELF.fetch(input, init);
-      const ws = (res as Response & { webSocket?: WebSocket | null }).webSocket;
-      if (ws === undefined || ws === null) return res;
-      const send = ws.send.bind(ws);
-      ws.send = (data: string) => {
-        frames.push((JSON.parse(data) as { commands: { token: string; path: string }[] }).commands.map((c) => `${c.token} ${c.path}`));
-        send(data);
-      };
-      return res;
-    };
+    const { frames, fetch } = socketFrameRecorder((frame: { commands: { token: string; path: string }[] }) => frame.commands.map((c) => `${c.token} ${c.path}`));
     return { frames, sizes: () => frames.map((f) => f.length), fetch };
   }
 

@@ -2,7 +2,7 @@
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { sign } from "hono/jwt";
 import { expect } from "vitest";
-import { RuntimeApiError } from "../../src/client/index.js";
+import { type FetchLike, RuntimeApiError } from "../../src/client/index.js";
 import type { WalEvent } from "../../src/core/index.js";
 import { WalEventSchema } from "../../src/core/index.js";
 import type { Env } from "../../src/env.js";
@@ -161,4 +161,21 @@ export function editStoredEvent(sql: SqlStorage, walSeq: number, edit: (eventTex
 /** How many events the task object's WAL stores. */
 export function storedEventCount(sql: SqlStorage): number {
   return sql.exec<{ n: number | null }>("SELECT SUM(seq_key - first_seq + 1) AS n FROM wal_commits WHERE seq_key > 0").one().n ?? 0;
+}
+
+/** A fetch through SELF whose WebSockets record each frame they send, parsed and then kept as `keep` maps it. */
+export function socketFrameRecorder<T>(keep: (frame: any) => T): { frames: T[]; fetch: FetchLike } {
+  const frames: T[] = [];
+  const fetch: FetchLike = async (input, init) => {
+    const res = await SELF.fetch(input, init);
+    const ws = (res as Response & { webSocket?: WebSocket | null }).webSocket;
+    if (ws === undefined || ws === null) return res;
+    const send = ws.send.bind(ws);
+    ws.send = (data: string) => {
+      frames.push(keep(JSON.parse(data)));
+      send(data);
+    };
+    return res;
+  };
+  return { frames, fetch };
 }
