@@ -35,6 +35,8 @@ export default defineConfig({
                 A2A_PEER_ALLOWLIST: "loopback",
                 // Snapshots every 40 events, so every service test that restarts an object restores one.
                 SNAPSHOT_EVERY_EVENTS: "40",
+                // Small, so that every service test's task objects move keys to the spill table as a busy task does.
+                IDEMPOTENCY_INDEX_KEYS: "16",
               },
             },
           }),

@@ -24,7 +24,7 @@ import {
   type WalEvent,
 } from "../src/core/index.js";
 import { reportIncident } from "../src/incident.js";
-import { IdempotencyStore } from "./idempotency-store.js";
+import { IdempotencyStore, type IndexPlan } from "./idempotency-store.js";
 import type { IndexEntry } from "../src/contract/index.js";
 import { IndexOutbox } from "./index-outbox.js";
 import { OutboundCalls, type OutboundPorts } from "./outbound-calls.js";
@@ -62,6 +62,8 @@ export interface CommitShellParts {
   readonly outbound: OutboundPorts;
   /** A snapshot of the state is written with the commit that takes the WAL this many events past the last one. */
   readonly snapshotEveryEvents: number;
+  /** Idempotency-Key fingerprints kept in memory at most (the rest in the spill table). */
+  readonly idempotencyIndexKeys: number;
 }
 
 /** The commit path, memory and alarm of one task object; single writer. */
@@ -79,7 +81,7 @@ export class CommitShell {
   /** The pure functions the commit path calls (a field: the fault-injection tests make one throw). */
   core: CommitCore = { decide, apply };
   /** The idempotency records, written with the commit that produced them. */
-  readonly idempotency = new IdempotencyStore(() => this.storage.sql);
+  readonly idempotency: IdempotencyStore;
   /** The session-index replica's pushes, due after commits and covered by the alarm. */
   private readonly index: IndexOutbox;
   /** The delegated steps' outbound calls, owed by the WAL and covered by the alarm. */
@@ -92,6 +94,7 @@ export class CommitShell {
 
   constructor(private readonly parts: CommitShellParts) {
     this.storage = parts.storage;
+    this.idempotency = new IdempotencyStore(() => this.storage.sql, parts.idempotencyIndexKeys);
     this.index = new IndexOutbox(parts.storage.sql, () => this.current, parts.pushIndex);
     this.outbound = new OutboundCalls(() => this.current, parts.outbound, (command) => this.commitSystem(command));
   }
@@ -184,9 +187,11 @@ export class CommitShell {
     if (unit.events.length === 0 && unit.answers.length === 0) return ok(value);
     let snapshotTaken = 0;
     let seqKey = 0;
+    let indexPlan: IndexPlan | null = null;
     try {
       this.storage.transactionSync(() => {
         seqKey = unit.events.length > 0 ? unit.events[unit.events.length - 1]!.wal_seq : nextAnswerOnlyKey(this.sql);
+        indexPlan = this.idempotency.prepare(unit.answers);
         appendCommit(this.sql, { seqKey, events: unit.events, keys: unit.answers.map((a) => [a.key, a.hash] as const), answers: unit.answers.map((a) => a.answer), atMs: unit.answers[0]?.at ?? Date.now() });
         // In the same transaction as the events it covers: a snapshot never runs ahead of the WAL. A snapshot that
         // cannot be written never costs the commit: the WAL alone is enough (a torn one lacks its header row and is
@@ -204,7 +209,7 @@ export class CommitShell {
       return err(this.restoreFromWal(runtimeError("storage_error", "the WAL append failed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) })));
     }
     if (snapshotTaken > 0) this.snapshotAt = snapshotTaken;
-    this.idempotency.committed(seqKey, unit.answers);
+    this.idempotency.committed(seqKey, unit.answers[0]?.at ?? 0, indexPlan);
     // The durable point. Answering and publishing from here on is safe although the write may not have
     // reached Cloudflare's replicas yet: the Durable Object output gate holds every outgoing message (the
     // RPC answer, SSE frames, the index push) until the writes before it are confirmed, and if confirmation

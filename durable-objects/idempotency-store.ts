@@ -51,13 +51,6 @@ interface IndexedCommit {
   readonly fingerprints: readonly number[];
 }
 
-/**
- * Keys the index holds at most (about 60 bytes each: a 52-bit fingerprint and its commit). Past it the oldest are
- * forgotten before their 24 hours, so a task's memory stays bounded however busy it is (at 8,000 keyed commands/s
- * this still covers about a minute of retries); each time that happens it is logged.
- */
-export const MAX_INDEXED_KEYS = 500_000;
-
 /** A 52-bit fingerprint of a scoped key (two FNV-1a hashes): what the index holds instead of the key itself. */
 export function keyFingerprint(key: string): number {
   let a = 0x811c9dc5;
@@ -70,11 +63,23 @@ export function keyFingerprint(key: string): number {
   return (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
 }
 
+/** What a commit does to the index: its own keys, and how many of the oldest commits it moves to the spill table. */
+export interface IndexPlan {
+  readonly fingerprints: readonly number[];
+  readonly evict: number;
+}
+
+/** The spill table is purged of keys past their 24 hours at most this often (a scan of the table). */
+const SPILL_PURGE_EVERY_MS = 60 * 60 * 1000;
+const spillInsertSql = "INSERT OR REPLACE INTO idempotency_spill (fingerprint, seq_key, at_ms) SELECT value, ?, ? FROM json_each(?)";
+const spillKeepSql = "INSERT OR IGNORE INTO idempotency_spill (fingerprint, seq_key, at_ms) SELECT value, ?, ? FROM json_each(?)";
+
 /**
  * The idempotency records of one task object. An answer is written in its commit's WAL row (wal-store.ts
- * `appendCommit`), never in a row of its own. In memory the object keeps an index of the keys of the last 24 hours
- * (up to MAX_INDEXED_KEYS): a fingerprint of each key and the row of its commit, built from those rows the first
- * time a key is looked up after a start. A lookup reads storage only when a fingerprint is found: a retry.
+ * `appendCommit`), never in a row of its own. The keys of the last 24 hours are found through a fingerprint of each
+ * and the row of its commit: in memory for the newest (up to `maxKeys`), in the `idempotency_spill` table for the
+ * rest. The memory index is built from the WAL rows the first time a key is looked up after a start; a lookup reads
+ * a WAL row only when a fingerprint is found (a retry), and the spill table only while it holds keys.
  */
 export class IdempotencyStore {
   /** Fingerprint → the seq_key of the commit that answered it. Null until loaded. */
@@ -83,30 +88,60 @@ export class IdempotencyStore {
   private commits: IndexedCommit[] = [];
   private head = 0;
   private indexed = 0;
+  /** Whether the spill table may hold keys of the last 24 hours. */
+  private spilled = false;
+  private spillPurgedAt = 0;
 
   /** `sql` is asked for at each call: the commit path's storage is a field the fault-injection tests replace. */
   constructor(
     private readonly sql: () => Sql,
-    private readonly maxKeys = MAX_INDEXED_KEYS,
+    /**
+     * Fingerprints kept in memory at most (IDEMPOTENCY_INDEX_KEYS; about 60 bytes each). Past it the oldest commits'
+     * fingerprints move to the spill table in the transaction of the commit that makes room, so a busy task's
+     * memory stays bounded and its keys are still answered for 24 hours.
+     */
+    private readonly maxKeys: number,
   ) {}
 
   /** The stored answers of these (scoped) keys, unexpired or not: replayOf judges their age. */
   read(keys: readonly string[]): Map<string, IdempotencyRow> {
     const rows = new Map<string, IdempotencyRow>();
     const recent = this.index();
+    const misses: string[] = [];
     for (const key of keys) {
+      if (rows.has(key)) continue;
       const seqKey = recent.get(keyFingerprint(key));
-      if (seqKey === undefined || rows.has(key)) continue;
-      const row = this.storedAnswer(seqKey, key);
+      const row = seqKey === undefined ? null : this.storedAnswer(seqKey, key);
       if (row !== null) rows.set(key, row);
+      else if (this.spilled) misses.push(key);
     }
+    if (misses.length > 0) this.readSpilled(misses, rows);
     return rows;
   }
 
-  /** After a commit's transaction: its answers, stored in the row `seqKey`, join the index. */
-  committed(seqKey: number, answers: readonly PendingAnswer[]): void {
-    if (this.recent === null || answers.length === 0) return;
-    this.add({ seqKey, at: answers[0]!.at, fingerprints: answers.map((a) => keyFingerprint(a.key)) });
+  /**
+   * Inside a commit's transaction, before its WAL row: what the commit does to the index, the fingerprints of the
+   * oldest commits it makes room by written to the spill table. Null when the index is not loaded (it will be built
+   * from the rows, this one included) or the commit answered no key.
+   */
+  prepare(answers: readonly PendingAnswer[]): IndexPlan | null {
+    if (this.recent === null || answers.length === 0) return null;
+    const fingerprints = answers.map((a) => keyFingerprint(a.key));
+    let evict = 0;
+    for (let room = this.maxKeys - this.indexed - fingerprints.length; room < 0 && this.head + evict < this.commits.length; evict++) {
+      const oldest = this.commits[this.head + evict]!;
+      this.sql().exec(spillInsertSql, oldest.seqKey, oldest.at, JSON.stringify(oldest.fingerprints));
+      room += oldest.fingerprints.length;
+    }
+    return { fingerprints, evict };
+  }
+
+  /** After the commit's transaction: its keys, stored in the row `seqKey`, join the index; the spilled ones leave memory. */
+  committed(seqKey: number, at: number, plan: IndexPlan | null): void {
+    if (this.recent === null || plan === null) return;
+    for (let i = 0; i < plan.evict; i++) this.dropOldest();
+    if (plan.evict > 0) this.spilled = true;
+    this.add({ seqKey, at, fingerprints: plan.fingerprints });
   }
 
   /** Memory was rebuilt from storage: the index is rebuilt too, when next needed. */
@@ -117,37 +152,46 @@ export class IdempotencyStore {
     this.indexed = 0;
   }
 
-  /** Drops keys past their 24 hours from memory (their rows stay, as the WAL does). */
+  /** Drops keys past their 24 hours from memory, and now and then from the spill table (their WAL rows stay). */
   expire(now: number): void {
     while (this.recent !== null && this.head < this.commits.length && now - this.commits[this.head]!.at > IDEMPOTENCY_TTL_MS) this.dropOldest();
+    if (!this.spilled || now - this.spillPurgedAt < SPILL_PURGE_EVERY_MS) return;
+    this.spillPurgedAt = now;
+    try {
+      this.sql().exec("DELETE FROM idempotency_spill WHERE at_ms < ?", now - IDEMPOTENCY_TTL_MS);
+    } catch {
+      // Expired keys only cost space, and a lookup judges their age anyway; the next purge tries again.
+    }
   }
 
   private index(): Map<number, number> {
     if (this.recent !== null) return this.recent;
-    this.recent = new Map();
-    // Newest first, as many as the index holds, then indexed oldest first.
+    const recent = new Map<number, number>();
+    const since = Date.now() - IDEMPOTENCY_TTL_MS;
+    // Newest first: as many commits as memory holds, then indexed oldest first; keys older than those belong in the
+    // spill table, which they are put in here if a crash or a smaller bound left them out (a newer entry is kept).
     const found: IndexedCommit[] = [];
     let count = 0;
-    for (const row of this.sql().exec<{ seq_key: number; at_ms: number; keys: string }>("SELECT seq_key, at_ms, keys FROM wal_commits WHERE keys IS NOT NULL AND at_ms >= ? ORDER BY at_ms DESC", Date.now() - IDEMPOTENCY_TTL_MS)) {
+    for (const row of this.sql().exec<{ seq_key: number; at_ms: number; keys: string }>("SELECT seq_key, at_ms, keys FROM wal_commits WHERE keys IS NOT NULL AND at_ms >= ? ORDER BY at_ms DESC", since)) {
       const fingerprints = (JSON.parse(row.keys) as [string, string][]).map(([key]) => keyFingerprint(key));
-      found.push({ seqKey: row.seq_key, at: row.at_ms, fingerprints });
-      count += fingerprints.length;
-      if (count >= this.maxKeys) break;
+      if (count + fingerprints.length <= this.maxKeys) {
+        found.push({ seqKey: row.seq_key, at: row.at_ms, fingerprints });
+        count += fingerprints.length;
+        continue;
+      }
+      count = this.maxKeys + 1;
+      this.sql().exec(spillKeepSql, row.seq_key, row.at_ms, JSON.stringify(fingerprints));
     }
+    this.recent = recent;
     for (let i = found.length - 1; i >= 0; i--) this.add(found[i]!);
-    return this.recent;
+    this.spilled = this.sql().exec("SELECT 1 FROM idempotency_spill LIMIT 1").toArray().length > 0;
+    return recent;
   }
 
   private add(commit: IndexedCommit): void {
-    const recent = this.recent!;
-    for (const fingerprint of commit.fingerprints) recent.set(fingerprint, commit.seqKey);
+    for (const fingerprint of commit.fingerprints) this.recent!.set(fingerprint, commit.seqKey);
     this.commits.push(commit);
     this.indexed += commit.fingerprints.length;
-    if (this.indexed > this.maxKeys) {
-      const before = this.indexed;
-      while (this.indexed > this.maxKeys) this.dropOldest();
-      console.warn(JSON.stringify({ level: "warn", where: "task object: idempotency index", message: `more than ${this.maxKeys} keys in 24 hours: the oldest ${before - this.indexed} are no longer replayed` }));
-    }
   }
 
   private dropOldest(): void {
@@ -157,6 +201,20 @@ export class IdempotencyStore {
     if (this.head > 1_024 && this.head * 2 > this.commits.length) {
       this.commits = this.commits.slice(this.head);
       this.head = 0;
+    }
+  }
+
+  /** The answers of keys found in the spill table, one query per 100 keys. */
+  private readSpilled(keys: readonly string[], rows: Map<string, IdempotencyRow>): void {
+    for (let start = 0; start < keys.length; start += MAX_BOUND_PARAMS) {
+      const chunk = keys.slice(start, start + MAX_BOUND_PARAMS);
+      const byFingerprint = new Map(chunk.map((key) => [keyFingerprint(key), key]));
+      const found = this.sql().exec<{ fingerprint: number; seq_key: number }>(`SELECT fingerprint, seq_key FROM idempotency_spill WHERE fingerprint IN (${chunk.map(() => "?").join(", ")})`, ...byFingerprint.keys());
+      for (const { fingerprint, seq_key } of found) {
+        const key = byFingerprint.get(fingerprint)!;
+        const row = this.storedAnswer(seq_key, key);
+        if (row !== null) rows.set(key, row);
+      }
     }
   }
 
@@ -172,6 +230,9 @@ export class IdempotencyStore {
     return { body_hash: keys[index]![1], answer: JSON.stringify(answers[index]), created_at_ms: row.at_ms };
   }
 }
+
+/** Most `?` parameters one statement may bind: Durable Object SQLite allows 100. */
+const MAX_BOUND_PARAMS = 100;
 
 /**
  * Whether a stored request hash and a fresh one stand for the same request. Hashes stored before the request hash

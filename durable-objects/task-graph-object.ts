@@ -68,6 +68,7 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
       },
       outbound,
       snapshotEveryEvents: this.config.snapshotEveryEvents,
+      idempotencyIndexKeys: this.config.idempotencyIndexKeys,
     });
     this.children = new ChildTasks(this.shell, (id) => sessions.get(sessions.idFromName(id)));
     this.writes = new IdempotentWrites(this.shell, (sessionId) => sessions.get(sessions.idFromName(sessionId)));

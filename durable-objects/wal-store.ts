@@ -66,6 +66,8 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     `DROP TABLE wal_events`,
     `DROP TABLE idempotency`,
     `CREATE INDEX wal_commits_keyed ON wal_commits (at_ms) WHERE keys IS NOT NULL`,
+    // The fingerprints of keys a busy task's memory has no room for (idempotency-store.ts), each to its commit's row.
+    `CREATE TABLE idempotency_spill (fingerprint INTEGER PRIMARY KEY, seq_key INTEGER NOT NULL, at_ms INTEGER NOT NULL)`,
   ],
 ];
 

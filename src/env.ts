@@ -24,6 +24,7 @@ export interface Env {
   readonly DELEGATE_RETRY_MS?: string;
   readonly DELEGATE_MAX_TRIES?: string;
   readonly SNAPSHOT_EVERY_EVENTS?: string;
+  readonly IDEMPOTENCY_INDEX_KEYS?: string;
   readonly MAX_BODY_BYTES?: string;
   readonly TOKEN_TTL_SECONDS?: string;
   /** Milliseconds between SSE heartbeat comments (default 15,000). */
@@ -65,6 +66,8 @@ export interface RuntimeConfig {
   readonly a2aSendWaitMs: number;
   /** A task object writes a snapshot of its state every this many WAL events (SNAPSHOT_EVERY_EVENTS). */
   readonly snapshotEveryEvents: number;
+  /** A task object keeps this many Idempotency-Key fingerprints in memory at most (IDEMPOTENCY_INDEX_KEYS). */
+  readonly idempotencyIndexKeys: number;
   /** Where and how delegated steps call A2A peers (A2A_PEER_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
   readonly peers: PeerLimits;
 }
@@ -118,6 +121,7 @@ export function readConfig(env: Env): RuntimeConfig {
     },
     a2aSendWaitMs: positiveInt(env.A2A_SEND_WAIT_MS, 10_000),
     snapshotEveryEvents: positiveInt(env.SNAPSHOT_EVERY_EVENTS, 250),
+    idempotencyIndexKeys: positiveInt(env.IDEMPOTENCY_INDEX_KEYS, 500_000),
     peers: {
       allowlist: (env.A2A_PEER_ALLOWLIST ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== ""),
       timeoutMs: positiveInt(env.A2A_PEER_TIMEOUT_MS, 10_000),

@@ -107,20 +107,39 @@ describe("Idempotency-Key answers in their commit's row", () => {
     expect(expectOk(await call("POST", `${t}/steps/s0/progress`, w.token, body, { "idempotency-key": "k-old" }))).toEqual(again);
   });
 
-  it("Should hold at most its bound of keys in memory, forgetting the oldest commits' keys first", async () => {
+  it("Should answer every key of the last 24 hours when memory holds fewer, the older ones through the spill table, also after a restart", async () => {
+    // The pool runs task objects with IDEMPOTENCY_INDEX_KEYS 16: 40 keyed commits push 24 keys out of memory.
+    const { id, t, w } = await claimedTask();
+    const send = (i: number, phase = `p${i}`) => call("POST", `${t}/steps/s0/progress`, w.token, { phase }, { "idempotency-key": `spill-${i}` });
+    const first = [];
+    for (let i = 0; i < 40; i++) first.push(expectOk(await send(i)));
+    const spilled = await runInDurableObject(taskStub(S.sid, id), (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM idempotency_spill").one().n);
+    expect(spilled).toBeGreaterThanOrEqual(24);
+    const wal = await walOf(t, S.orch);
+    for (let i = 0; i < 40; i++) expect(expectOk(await send(i))).toEqual(first[i]);
+    await evictDurableObject(taskStub(S.sid, id));
+    for (let i = 0; i < 40; i += 3) expect(expectOk(await send(i))).toEqual(first[i]);
+    expectError(await send(0, "another body"), 422, "idempotency_conflict");
+    expect(await walOf(t, S.orch)).toEqual(wal);
+  });
+
+  it("Should put the keys that do not fit in memory into the spill table when it builds its index, and purge the spill table of keys past 24 hours", async () => {
     const { id, t, w } = await claimedTask();
     for (let i = 0; i < 5; i++) expectOk(await call("POST", `${t}/steps/s0/progress`, w.token, { phase: `p${i}` }, { "idempotency-key": `bound-${i}` }));
     const scoped = (i: number) => `worker:${w.agent_id}:${w.run_id}\nbound-${i}`;
     const found = await runInDurableObject(taskStub(S.sid, id), (_i, state) => {
+      const sql = state.storage.sql;
+      sql.exec("DELETE FROM idempotency_spill");
       const keys = Array.from({ length: 5 }, (_, i) => scoped(i));
-      // Built from storage with room for three keys: the three newest are found.
-      const store = new IdempotencyStore(() => state.storage.sql, 3);
-      const loaded = [...store.read(keys).keys()];
-      // Two more commits' keys pushed in: the oldest go first.
-      store.committed(-100, [{ key: "a", hash: "h", answer: "{}", at: Date.now() }, { key: "b", hash: "h", answer: "{}", at: Date.now() }]);
-      return { loaded, after: [...store.read(keys).keys()] };
+      // Built from storage with room for three keys: the two oldest go to the spill table, and all five are found.
+      const store = new IdempotencyStore(() => sql, 3);
+      const all = [...store.read(keys).keys()].sort();
+      const spill = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM idempotency_spill").one().n;
+      sql.exec("UPDATE idempotency_spill SET at_ms = at_ms - 25 * 3600 * 1000");
+      store.expire(Date.now());
+      return { all, spill, afterPurge: sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM idempotency_spill").one().n };
     });
-    expect(found).toEqual({ loaded: [scoped(2), scoped(3), scoped(4)], after: [scoped(4)] });
+    expect(found).toEqual({ all: Array.from({ length: 5 }, (_, i) => scoped(i)), spill: 2, afterPurge: 0 });
   });
 
   it("Should fingerprint keys deterministically, in 52 bits, differently for different keys", () => {

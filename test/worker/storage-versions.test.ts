@@ -22,7 +22,7 @@ const TID = events[0]!.task_id;
 const TASK = `/v1/sessions/${SID}/tasks/${TID}`;
 
 /** The version-4 tables and the ones before them, dropped so a version's own tables can be laid down. */
-const STORAGE_TABLES = ["wal_commits", "wal_events", "wal", "idempotency", "snapshots", "snapshot_parts", "meta", "schema_version"];
+const STORAGE_TABLES = ["wal_commits", "idempotency_spill", "wal_events", "wal", "idempotency", "snapshots", "snapshot_parts", "meta", "schema_version"];
 
 /** Lays `events` (and one idempotency record) down in the task object's storage exactly as schema `version` stored them. */
 function storeAsVersion(sql: SqlStorage, version: number, record: { key: string; hash: string; answer: string; at: number }): void {
