@@ -32,7 +32,7 @@ import { err, ok, type RpcResult } from "./rpc-result.js";
 import { endFrame, runtimeFrames } from "./sse-frames.js";
 import type { SseHub } from "./sse-hub.js";
 import { UnitOfWork } from "./unit-of-work.js";
-import { loadState, saveSnapshot, snapshotSeq } from "./snapshot-store.js";
+import { loadState, saveSnapshot } from "./snapshot-store.js";
 import { appendCommit, type CommitStorage, migrate, nextAnswerOnlyKey, type Sql } from "./wal-store.js";
 
 /** How soon a broken object tries again to rebuild its memory from the WAL (doubling up to a minute). */
@@ -129,8 +129,14 @@ export class CommitShell {
   /** Brings the schema up to date and replays the WAL into memory; throws when storage cannot. */
   private loadFromWal(): void {
     migrate(this.sql, (work) => this.storage.transactionSync(work));
-    this.current = loadState(this.sql).state;
-    this.snapshotAt = snapshotSeq(this.sql);
+    this.loadMemory();
+  }
+
+  /** Memory (and what is derived from storage with it: the snapshot's wal_seq, the key index) from the snapshot and the WAL. */
+  private loadMemory(): void {
+    const loaded = loadState(this.sql);
+    this.current = loaded.state;
+    this.snapshotAt = loaded.snapshotSeq;
     this.idempotency.forget();
   }
 
@@ -225,9 +231,7 @@ export class CommitShell {
    */
   private restoreFromWal(error: RuntimeError): RuntimeError {
     try {
-      this.current = loadState(this.sql).state;
-      this.snapshotAt = snapshotSeq(this.sql);
-      this.idempotency.forget();
+      this.loadMemory();
       return error;
     } catch (e) {
       const cause = e instanceof Error ? e.message : String(e);

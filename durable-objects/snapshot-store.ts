@@ -3,8 +3,8 @@
  * crosses the snapshot interval, so a restart replays only the WAL after it. The WAL stays the truth: a snapshot of
  * another format, one that fails its checksum or does not fit the WAL, is ignored and the whole WAL replayed.
  */
-import { type DagSnapshot, type DagState, replay, restoreSnapshot, SNAPSHOT_FORMAT, takeSnapshot, type WalEvent } from "../src/core/index.js";
-import { lastStoredSeq, loadEvents, readWal, type Sql } from "./wal-store.js";
+import { type DagSnapshot, type DagState, replay, restoreSnapshot, SNAPSHOT_FORMAT, takeSnapshot } from "../src/core/index.js";
+import { lastStoredSeq, loadEvents, type Sql } from "./wal-store.js";
 
 /** Characters of snapshot JSON per row (a Durable Object SQLite value holds at most 2 MB). */
 const PART_CHARS = 500_000;
@@ -29,54 +29,47 @@ export function saveSnapshot(sql: Sql, state: DagState): void {
   sql.exec("INSERT INTO snapshots (wal_seq, format, parts, length, checksum) VALUES (?, ?, ?, ?, ?)", state.last_wal_seq, SNAPSHOT_FORMAT, parts, text.length, checksumOf(text));
 }
 
-/** The stored snapshot's wal_seq, or 0 when there is none. */
-export function snapshotSeq(sql: Sql): number {
-  return sql.exec<{ wal_seq: number }>("SELECT wal_seq FROM snapshots").toArray()[0]?.wal_seq ?? 0;
-}
-
 type SnapshotRow = { wal_seq: number; format: number; parts: number; length: number; checksum: string };
 
-/** The stored snapshot, checked (format, parts, length, checksum, fit with the WAL), or why it cannot be used. */
-function readSnapshot(sql: Sql): { snapshot: DagSnapshot; seq: number } | { problem: string } | null {
+/** The stored snapshot (at `seq`), checked (format, parts, length, checksum, fit with the WAL), or why it cannot be used. */
+function readSnapshot(sql: Sql): { snapshot: DagSnapshot; seq: number } | { problem: string; seq: number } | null {
   const row = sql.exec<SnapshotRow>("SELECT wal_seq, format, parts, length, checksum FROM snapshots").toArray()[0];
   if (row === undefined) return null;
-  if (row.format !== SNAPSHOT_FORMAT) return { problem: `format ${row.format}, not ${SNAPSHOT_FORMAT}` };
+  const problem = (text: string) => ({ problem: text, seq: row.wal_seq });
+  if (row.format !== SNAPSHOT_FORMAT) return problem(`format ${row.format}, not ${SNAPSHOT_FORMAT}`);
   const parts = sql.exec<{ data: string }>("SELECT data FROM snapshot_parts ORDER BY part").toArray();
-  if (parts.length !== row.parts) return { problem: `${parts.length} of ${row.parts} parts` };
+  if (parts.length !== row.parts) return problem(`${parts.length} of ${row.parts} parts`);
   const text = parts.map((p) => p.data).join("");
-  if (text.length !== row.length || checksumOf(text) !== row.checksum) return { problem: "checksum mismatch" };
+  if (text.length !== row.length || checksumOf(text) !== row.checksum) return problem("checksum mismatch");
   const last = lastStoredSeq(sql);
-  if (row.wal_seq > last) return { problem: `taken at wal_seq ${row.wal_seq}, past the WAL's ${last}` };
+  if (row.wal_seq > last) return problem(`taken at wal_seq ${row.wal_seq}, past the WAL's ${last}`);
   try {
     const snapshot = JSON.parse(text) as DagSnapshot;
-    if (snapshot.last_wal_seq !== row.wal_seq) return { problem: "its state is not at its wal_seq" };
+    if (snapshot.last_wal_seq !== row.wal_seq) return problem("its state is not at its wal_seq");
     return { snapshot, seq: row.wal_seq };
   } catch {
-    return { problem: "not JSON" };
+    return problem("not JSON");
   }
-}
-
-/** The WAL after `afterSeq`, in order. */
-function eventsAfter(sql: Sql, afterSeq: number): WalEvent[] {
-  return readWal(sql, afterSeq, Number.MAX_SAFE_INTEGER);
 }
 
 /**
  * The task's state from storage: the snapshot plus the WAL after it, or the whole WAL when there is no usable
- * snapshot (a problem is logged, never answered: the WAL alone is enough). Throws when the WAL does not replay.
+ * snapshot (a problem is logged, never answered: the WAL alone is enough); with the stored snapshot's wal_seq
+ * (0: none), usable or not, which the next snapshot is counted from. Throws when the WAL does not replay.
  */
-export function loadState(sql: Sql): { state: DagState; fromSnapshot: number } {
+export function loadState(sql: Sql): { state: DagState; snapshotSeq: number } {
   const found = readSnapshot(sql);
+  const snapshotSeq = found?.seq ?? 0;
   if (found !== null && "snapshot" in found) {
     try {
-      return { state: replay(eventsAfter(sql, found.seq), restoreSnapshot(found.snapshot)), fromSnapshot: found.seq };
+      return { state: replay(loadEvents(sql, found.seq), restoreSnapshot(found.snapshot)), snapshotSeq };
     } catch (e) {
       logIgnored(`the WAL after it does not replay onto it: ${e instanceof Error ? e.message : String(e)}`);
     }
   } else if (found !== null) {
     logIgnored(found.problem);
   }
-  return { state: replay(loadEvents(sql)), fromSnapshot: 0 };
+  return { state: replay(loadEvents(sql)), snapshotSeq };
 }
 
 function logIgnored(problem: string): void {

@@ -157,9 +157,9 @@ export function readWal(sql: Sql, afterSeq: number, limit: number): WalEvent[] {
   return out;
 }
 
-/** Every stored event in wal_seq order. */
-export function loadEvents(sql: Sql): WalEvent[] {
-  return readWal(sql, 0, Number.MAX_SAFE_INTEGER);
+/** Every stored event after `afterSeq` (default: all of them), in wal_seq order. */
+export function loadEvents(sql: Sql, afterSeq = 0): WalEvent[] {
+  return readWal(sql, afterSeq, Number.MAX_SAFE_INTEGER);
 }
 
 /** The last `count` events, oldest first. */
