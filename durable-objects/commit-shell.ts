@@ -215,7 +215,7 @@ export class CommitShell {
       return err(this.restoreFromWal(runtimeError("storage_error", "the WAL append failed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) })));
     }
     if (snapshotTaken > 0) this.snapshotAt = snapshotTaken;
-    this.idempotency.committed(seqKey, unit.answers[0]?.at ?? 0, indexPlan);
+    this.idempotency.committed(seqKey, indexPlan);
     // The durable point. Answering and publishing from here on is safe although the write may not have
     // reached Cloudflare's replicas yet: the Durable Object output gate holds every outgoing message (the
     // RPC answer, SSE frames, the index push) until the writes before it are confirmed, and if confirmation

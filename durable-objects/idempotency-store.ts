@@ -3,6 +3,7 @@
  * the caller who sent the key, replayed only to that caller within 24 hours.
  */
 import { type Actor, runtimeError } from "../src/core/index.js";
+import { hashLanes } from "../src/hash.js";
 import { err, ok, type RpcResult } from "./rpc-result.js";
 import type { Sql } from "./wal-store.js";
 
@@ -51,21 +52,16 @@ interface IndexedCommit {
   readonly fingerprints: readonly number[];
 }
 
-/** A 52-bit fingerprint of a scoped key (two FNV-1a hashes): what the index holds instead of the key itself. */
+/** A 52-bit fingerprint of a scoped key (src/hash.ts `hashLanes`): what the index holds instead of the key itself. */
 export function keyFingerprint(key: string): number {
-  let a = 0x811c9dc5;
-  let b = 0x01000193 ^ key.length;
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-  }
+  const [a, b] = hashLanes([key], 0x811c9dc5 ^ key.length, 0x41c6ce57);
   return (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
 }
 
-/** What a commit does to the index: its own keys, and how many of the oldest commits it moves to the spill table. */
+/** What a commit does to the index: its own keys and time, and how many of the oldest commits it moves to the spill table. */
 export interface IndexPlan {
   readonly fingerprints: readonly number[];
+  readonly at: number;
   readonly evict: number;
 }
 
@@ -133,15 +129,15 @@ export class IdempotencyStore {
       this.sql().exec(spillInsertSql, oldest.seqKey, oldest.at, JSON.stringify(oldest.fingerprints));
       room += oldest.fingerprints.length;
     }
-    return { fingerprints, evict };
+    return { fingerprints, at: answers[0]!.at, evict };
   }
 
   /** After the commit's transaction: its keys, stored in the row `seqKey`, join the index; the spilled ones leave memory. */
-  committed(seqKey: number, at: number, plan: IndexPlan | null): void {
+  committed(seqKey: number, plan: IndexPlan | null): void {
     if (this.recent === null || plan === null) return;
     for (let i = 0; i < plan.evict; i++) this.dropOldest();
     if (plan.evict > 0) this.spilled = true;
-    this.add({ seqKey, at, fingerprints: plan.fingerprints });
+    this.add({ seqKey, at: plan.at, fingerprints: plan.fingerprints });
   }
 
   /** Memory was rebuilt from storage: the index is rebuilt too, when next needed. */
