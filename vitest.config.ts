@@ -10,7 +10,7 @@ export default defineConfig({
       {
         test: {
           name: "core",
-          include: ["test/core/**/*.test.ts", "test/scripts/**/*.test.ts", "test/dashboard/**/*.test.ts"],
+          include: ["test/core/**/*.test.ts", "test/conformance/core.test.ts", "test/scripts/**/*.test.ts", "test/dashboard/**/*.test.ts"],
           environment: "node",
         },
       },
@@ -43,7 +43,11 @@ export default defineConfig({
         ],
         test: {
           name: "worker",
-          include: ["test/worker/**/*.test.ts"],
+          // Every surface and object test runs in workerd against the Worker of wrangler.toml.
+          include: [
+            "test/{rest,socket,sse,mcp,a2a,objects,sdk}/**/*.test.ts",
+            "test/conformance/http.test.ts",
+          ],
         },
       },
       {

@@ -1,19 +1,19 @@
 /** @module The HTTP application: public routes, authentication, v1 routes, the MCP and A2A endpoints, and the error envelope. */
 import { Hono } from "hono";
 import { runtimeError } from "../src/core/index.js";
-import { serveA2a, serveAgentCard } from "./a2a.js";
-import { type AppEnv, authenticate } from "./auth.js";
-import { requireValidContentLength } from "./body.js";
-import { corsFromEnv } from "./cors.js";
-import { eventRoutes } from "./events.js";
-import { linkRoutes } from "./links.js";
-import { errorResponse, toRuntimeError } from "./http-error.js";
-import { serveMcp } from "./mcp.js";
-import { metaRoutes, publicRoutes } from "./meta.js";
-import { peerRoutes } from "./peers.js";
-import { sessionRoutes } from "./sessions.js";
-import { taskSocketRoutes } from "./task-socket.js";
-import { taskRoutes } from "./tasks.js";
+import { serveA2a, serveAgentCard } from "./a2a/a2a.js";
+import { type AppEnv, authenticate } from "./http/auth.js";
+import { requireValidContentLength } from "./http/body.js";
+import { corsFromEnv } from "./http/cors.js";
+import { eventRoutes } from "./rest/events.js";
+import { linkRoutes } from "./rest/links.js";
+import { errorResponse, toRuntimeError } from "../durable-objects/shared/http-errors.js";
+import { serveMcp } from "./mcp/mcp.js";
+import { metaRoutes, publicRoutes } from "./rest/meta.js";
+import { peerRoutes } from "./rest/peers.js";
+import { sessionRoutes } from "./rest/sessions.js";
+import { taskSocketRoutes } from "./socket/task-socket.js";
+import { taskRoutes } from "./rest/tasks.js";
 
 /** Builds the Worker's Hono app. */
 export function buildApp(): Hono<AppEnv> {

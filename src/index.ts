@@ -2,8 +2,8 @@
 import "./zod-setup.js";
 import { buildApp } from "../routes/app.js";
 
-export { SessionObject } from "../durable-objects/session-object.js";
-export { TaskGraphObject } from "../durable-objects/task-graph-object.js";
+export { SessionObject } from "../durable-objects/session/session-object.js";
+export { TaskGraphObject } from "../durable-objects/task/task-graph-object.js";
 
 /** The HTTP application served by the Worker. */
 export const app = buildApp();

@@ -7,7 +7,7 @@
 import { runtimeSequence } from "../core/index.js";
 import { networkError, RuntimeApiError, unexpectedResponse } from "./errors.js";
 import { backoffDelay, linkedController, type RetryOptions, retryAfterDelay, retryPolicy, sleep } from "./retry.js";
-import { type SseFrame, SseParser } from "./sse-parser.js";
+import { type SseFrame, SseParser } from "../lib/sse-parser.js";
 
 /** Options of `subscribe` and `subscribeSession`. */
 export interface SubscribeOptions {

@@ -11,7 +11,7 @@ export { type CommandSocketOptions, type WebSocketConstructor, type WebSocketLik
 export { MAX_ACTION_WAIT_MS, type WaitForActionOptions } from "./action-wait.js";
 export { backoffDelay, DEFAULT_RETRY, retryAfterDelay, type RetryOptions } from "./retry.js";
 export { EventSubscription, isAfterId, type SubscribeOptions } from "./event-stream.js";
-export { type SseFrame, SseParser } from "./sse-parser.js";
+export { type SseFrame, SseParser } from "../lib/sse-parser.js";
 export { taskPath } from "./paths.js";
 export { joinTaskPages } from "./task-pages.js";
 export type * from "./types.js";

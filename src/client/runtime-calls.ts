@@ -1,5 +1,5 @@
 /**
- * @module RuntimeCalls: the operations of a RuntimeClient, one typed method per operation of routes/catalog.ts,
+ * @module RuntimeCalls: the operations of a RuntimeClient, one typed method per operation of routes/http/catalog.ts,
  * plus the event streams. RuntimeClient (runtime-client.ts) extends it with what makes other clients
  * (`withToken`, `worker`, `dispatchWorker`), beside the WorkerClient it makes: those two classes name each
  * other, so they share a module, and the operations live here.

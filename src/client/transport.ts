@@ -9,7 +9,7 @@ import type { BatchResult } from "../contract/index.js";
 import { type BatchCommand, type BatchingOptions, type BatchSender, GroupCommit, type QueuedCall } from "./group-commit.js";
 import { batchTarget, queryString, type QueryValue } from "./paths.js";
 import { abortReason, backoffDelay, type RetryOptions, type RetryPolicy, retryPolicy, sleep } from "./retry.js";
-import { hexOf } from "../hex.js";
+import { hexOf } from "../lib/hex.js";
 
 /** The fetch the client calls: the global one by default; a Worker's service binding or a test double otherwise. */
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;

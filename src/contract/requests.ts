@@ -2,7 +2,7 @@
  * @module Request bodies and queries of the HTTP API that the SDK types its calls with (z.input for what a
  * caller sends, z.output for a parsed query) and the routes validate with. Derived from the core's command
  * schemas, so the routes, the OpenAPI catalog and the SDK have one source. Schemas only the routes use
- * (claim bodies, batches, task pages, event streams) are in routes/schemas.ts.
+ * (claim bodies, batches, task pages, event streams) are in routes/http/schemas.ts.
  */
 import { z } from "zod";
 import {

@@ -1,7 +1,7 @@
 /** @module Seed 003 "DAG Model": the DAG constraints agent.task_create and agent.task_update enforce. */
 import { describe, expect, it } from "vitest";
-import { DIAMOND, type MakeDriver, type StepInput, step, type TaskStateView } from "./driver.js";
-import { accepted, created, rejected } from "./expect.js";
+import { DIAMOND, type MakeDriver, type StepInput, step, type TaskStateView } from "./drivers/driver.js";
+import { accepted, created, rejected } from "./drivers/expect.js";
 
 /** Registers the "DAG Model" rules against the drivers `makeDriver` makes. */
 export function runDagModel(makeDriver: MakeDriver): void {

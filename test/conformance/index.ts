@@ -1,13 +1,13 @@
 /** @module Seed 003's rules, and the lifecycle of seeds 001/004 beyond them, as one conformance suite run against any TaskRuntimeDriver. */
 import { runDagModel } from "./dag-model.js";
-import type { MakeDriver } from "./driver.js";
+import type { MakeDriver } from "./drivers/driver.js";
 import { runLifecycleActions } from "./lifecycle-actions.js";
 import { runLifecyclePause } from "./lifecycle-pause.js";
 import { runLifecycleRetry } from "./lifecycle-retry.js";
 import { runOrchestratorOwnership } from "./orchestrator-ownership.js";
 import { runPermission } from "./permission.js";
 import { runStatus } from "./status.js";
-import { runTaskTools } from "./task-tools.js";
+import { runTaskTools } from "./task-tools/task-tools.js";
 
 /** Registers every section of the suite against the drivers `makeDriver` makes. */
 export function runConformance(makeDriver: MakeDriver): void {

@@ -4,8 +4,8 @@
  * expires_at, and is withdrawn when its claim ends.
  */
 import { describe, expect, it } from "vitest";
-import { type Answer, type Caller, type MakeDriver, step, type StepInput, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
-import { accepted, created, holder, rejected, typesAfter } from "./expect.js";
+import { type Answer, type Caller, type MakeDriver, step, type StepInput, type TaskRuntimeDriver, type WorkerRun } from "./drivers/driver.js";
+import { accepted, created, holder, rejected, typesAfter } from "./drivers/expect.js";
 
 /** The lease of the rules that let it lapse: the shortest the schemas allow, so HTTP runs wait little. */
 const LEASE_MS = 1_000;

@@ -3,8 +3,8 @@
  * leases that still run, it cannot be blocked, and resuming returns it to 003's ready and running promotion.
  */
 import { describe, expect, it } from "vitest";
-import { BASE, type Caller, type MakeDriver } from "./driver.js";
-import { accepted, created, holder, rejected, typesAfter, worker } from "./expect.js";
+import { BASE, type Caller, type MakeDriver } from "./drivers/driver.js";
+import { accepted, created, holder, rejected, typesAfter, worker } from "./drivers/expect.js";
 
 /** The lease of the rules that let it lapse: the shortest the schemas allow, so HTTP runs wait little. */
 const LEASE_MS = 1_000;

@@ -4,8 +4,8 @@
  * are final, the task's default applies, and without a policy 003's rules hold unchanged.
  */
 import { describe, expect, it } from "vitest";
-import { type MakeDriver, step, type TaskRuntimeDriver } from "./driver.js";
-import { accepted, created, holder, rejected, typesAfter, worker } from "./expect.js";
+import { type MakeDriver, step, type TaskRuntimeDriver } from "./drivers/driver.js";
+import { accepted, created, holder, rejected, typesAfter, worker } from "./drivers/expect.js";
 
 /** The lease of the rules that let it lapse: the shortest the schemas allow, so HTTP runs wait little. */
 const LEASE_MS = 1_000;

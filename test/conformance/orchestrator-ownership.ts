@@ -1,7 +1,7 @@
 /** @module Seed 003 "Orchestrator Ownership": the orchestrator owns the DAG; a worker runs the steps it claims. */
 import { describe, expect, it } from "vitest";
-import { BASE, type MakeDriver, step } from "./driver.js";
-import { accepted, created, holder, rejected, typesAfter, worker } from "./expect.js";
+import { BASE, type MakeDriver, step } from "./drivers/driver.js";
+import { accepted, created, holder, rejected, typesAfter, worker } from "./drivers/expect.js";
 
 /** Registers the "Orchestrator Ownership" rules against the drivers `makeDriver` makes. */
 export function runOrchestratorOwnership(makeDriver: MakeDriver): void {

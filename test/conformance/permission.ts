@@ -1,7 +1,7 @@
 /** @module Seed 003 "Permission": which caller may use which task tool, and on which steps. */
 import { describe, expect, it } from "vitest";
-import { BASE, type Caller, type MakeDriver, type TaskRuntimeDriver } from "./driver.js";
-import { accepted, created, holder, rejected } from "./expect.js";
+import { BASE, type Caller, type MakeDriver, type TaskRuntimeDriver } from "./drivers/driver.js";
+import { accepted, created, holder, rejected } from "./drivers/expect.js";
 
 /** The orchestrator-only tools, as calls by `by`. */
 const ORCHESTRATOR_TOOLS: [string, (d: TaskRuntimeDriver, by: Caller) => Promise<unknown>][] = [

@@ -1,9 +1,9 @@
 /** @module Seed 003 "Status": task and step status transitions as the task tools accept or refuse them. */
 import { describe, expect, it } from "vitest";
-import { DIAMOND, type MakeDriver, step, type StepInput, type TaskAction } from "./driver.js";
+import { DIAMOND, type MakeDriver, step, type StepInput, type TaskAction } from "./drivers/driver.js";
 
 const optional = (id: string, deps: string[] = []): StepInput => step(id, deps, { required: false });
-import { accepted, created, done, holder, put, rejected, typesAfter, worker } from "./expect.js";
+import { accepted, created, done, holder, put, rejected, typesAfter, worker } from "./drivers/expect.js";
 
 /** Registers the "Status" rules against the drivers `makeDriver` makes. */
 export function runStatus(makeDriver: MakeDriver): void {

@@ -1,6 +1,9 @@
 /**
- * @module Architecture rules of the product source (src/, routes/, durable-objects/), checked on the files:
+ * @module Architecture rules of the product source (src/, routes/, durable-objects/, dashboard/src/), checked on
+ * the files:
  *
+ * - Layers: every import goes down the LAYERS table (core ← contract ← client; core and contract ←
+ *   durable-objects ← routes ← the Worker entry; the dashboard on the client), never up or sideways.
  * - The SDK imports nothing from the server: src/client/index.ts bundled with esbuild lists no input under
  *   routes/ or durable-objects/ (wire types and limits both sides use are in src/contract/).
  * - No import circles among product files, counting every edge TypeScript sees: `import`, `import type`,
@@ -17,11 +20,59 @@ import { describe, expect, it } from "vitest";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /** The folders of product source: the SDK and core (src/), the Worker's routes, its Durable Objects. */
 const PRODUCT_DIRS = ["src", "routes", "durable-objects"];
+/** The product source the layer table covers: the service and SDK, and the dashboard's source. */
+const LAYERED_DIRS = [...PRODUCT_DIRS, "dashboard/src"];
 /** The server side, which the SDK must not import. */
 const SERVER_DIRS = ["routes/", "durable-objects/"];
 /** Most lines of a product file whose @module comment does not give the MARKER and a reason. */
 const MAX_LINES = 400;
 const MARKER = `over ${MAX_LINES} lines`;
+
+/**
+ * The layers of the product, lowest first: a file may import files of its own layer and of the layers its
+ * `imports` names, nothing else. The first layer whose prefix a file starts with is its layer.
+ */
+export const LAYERS: readonly { readonly name: string; readonly prefixes: readonly string[]; readonly imports: readonly string[] }[] = [
+  // Dependency-free helpers both sides share (hashes, hex, ids, the SSE parser).
+  { name: "lib", prefixes: ["src/lib/"], imports: [] },
+  // The pure task model: decide, apply, events, views.
+  { name: "core", prefixes: ["src/core/"], imports: ["lib"] },
+  // Wire types and limits the SDK and the service both use.
+  { name: "contract", prefixes: ["src/contract/"], imports: ["core", "lib"] },
+  // The SDK: never the server.
+  { name: "client", prefixes: ["src/client/"], imports: ["contract", "core", "lib"] },
+  // The browser dashboard: the SDK and the model.
+  { name: "dashboard", prefixes: ["dashboard/src/"], imports: ["client", "contract", "core", "lib"] },
+  // The Durable Objects and the pieces the service shares (configuration, tokens, errors, the write protocol).
+  { name: "durable-objects", prefixes: ["durable-objects/"], imports: ["contract", "core", "lib"] },
+  // HTTP surfaces: REST, socket, MCP, A2A.
+  { name: "routes", prefixes: ["routes/"], imports: ["durable-objects", "contract", "core", "lib"] },
+  // The Worker entry: the app and the object classes.
+  { name: "entry", prefixes: ["src/index.ts", "src/zod-setup.ts"], imports: ["routes", "durable-objects", "contract", "core", "lib"] },
+];
+
+/** The layer of a file, or undefined when no layer's prefix matches. Pure. */
+export function layerOf(file: string, layers: typeof LAYERS = LAYERS): string | undefined {
+  return layers.find((layer) => layer.prefixes.some((prefix) => file.startsWith(prefix)))?.name;
+}
+
+/** Every edge of the graph against the layer table (`from -> to (layer -> layer)`), and files in no layer. Pure. */
+export function layerViolations(graph: ReadonlyMap<string, readonly string[]>, layers: typeof LAYERS = LAYERS): string[] {
+  const allowed = new Map(layers.map((layer) => [layer.name, new Set([layer.name, ...layer.imports])]));
+  const found: string[] = [];
+  for (const [from, targets] of graph) {
+    const fromLayer = layerOf(from, layers);
+    if (fromLayer === undefined) {
+      found.push(`${from} is in no layer`);
+      continue;
+    }
+    for (const to of new Set(targets)) {
+      const toLayer = layerOf(to, layers);
+      if (toLayer === undefined || !allowed.get(fromLayer)!.has(toLayer)) found.push(`${from} -> ${to} (${fromLayer} -> ${toLayer ?? "no layer"})`);
+    }
+  }
+  return found.sort();
+}
 
 // ---- the import graph (pure) ------------------------------------------------------------------------
 
@@ -153,7 +204,7 @@ function shortestPath(from: string, to: string, edges: (node: string) => string[
 // ---- the product files ------------------------------------------------------------------------------
 
 /** Every product source file, as a path from the repository root (posix). */
-function productFiles(): string[] {
+function productFiles(dirs: readonly string[] = PRODUCT_DIRS): string[] {
   const files: string[] = [];
   const walk = (dir: string): void => {
     for (const entry of readdirSync(`${ROOT}${dir}`, { withFileTypes: true })) {
@@ -162,7 +213,7 @@ function productFiles(): string[] {
       else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) files.push(path);
     }
   };
-  for (const dir of PRODUCT_DIRS) walk(dir);
+  for (const dir of dirs) walk(dir);
   return files.sort();
 }
 
@@ -174,10 +225,10 @@ function resolveImport(fromFile: string, spec: string): string | undefined {
 }
 
 /** The import graph of the product files (relative imports only; packages are not nodes), and what did not resolve. */
-function productGraph(): { graph: Map<string, string[]>; unresolved: string[] } {
+function productGraph(dirs: readonly string[] = PRODUCT_DIRS): { graph: Map<string, string[]>; unresolved: string[] } {
   const graph = new Map<string, string[]>();
   const unresolved: string[] = [];
-  for (const file of productFiles()) {
+  for (const file of productFiles(dirs)) {
     const targets: string[] = [];
     for (const spec of importSpecifiers(readFileSync(`${ROOT}${file}`, "utf8"))) {
       if (!spec.startsWith(".")) continue;
@@ -254,6 +305,35 @@ describe("the import-graph helpers", () => {
   });
 });
 
+describe("the layer table", () => {
+  it("layerViolations lets edges go down, and names an edge up, a sideways one and a file in no layer", () => {
+    const graph = new Map<string, string[]>([
+      ["src/core/model/state.ts", ["src/lib/hash.ts", "src/core/model/records.ts"]],
+      ["src/client/index.ts", ["src/contract/index.ts", "src/core/index.ts"]],
+      ["routes/app.ts", ["durable-objects/shared/env.ts"]],
+      // up: an object reaching into a route (the kind of edge the socket used to have)
+      ["durable-objects/task/command-sockets.ts", ["routes/socket/task-socket.ts"]],
+      // sideways: the SDK reaching into the service
+      ["src/client/transport.ts", ["durable-objects/shared/env.ts"]],
+      ["elsewhere/x.ts", []],
+    ]);
+    expect(layerViolations(graph)).toEqual([
+      "durable-objects/task/command-sockets.ts -> routes/socket/task-socket.ts (durable-objects -> routes)",
+      "elsewhere/x.ts is in no layer",
+      "src/client/transport.ts -> durable-objects/shared/env.ts (client -> durable-objects)",
+    ]);
+  });
+
+  it("every import of the product follows it", () => {
+    const { graph, unresolved } = productGraph(LAYERED_DIRS);
+    expect(unresolved).toEqual([]);
+    // Not vacuous: every layer has files.
+    const layers = new Set([...graph.keys()].map((file) => layerOf(file)));
+    expect([...layers].sort()).toEqual(LAYERS.map((layer) => layer.name).sort());
+    expect(layerViolations(graph)).toEqual([]);
+  });
+});
+
 describe("the SDK imports nothing from the server", () => {
   it("src/client bundled with esbuild has no input under routes/ or durable-objects/", async () => {
     const result = await build({
@@ -283,7 +363,7 @@ describe("the product source", () => {
     const { graph, unresolved } = productGraph();
     // Not vacuous: the graph holds the product files and their imports.
     expect(graph.get("src/client/index.ts")).toContain("src/client/runtime-client.ts");
-    expect(graph.get("routes/schemas.ts")).toContain("src/contract/index.ts");
+    expect(graph.get("routes/http/schemas.ts")).toContain("src/contract/index.ts");
     expect(unresolved).toEqual([]);
     expect(findCycles(graph).map((cycle) => cycle.join(" -> "))).toEqual([]);
   });

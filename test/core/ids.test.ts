@@ -1,6 +1,6 @@
 import { decodeTime, isValid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { ulidFactory } from "../../src/ids.js";
+import { ulidFactory } from "../../src/lib/ids.js";
 
 describe("ulidFactory", () => {
   it("Should make valid ULIDs of the given time that sort in creation order within one millisecond, all distinct", () => {

@@ -144,7 +144,7 @@ describe("the core under random command sequences", () => {
     // Only an A2A client meets a task that is not there for it when it cancels or answers an action.
     expect(stats.refused.get("cancel_task:not_found") ?? 0, "an A2A client's cancel of a task it did not submit").toBeGreaterThan(0);
     // The runtime's own records: refused for token callers, unknown delegations, a task nobody delegated. (Another
-    // child's report, too rare here to count on, is pinned by test/core/rules/delegation.test.ts.)
+    // child's report, too rare here to count on, is pinned by test/core/rules/delegation/delegation.test.ts.)
     for (const key of ["record_delegation:tool_not_available", "record_delegation:not_found", "record_delivery:invalid_transition", "claim_step:permission_denied"]) {
       expect(stats.refused.get(key) ?? 0, key).toBeGreaterThan(0);
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { StepSchema, stepSnapshot, taskReadModel } from "../../src/core/index.js";
-import { indexEntryOf } from "../../durable-objects/index-entry.js";
-import { buildSessionSnapshot } from "../../durable-objects/session-snapshot.js";
+import { indexEntryOf } from "../../durable-objects/task/index-entry.js";
+import { buildSessionSnapshot } from "../../durable-objects/session/session-snapshot.js";
 import type { ListedTask } from "../../src/contract/index.js";
 import { Harness, step } from "./harness.js";
 import { validateSnapshot } from "./runtime-event-contract.js";

@@ -4,8 +4,8 @@
  * differently; the hash is versioned ("q1:") so it can never be taken for a stored SHA-256 hex.
  */
 import { describe, expect, it } from "vitest";
-import { requestHash, sha256DerivedId } from "../../routes/body.js";
-import { sameRequest } from "../../durable-objects/idempotency-store.js";
+import { requestHash, sha256DerivedId } from "../../src/lib/hash.js";
+import { sameRequest } from "../../durable-objects/task/storage/idempotency-store.js";
 
 const body = JSON.stringify({ status: "completed", result_summary: "3 facts", claim_next: true });
 const path = "/v1/sessions/sess_1/tasks/t1/steps/a/status";

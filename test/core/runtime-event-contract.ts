@@ -1,4 +1,4 @@
-/** @module The Agent Runtime draft's published event schema (beside the repo, in shared/), compiled with ajv. */
+/** @module The Agent Runtime draft's published schemas (vendored in test/fixtures/agentruntime-schemas/), compiled with ajv. */
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,8 +8,8 @@ import { expect } from "vitest";
 import { projectWal, type RuntimeEvent, RuntimeEventSchema, type WalEvent } from "../../src/core/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** Where the published schemas sit: `shared/` beside the repository, as CI lays it out. */
-export const SCHEMA_DIR = resolve(here, "../../../shared/agentruntime-schemas");
+/** Where the published schemas sit: vendored in the repository, with their origin and hashes in its README. */
+export const SCHEMA_DIR = resolve(here, "../fixtures/agentruntime-schemas");
 
 function compile(file: string) {
   const ajv = new Ajv2020({ allErrors: true, strict: false });

@@ -1,6 +1,6 @@
 import { sign } from "hono/jwt";
 import { describe, expect, it } from "vitest";
-import { mintToken, verifyToken } from "../../src/auth/tokens.js";
+import { mintToken, verifyToken } from "../../durable-objects/shared/tokens.js";
 
 const claims = { role: "worker" as const, sid: "s1", sub: "w1", run: "run_1", tid: "t1" };
 

@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { contrastRatio, docsModel, filterSections, METHOD_COLOURS, type OperationDoc, type SchemaNode, schemaTree } from "../../dashboard/src/docs-model.js";
-import { OPERATIONS, openApiDocument } from "../../routes/catalog.js";
+import { OPERATIONS, openApiDocument } from "../../routes/http/catalog.js";
 
 const doc = openApiDocument("http://x");
 const model = docsModel(doc);

@@ -1,7 +1,7 @@
 /** The session view's model: which tasks it shows and in what order, the session's counts, parents, the inbox, the refresher. */
 import { describe, expect, it } from "vitest";
 import type { InboxAction, ListedTask } from "../../src/client/index.js";
-import { buildSessionSnapshot } from "../../durable-objects/session-snapshot.js";
+import { buildSessionSnapshot } from "../../durable-objects/session/session-snapshot.js";
 import {
   ago,
   ANY_STATUS,

@@ -1,10 +1,10 @@
 /**
- * The outbound A2A client of delegated steps (durable-objects/a2a-peer.ts) against a scripted A2A peer over real
+ * The outbound A2A client of delegated steps (durable-objects/peers/a2a-peer.ts) against a scripted A2A peer over real
  * HTTP (Node's fetch): every peer outcome, and every limit (allowlist, timeout, size, credentials), as a
  * PeerResult with its code and whether it is worth retrying.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hostAllowed, type PeerLimits, type PeerResult, PeerClient, type PeerTask } from "../../durable-objects/a2a-peer.js";
+import { hostAllowed, type PeerLimits, type PeerResult, PeerClient, type PeerTask } from "../../durable-objects/peers/a2a-peer.js";
 import { completedText, FAILURE_TEXT, INPUT_QUESTION, regionText, type ScriptedPeer, STREAM_STEPS, startScriptedPeer, streamedText } from "./support/a2a-peer-server.js";
 
 const LIMITS: PeerLimits = { allowlist: ["loopback"], timeoutMs: 5_000, maxResponseBytes: 1_048_576 };

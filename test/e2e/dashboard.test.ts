@@ -14,7 +14,7 @@ import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { normalizedStepStatus, normalizedTaskStatus, replay, type WalEvent } from "../../src/core/index.js";
-import { OPERATIONS } from "../../routes/catalog.js";
+import { OPERATIONS } from "../../routes/http/catalog.js";
 import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "../../scripts/dev-server.js";
 import {
   ANY_STEP_NODE,

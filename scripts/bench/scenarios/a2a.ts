@@ -58,7 +58,7 @@ export async function setupSubmitBlock(client: Client, adminToken: string, concu
   const callers = new Map<Carrier, Call[]>(CARRIERS.map((k) => [k, []]));
   const restBody = (seq: number) => {
     const taskId = `rest-${lowerId()}`;
-    // What SendMessage's handler sends the task object for the same message (routes/a2a-handler.ts `submit`).
+    // What SendMessage's handler sends the task object for the same message (routes/a2a/a2a-handler.ts `submit`).
     return { task_id: taskId, wal_name: taskId, title: `Bench request ${seq}`, summary: "", objective: requestText(seq), thread_id: `ctx-${lowerId()}`, steps: [] };
   };
   const rest = async (seq: number): Promise<string> => {

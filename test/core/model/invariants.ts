@@ -1,7 +1,7 @@
 /** @module State invariants the model tests check after every command, each one a plain assertion on a DagState. */
 import { isDeepStrictEqual } from "node:util";
 import { expect } from "vitest";
-import { findCycle } from "../../../src/core/dag.js";
+import { findCycle } from "../../../src/core/model/dag.js";
 import { childReport, type DagState, HELD_STEP_STATUSES, isTerminalTask, outboundWork, rebuildIndex, type WorkerRun } from "../../../src/core/index.js";
 
 /** vitest `toEqual`, with a fast structural pre-check so big DAGs stay cheap (strict equality implies toEqual). */

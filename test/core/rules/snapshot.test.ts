@@ -1,4 +1,4 @@
-/** Snapshots of a task's state (src/core/snapshot.ts): what they hold, when the next one is due, and what they refuse. */
+/** Snapshots of a task's state (src/core/apply/snapshot.ts): what they hold, when the next one is due, and what they refuse. */
 import { describe, expect, it } from "vitest";
 import { replay, restoreSnapshot, SNAPSHOT_FORMAT, snapshotInterval, takeSnapshot } from "../../../src/core/index.js";
 import { Harness, step } from "../harness.js";

@@ -1,0 +1,79 @@
+/**
+ * @module The command socket's frame protocol, shared by the route that authenticates an upgrade
+ * (routes/socket/task-socket.ts) and the task object that holds the socket (durable-objects/task/command-sockets.ts):
+ * how the route names the socket's task, the object's answers to an upgrade it refuses, and the answer frame of
+ * one command frame (a batch, run through the object's group commit).
+ */
+import type { AnyWriteAnswer as WriteAnswer } from "../../src/contract/index.js";
+import { rateLimited, type RuntimeError, runtimeError } from "../../src/core/index.js";
+import type { Env } from "../shared/env.js";
+import { errorEnvelope, fail, retryAfterSeconds, STATUS_OF, toRuntimeError } from "../shared/http-errors.js";
+import type { RpcResult } from "../shared/rpc-result.js";
+import type { BatchItem } from "../task/task-graph-rpc.js";
+import { prepareBatch, settleBatch, type TokenVerifier } from "./batch.js";
+import { parseJsonText, validate } from "./command-json.js";
+import { SocketFrame } from "./command-schemas.js";
+
+/** How soon a client refused a socket (SOCKET_MAX_CONNECTIONS) should try again; the SDK sends over HTTP meanwhile. */
+export const SOCKET_RETRY_MS = 30_000;
+
+/** How the route tells the object which task a socket is for (the object only accepts a socket for itself). */
+export const SCOPE_HEADER = "x-task-scope";
+
+/** What each socket remembers across hibernation: the task the route authenticated it for. */
+export interface SocketScope {
+  sid: string;
+  tid: string;
+}
+
+/** The scope of an upgrade the route handed to the object; null for any other request. */
+export function upgradeScope(request: Request): SocketScope | null {
+  if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return null;
+  const header = request.headers.get(SCOPE_HEADER);
+  if (header === null) return null;
+  try {
+    const value = JSON.parse(header) as Partial<SocketScope>;
+    return typeof value.sid === "string" && typeof value.tid === "string" ? { sid: value.sid, tid: value.tid } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The object's answer to an upgrade it does not take: 404 with the error envelope. */
+export function upgradeNotFound(message: string): Response {
+  return Response.json(errorEnvelope(runtimeError("not_found", message)), { status: STATUS_OF.not_found });
+}
+
+/** The object's answer to an upgrade past SOCKET_MAX_CONNECTIONS: 429 rate_limited with Retry-After. */
+export function upgradeRefused(open: number, max: number): Response {
+  const error = rateLimited(`this task already holds ${open} command sockets (the most it serves); send batches with POST .../batch meanwhile`, SOCKET_RETRY_MS, { limit: "sockets", max });
+  return Response.json(errorEnvelope(error), { status: STATUS_OF.rate_limited, headers: { "retry-after": String(retryAfterSeconds(error)) } });
+}
+
+/**
+ * The answer frame of one command frame: its batch run through `execute` (the object's group commit), or a
+ * frame-level error with the `id` when one could be read. `verify` checks the commands' tokens (the socket's
+ * cache of tokens it verified).
+ */
+export async function answerFrame(
+  env: Env,
+  maxBodyBytes: number,
+  scope: SocketScope,
+  data: string | ArrayBuffer,
+  execute: (items: BatchItem[]) => Promise<RpcResult<WriteAnswer>[]>,
+  verify?: TokenVerifier,
+): Promise<object> {
+  let id: unknown = null;
+  try {
+    if (typeof data !== "string") fail("validation_error", "frames must be text (JSON)");
+    if (data.length > maxBodyBytes) fail("payload_too_large", `the frame is over ${maxBodyBytes} bytes`, { limit: maxBodyBytes });
+    const raw = parseJsonText(data, "the frame");
+    if (typeof raw === "object" && raw !== null && "id" in raw) id = (raw as { id: unknown }).id;
+    const frame = validate(SocketFrame, raw);
+    const prepared = await prepareBatch(env, scope.sid, scope.tid, frame.commands, { lean: frame.summary !== true, ...(verify === undefined ? {} : { verify }) });
+    return { id: frame.id, results: await settleBatch(env, scope.sid, prepared, execute) };
+  } catch (e) {
+    const error: RuntimeError = toRuntimeError(e);
+    return { id: typeof id === "string" || typeof id === "number" ? id : null, status: STATUS_OF[error.code], ...errorEnvelope(error) };
+  }
+}

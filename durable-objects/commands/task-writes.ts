@@ -1,0 +1,114 @@
+/** @module Task writes: which command each write path means, shared by the single routes and the batch route. */
+import type { z } from "zod";
+import { mintToken } from "../shared/tokens.js";
+import {
+  type AnyWriteAnswer as WriteAnswer,
+  CancelRunBody,
+  DispatchWorkerBody,
+  FinishRunBody,
+  ProgressBody,
+  ReasonBody,
+  RequestActionBody,
+  RespondActionBody,
+  UpdateStepBody,
+  UpdateTaskBody,
+} from "../../src/contract/index.js";
+import type { RuntimeError, WorkerRun } from "../../src/core/index.js";
+import { runtimeError } from "../../src/core/index.js";
+import { type Env, readConfig } from "../shared/env.js";
+import { err, ok, type RpcResult } from "../shared/rpc-result.js";
+import { validate } from "./command-json.js";
+import { ApiError } from "../shared/http-errors.js";
+import { EmptyBody } from "./command-schemas.js";
+
+/** A write resolved to a core command. */
+export interface ResolvedWrite {
+  readonly command: Record<string, unknown>;
+  readonly claimNext: boolean;
+  readonly status: 200 | 201;
+}
+
+interface WriteRoute {
+  readonly method: "POST" | "PATCH";
+  /** Matches the path after `/v1/sessions/{sid}/tasks/{tid}`. */
+  readonly pattern: RegExp;
+  readonly body: z.ZodType;
+  readonly status: 200 | 201;
+  readonly build: (params: string[], body: Record<string, unknown>) => { command: Record<string, unknown>; claimNext?: boolean };
+}
+
+const LIFECYCLE: Record<string, string> = {
+  complete: "complete_task",
+  fail: "fail_task",
+  cancel: "cancel_task",
+  block: "block_task",
+  reopen: "reopen_task",
+  pause: "pause_task",
+  resume: "resume_task",
+};
+const SEGMENT = "([^/]+)";
+
+/** Every task write, by method and path. */
+const WRITES: readonly WriteRoute[] = [
+  { method: "PATCH", pattern: /^$/, body: UpdateTaskBody, status: 200, build: (_m, b) => ({ command: { type: "update_task", ...b } }) },
+  { method: "POST", pattern: /^\/(complete|fail|cancel|block|reopen|pause|resume)$/, body: ReasonBody, status: 200, build: (m, b) => ({ command: { type: LIFECYCLE[m[0]!], ...b } }) },
+  { method: "POST", pattern: /^\/workers$/, body: DispatchWorkerBody, status: 201, build: (_m, b) => ({ command: { type: "dispatch_worker", ...b } }) },
+  { method: "POST", pattern: new RegExp(`^/runs/${SEGMENT}/finish$`), body: FinishRunBody, status: 200, build: (m, b) => ({ command: { type: "finish_run", run_id: m[0], ...b } }) },
+  { method: "POST", pattern: new RegExp(`^/runs/${SEGMENT}/cancel$`), body: CancelRunBody, status: 200, build: (m, b) => ({ command: { type: "cancel_run", run_id: m[0], ...b } }) },
+  { method: "POST", pattern: /^\/steps\/claim-next$/, body: EmptyBody, status: 200, build: () => ({ command: { type: "claim_next" } }) },
+  { method: "POST", pattern: new RegExp(`^/steps/${SEGMENT}/claim$`), body: EmptyBody, status: 200, build: (m) => ({ command: { type: "claim_step", step_id: m[0] } }) },
+  {
+    method: "POST",
+    pattern: new RegExp(`^/steps/${SEGMENT}/status$`),
+    body: UpdateStepBody,
+    status: 200,
+    build: (m, b) => {
+      const { claim_next: claimNext, ...fields } = b;
+      return { command: { type: "update_step", step_id: m[0], ...fields }, claimNext: claimNext === true };
+    },
+  },
+  { method: "POST", pattern: new RegExp(`^/steps/${SEGMENT}/progress$`), body: ProgressBody, status: 200, build: (m, b) => ({ command: { type: "append_progress", step_id: m[0], ...b } }) },
+  { method: "POST", pattern: new RegExp(`^/steps/${SEGMENT}/actions$`), body: RequestActionBody, status: 201, build: (m, b) => ({ command: { type: "request_action", step_id: m[0], ...b } }) },
+  { method: "POST", pattern: /^\/actions$/, body: RequestActionBody, status: 201, build: (_m, b) => ({ command: { type: "request_action", ...b } }) },
+  { method: "POST", pattern: new RegExp(`^/actions/${SEGMENT}/respond$`), body: RespondActionBody, status: 200, build: (m, b) => ({ command: { type: "respond_action", action_id: m[0], ...b } }) },
+];
+
+/** Resolves a write (method, path after the task prefix, parsed body) to its command; 404 or 400 otherwise. */
+export function resolveWrite(method: string, rest: string, body: Record<string, unknown>): ResolvedWrite {
+  for (const route of WRITES) {
+    if (route.method !== method.toUpperCase()) continue;
+    const match = route.pattern.exec(rest);
+    if (match === null) continue;
+    const params = match.slice(1).map((p) => decodeURIComponent(p));
+    const built = route.build(params, validate(route.body, body) as Record<string, unknown>);
+    return { command: built.command, claimNext: built.claimNext ?? false, status: route.status };
+  }
+  throw new ApiError(runtimeError("not_found", `no task write ${method.toUpperCase()} ${rest === "" ? "/" : rest}`));
+}
+
+/** Adds a worker token to a dispatch answer: signing is async, so it happens here, after the commit. */
+export async function withWorkerToken(env: Env, sessionId: string, answer: WriteAnswer): Promise<WriteAnswer> {
+  const run = answer.run as WorkerRun | undefined;
+  if (run === undefined || typeof answer.run_id !== "string") return answer;
+  // A dispatch's answer carries the task summary even in a lean socket answer (idempotent-writes.ts `answer`).
+  const task = answer.task!;
+  const config = readConfig(env);
+  const ttl = run.deadline_at === null ? config.tokenTtlSeconds : Math.max(60, Math.ceil((Date.parse(run.deadline_at) - Date.now()) / 1000) + 60);
+  const { token, expires_at } = await mintToken(
+    env.TOKEN_SECRET,
+    { role: "worker", sid: sessionId, tid: task.task_id, sub: run.agent_id, run: run.run_id, pool: run.worker_pool_id, allowed: run.allowed_step_ids },
+    Date.now(),
+    ttl,
+  );
+  return { ...answer, token, expires_at };
+}
+
+/** The answer of a write as the HTTP layer returns it (worker token added for dispatches). */
+export async function finishAnswer(env: Env, sessionId: string, result: RpcResult<WriteAnswer>): Promise<RpcResult<WriteAnswer>> {
+  return result.ok ? ok(await withWorkerToken(env, sessionId, result.value)) : result;
+}
+
+/** Error of a batch command that never reached the task object. */
+export function rejected(error: RuntimeError): RpcResult<WriteAnswer> {
+  return err(error);
+}

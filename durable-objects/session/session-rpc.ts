@@ -1,0 +1,92 @@
+/**
+ * @module The session object's RPC surface as its callers see it (routes, the task object, the bindings in
+ * durable-objects/shared/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
+ */
+import type { IndexEntry, LinkTasksInput, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage } from "../../src/contract/index.js";
+import type { Actor } from "../../src/core/index.js";
+import type { Idempotency } from "../task/storage/idempotency-store.js";
+import type { RpcResult } from "../shared/rpc-result.js";
+
+/** Filters of agent.task_list. */
+export interface TaskListQuery {
+  readonly include_terminal?: boolean;
+  readonly status?: string;
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+/** Filters and cursor of A2A ListTasks: the tasks one client submitted. */
+export interface SubmittedTaskQuery {
+  /** Only tasks whose origin is this A2A client. */
+  readonly client_agent_id: string;
+  /** Only tasks of this thread (the A2A contextId). */
+  readonly context_id?: string;
+  /** Only tasks whose normalized status is one of these (an empty list matches none). */
+  readonly statuses?: readonly string[];
+  /** Only tasks whose native status is one of these (an empty list matches none). */
+  readonly native_statuses?: readonly string[];
+  /** Only tasks with (true) or without (false) an open action. */
+  readonly with_open_actions?: boolean;
+  /** 1..100. */
+  readonly page_size: number;
+  /** The `next_page_token` of the page before; absent or "" for the first page. */
+  readonly page_token?: string;
+}
+
+/** A page of a client's submitted tasks, newest `updated_at` first. */
+export interface SubmittedTaskPage {
+  readonly entries: IndexEntry[];
+  /** Opaque; "" on the last page. */
+  readonly next_page_token: string;
+  /** Every task matching the filters, across all pages. */
+  readonly total_size: number;
+}
+
+/** A stored peer credential as a read shows it: its origin and when it was last set, never its value. */
+export interface PeerCredentialInfo {
+  readonly origin: string;
+  readonly updated_at: string;
+}
+
+/** The RPC methods of one session's object. */
+export interface SessionRpc extends Rpc.DurableObjectBranded {
+  /** Answers at once: the empty Worker → Durable Object round trip behind GET /health/object. */
+  ping(): Promise<string>;
+  /** Creates the session record with the answer its creator got (or gives a keyed repeat that answer back). */
+  create(sessionId: string, createdAt: string, info: Record<string, unknown>, answer: unknown, idem: Idempotency | null): Promise<RpcResult<{ answer: unknown; created: boolean }>>;
+  /** The session record, or null when no session of this id was created. */
+  describe(): Promise<{ session_id: string; created_at: string } | null>;
+  /** Reserves a task id, a wal name and a create's Idempotency-Key atomically. */
+  reserve(taskId: string, walName: string, idem?: Idempotency | null): Promise<RpcResult<null>>;
+  /** Drops a reservation whose create failed. */
+  release(taskId: string): Promise<void>;
+  /**
+   * Reserves a delegated step's child task id, which only that child's own object ever creates: a reservation
+   * left by an earlier try of the same create is kept, not a conflict.
+   */
+  reserveChild(taskId: string, walName: string): Promise<RpcResult<null>>;
+  /** Records what a task object says of its task (the session-index replica's push). */
+  upsertTask(entry: IndexEntry): Promise<void>;
+  /** GET /v1/sessions/{sid}/events: the session event log after `afterSeq`, then live rows. */
+  streamEvents(afterSeq: number): Promise<RpcResult<ReadableStream<Uint8Array>>>;
+  /** agent.task_list. */
+  listTasks(query: TaskListQuery): Promise<TaskListPage>;
+  /** A2A ListTasks: the tasks one client submitted, newest first, a page at a time (validation_error: bad page size or token). */
+  listSubmittedTasks(query: SubmittedTaskQuery): Promise<RpcResult<SubmittedTaskPage>>;
+  /** The session's inbox: open actions of all its tasks, newest first. */
+  listOpenActions(query: { limit?: number; offset?: number }): Promise<SessionActionPage>;
+  /** The session snapshot; null when no session of this id was created. */
+  snapshot(): Promise<SessionSnapshot | null>;
+  /** Sets (or replaces) the Authorization value sent to an A2A peer origin (not_found: no such session; validation_error: too many origins). */
+  setPeerCredential(origin: string, authorization: string): Promise<RpcResult<PeerCredentialInfo>>;
+  /** The peer origins with a credential and when each was set, never the values. */
+  listPeers(): Promise<PeerCredentialInfo[]>;
+  /** The Authorization value for a peer origin, or null: for the outbound peer client only, never for an answer. */
+  peerAuthorization(origin: string): Promise<string | null>;
+  /** link_tasks: a new link (created) or the same live link again; not_found for a task outside the session, dependency_cycle. */
+  linkTasks(actor: Actor, body: LinkTasksInput, idem: Idempotency | null): Promise<RpcResult<{ link: TaskLink; created: boolean }>>;
+  /** unlink_tasks: the link becomes a removed tombstone; not_found for an unknown link. */
+  unlinkTasks(linkId: string): Promise<RpcResult<{ link: TaskLink }>>;
+  /** A page of the session's task graph (validation_error: a cursor that does not decode). */
+  taskGraph(query: { limit: number; cursor?: string }): Promise<RpcResult<TaskGraphPage>>;
+}

@@ -1,0 +1,136 @@
+/** @module The Worker's bindings and the runtime configuration read from them. */
+import type { CoreLimits } from "../../src/core/index.js";
+import type { PeerLimits } from "../peers/a2a-peer.js";
+import type { SessionRpc } from "../session/session-rpc.js";
+import type { TaskGraphRpc } from "../task/task-graph-rpc.js";
+
+/**
+ * Bindings from wrangler.toml ([vars], secrets, Durable Object namespaces). The namespaces are typed by the
+ * objects' RPC interfaces, not their classes: the classes read this module, so naming them here made a circle.
+ */
+export interface Env {
+  readonly TASK_GRAPHS: DurableObjectNamespace<TaskGraphRpc>;
+  readonly SESSIONS: DurableObjectNamespace<SessionRpc>;
+  /** HS256 key that signs every bearer token (a secret). */
+  readonly TOKEN_SECRET: string;
+  /** The operator's token for creating sessions and minting tokens (a secret). */
+  readonly ADMIN_TOKEN: string;
+  readonly STEP_LEASE_TIMEOUT_MS?: string;
+  readonly MAX_STEPS_PER_TASK?: string;
+  /** Milliseconds a task's fail/cancel waits for each worker run it asked to cancel (default 30,000). */
+  readonly CHILD_CANCEL_TIMEOUT_MS?: string;
+  readonly ACTION_TIMEOUT_MS?: string;
+  readonly DELEGATE_TIMEOUT_MS?: string;
+  readonly DELEGATE_RETRY_MS?: string;
+  readonly DELEGATE_MAX_TRIES?: string;
+  readonly SNAPSHOT_EVERY_EVENTS?: string;
+  readonly IDEMPOTENCY_INDEX_KEYS?: string;
+  readonly MAX_BODY_BYTES?: string;
+  readonly TOKEN_TTL_SECONDS?: string;
+  /** Milliseconds between SSE heartbeat comments (default 15,000). */
+  readonly SSE_HEARTBEAT_MS?: string;
+  /** Longest life of one SSE stream before it closes and the client resumes (default 300,000). */
+  readonly SSE_MAX_STREAM_MS?: string;
+  /** Bytes queued for one SSE subscriber beyond which it is closed as too slow (default 262,144). */
+  readonly SSE_MAX_QUEUED_BYTES?: string;
+  /** Live SSE subscribers one object (a task's or a session's stream) serves at once; past it, 429 (default 64). */
+  readonly SSE_MAX_SUBSCRIBERS?: string;
+  /** Large task reads (pages of more than 250 records) one task object streams at once; past it, 429 (default 4). */
+  readonly TASK_MAX_LARGE_READS?: string;
+  /** Command sockets one task object holds at once; past it, the upgrade is answered 429 (default 64). */
+  readonly SOCKET_MAX_CONNECTIONS?: string;
+  /** Characters of command frames waiting in one task object, all its sockets together; past it, 1013 (default 16 MiB). */
+  readonly SOCKET_MAX_QUEUED_BYTES?: string;
+  /** Origins allowed by CORS on /v1/*: comma-separated, or `*`; empty or unset: none. */
+  readonly CORS_ORIGINS?: string;
+  /** Longest wait of a blocking A2A SendMessage for its task to leave SUBMITTED (default 10,000). */
+  readonly A2A_SEND_WAIT_MS?: string;
+  /** Hosts delegated steps may call as A2A peers: comma-separated `host`, `host:port`, `loopback` or `*`; empty or unset: none. */
+  readonly A2A_PEER_ALLOWLIST?: string;
+  /** Milliseconds one HTTP call to a peer may take, body included (default 10,000). */
+  readonly A2A_PEER_TIMEOUT_MS?: string;
+  /** Bytes of one peer answer past which it is abandoned (default 1,048,576). */
+  readonly A2A_PEER_MAX_RESPONSE_BYTES?: string;
+}
+
+/** Runtime configuration with the documented defaults. */
+export interface RuntimeConfig {
+  readonly limits: CoreLimits;
+  readonly maxBodyBytes: number;
+  readonly tokenTtlSeconds: number;
+  readonly sse: SseConfig;
+  /** Large GET .../tasks/{tid} answers one task object streams at once (TASK_MAX_LARGE_READS). */
+  readonly maxLargeReads: number;
+  readonly socket: SocketConfig;
+  /** How long a blocking A2A SendMessage waits for its task to leave SUBMITTED (A2A_SEND_WAIT_MS). */
+  readonly a2aSendWaitMs: number;
+  /** A task object writes a snapshot of its state every this many WAL events (SNAPSHOT_EVERY_EVENTS). */
+  readonly snapshotEveryEvents: number;
+  /** A task object keeps this many Idempotency-Key fingerprints in memory at most (IDEMPOTENCY_INDEX_KEYS). */
+  readonly idempotencyIndexKeys: number;
+  /** Where and how delegated steps call A2A peers (A2A_PEER_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
+  readonly peers: PeerLimits;
+}
+
+/** Limits of the command sockets of one task object. */
+export interface SocketConfig {
+  /** Sockets at once (SOCKET_MAX_CONNECTIONS). */
+  readonly maxConnections: number;
+  /** Frame characters waiting to be run, all sockets together (SOCKET_MAX_QUEUED_BYTES). */
+  readonly maxQueuedBytes: number;
+}
+
+/** Limits of the live event streams (Server-Sent Events). */
+export interface SseConfig {
+  readonly heartbeatMs: number;
+  readonly maxStreamMs: number;
+  readonly maxQueuedBytes: number;
+  /** Subscribers per object: with maxQueuedBytes, bounds what one object's streams may hold (64 × 256 KiB = 16 MiB). */
+  readonly maxSubscribers: number;
+}
+
+function positiveInt(raw: string | undefined, fallback: number): number {
+  const n = raw === undefined ? Number.NaN : Number(raw);
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+}
+
+/** Reads the configuration from the bindings; a missing or malformed var falls back to its default. */
+export function readConfig(env: Env): RuntimeConfig {
+  return {
+    limits: {
+      stepLeaseTimeoutMs: positiveInt(env.STEP_LEASE_TIMEOUT_MS, 60_000),
+      maxStepsPerTask: positiveInt(env.MAX_STEPS_PER_TASK, 10_000),
+      childCancelTimeoutMs: positiveInt(env.CHILD_CANCEL_TIMEOUT_MS, 30_000),
+      actionTimeoutMs: positiveInt(env.ACTION_TIMEOUT_MS, 86_400_000),
+      delegateTimeoutMs: positiveInt(env.DELEGATE_TIMEOUT_MS, 3_600_000),
+      delegateRetryMs: positiveInt(env.DELEGATE_RETRY_MS, 1_000),
+      delegateMaxTries: positiveInt(env.DELEGATE_MAX_TRIES, 6),
+    },
+    maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1_048_576),
+    tokenTtlSeconds: positiveInt(env.TOKEN_TTL_SECONDS, 86_400),
+    sse: {
+      heartbeatMs: positiveInt(env.SSE_HEARTBEAT_MS, 15_000),
+      maxStreamMs: positiveInt(env.SSE_MAX_STREAM_MS, 300_000),
+      maxQueuedBytes: positiveInt(env.SSE_MAX_QUEUED_BYTES, 262_144),
+      maxSubscribers: positiveInt(env.SSE_MAX_SUBSCRIBERS, 64),
+    },
+    maxLargeReads: positiveInt(env.TASK_MAX_LARGE_READS, 4),
+    socket: {
+      maxConnections: positiveInt(env.SOCKET_MAX_CONNECTIONS, 64),
+      maxQueuedBytes: positiveInt(env.SOCKET_MAX_QUEUED_BYTES, 16 * 1_048_576),
+    },
+    a2aSendWaitMs: positiveInt(env.A2A_SEND_WAIT_MS, 10_000),
+    snapshotEveryEvents: positiveInt(env.SNAPSHOT_EVERY_EVENTS, 250),
+    idempotencyIndexKeys: positiveInt(env.IDEMPOTENCY_INDEX_KEYS, 500_000),
+    peers: {
+      allowlist: (env.A2A_PEER_ALLOWLIST ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== ""),
+      timeoutMs: positiveInt(env.A2A_PEER_TIMEOUT_MS, 10_000),
+      maxResponseBytes: positiveInt(env.A2A_PEER_MAX_RESPONSE_BYTES, 1_048_576),
+    },
+  };
+}
+
+/** The Durable Object name of a task DAG: `<session_id>/<task_id>` (DESIGN.md "Addressing"). */
+export function taskObjectName(sessionId: string, taskId: string): string {
+  return `${sessionId}/${taskId}`;
+}

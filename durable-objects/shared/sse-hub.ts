@@ -1,0 +1,299 @@
+/**
+ * @module The live Server-Sent Event subscribers of one Durable Object: each a ReadableStream of bytes that
+ * first catches up on history (read synchronously from storage, one page per pull) and then receives the
+ * frames the commit path publishes. Bounded on every side: subscribers per object, queued bytes per
+ * subscriber, stream lifetime, heartbeats that find vanished clients.
+ *
+ * Platform facts this is built around (cited so the next reader knows why the belt and the braces):
+ * - A client disconnect does not reliably reach the object. workerd stopped calling a JS ReadableStream's
+ *   `cancel()` when the client goes away (cloudflare/workerd#6832, regressed in 1.20260619.1, fix proposed in
+ *   cloudflare/workerd#6833, still open); see also cloudflare/workerd#5611 ("Need a disconnect hook for
+ *   streaming response") and cloudflare/workers-sdk#9438 (the request's abort signal is lost when the request
+ *   is forwarded to a Durable Object).
+ * - For a stream returned over RPC, the origin learns that the receiver cancelled only when its next write
+ *   fails; an idle source never learns (cloudflare/workerd#7298, open). Cancelling such a stream in
+ *   `wrangler dev` also logs "Network connection lost" and later an IoContext error (cloudflare/workers-sdk#11071).
+ * - An open stream is an in-flight request of the object: a graceful eviction waits for it (in the test pool
+ *   `evictDurableObject` gives up after 30 s: "it still has active references"), so streams must not be endless.
+ * So `cancel()` is used when it comes, every heartbeat is a write that fails for a gone reader, and every
+ * stream closes after SSE_MAX_STREAM_MS whatever happens: nothing outlives that, and the client resumes
+ * with Last-Event-ID.
+ */
+import { rateLimited, type RuntimeError } from "../../src/core/index.js";
+
+/** Limits of the hub's streams (SSE_HEARTBEAT_MS, SSE_MAX_STREAM_MS, SSE_MAX_QUEUED_BYTES, SSE_MAX_SUBSCRIBERS). */
+export interface HubLimits {
+  readonly heartbeatMs: number;
+  readonly maxStreamMs: number;
+  readonly maxQueuedBytes: number;
+  readonly maxSubscribers: number;
+}
+
+/** Why a new subscriber was not taken: the hub is full; try again after `retryAfterMs`. */
+export interface HubFull {
+  readonly open: number;
+  readonly max: number;
+  readonly retryAfterMs: number;
+}
+
+/**
+ * One step of a subscriber's catch-up, taken synchronously: the frames of the next page of history, and
+ * what follows. "live" must be answered in the same synchronous turn that read the last stored event, so no
+ * commit can fall between the history and the live frames (the commit path is synchronous too).
+ */
+export interface CatchUpStep {
+  readonly frames: string;
+  /** more: call again when the client has room; live: history done, publish to it; close: done, end it. */
+  readonly next: "more" | "live" | "close";
+}
+
+/** Reads the next page of history after the subscriber's own cursor (a closure that advances it). */
+export type CatchUp = () => CatchUpStep;
+
+/** Why a stream ended, for counters and tests. */
+export type CloseReason = "end" | "cancelled" | "lifetime" | "slow" | "gone";
+
+/** Counters of the hub, for tests and diagnostics. */
+export interface HubStats {
+  open: number;
+  live: number;
+  opened: number;
+  closed: Record<CloseReason, number>;
+}
+
+/** The answer to a stream opened while the hub is full: 429 rate_limited, Retry-After when a slot may free. */
+export function subscribersFull(full: HubFull): RuntimeError {
+  return rateLimited(`this stream already has ${full.open} subscribers (the most one object serves); retry later`, full.retryAfterMs, { limit: "sse_subscribers", max: full.max });
+}
+
+const HEARTBEAT = new TextEncoder().encode(": heartbeat\n\n");
+const TOO_SLOW = "the subscriber fell too far behind; resume with Last-Event-ID";
+
+class Subscriber {
+  live = false;
+  done = false;
+  /** The reader asked for data and got none yet: the next frames go out at once. */
+  waiting = false;
+  /** Published frames not yet handed to the stream (shared chunks: encoded once for everyone). */
+  pending: Uint8Array[] = [];
+  pendingBytes = 0;
+  lifetime: ReturnType<typeof setTimeout> | null = null;
+  readonly openedAt = Date.now();
+  constructor(
+    readonly controller: ReadableStreamDefaultController<Uint8Array>,
+    readonly catchUp: CatchUp,
+  ) {}
+}
+
+/**
+ * The subscribers of one object and the one heartbeat timer they share.
+ *
+ * Delivery is pulled by the reader: a stream's queue holds nothing (high-water mark 0); published frames
+ * wait in the subscriber's `pending` list and go out when the reader asks (`pull`), all of them as one
+ * chunk. A reader that is still busy with the previous chunk gets everything since in one chunk; readers
+ * already waiting are served by one zero-delay timer, after the commits queued behind this one, so a burst
+ * of commits costs each subscriber one chunk, not one per commit (measured by `npm run bench:sse`: half
+ * the server CPU per delivered event with 200 subscribers). Past maxQueuedBytes pending, the subscriber is
+ * closed as too slow and resumes by Last-Event-ID. The commit path itself only encodes once and appends a
+ * reference to each live subscriber's list.
+ */
+export class SseHub {
+  private readonly subscribers = new Set<Subscriber>();
+  private heartbeat: ReturnType<typeof setInterval> | null = null;
+  private flushTimer: ReturnType<typeof setTimeout> | null = null;
+  private readonly encoder = new TextEncoder();
+  readonly stats: HubStats = { open: 0, live: 0, opened: 0, closed: { end: 0, cancelled: 0, lifetime: 0, slow: 0, gone: 0 } };
+
+  constructor(private readonly limits: HubLimits) {}
+
+  /** Subscribers that receive published frames (caught up on history). */
+  get liveCount(): number {
+    return this.stats.live;
+  }
+
+  /**
+   * Null when a new subscriber may open; otherwise how full the hub is and when to try again: at the next
+   * heartbeat (which finds subscribers whose clients vanished) or when the oldest stream reaches its lifetime,
+   * whichever comes first, in whole seconds. Each subscriber may hold maxQueuedBytes, so their number is what
+   * bounds the memory of an object's streams.
+   */
+  full(now = Date.now()): HubFull | null {
+    if (this.subscribers.size < this.limits.maxSubscribers) return null;
+    let soonest = this.limits.heartbeatMs;
+    for (const sub of this.subscribers) soonest = Math.min(soonest, sub.openedAt + this.limits.maxStreamMs - now);
+    return { open: this.subscribers.size, max: this.limits.maxSubscribers, retryAfterMs: Math.max(1, Math.ceil(soonest / 1000)) * 1000 };
+  }
+
+  /**
+   * A new stream (callers check `full()` first; opening past the limit throws). Its history is read by
+   * `catchUp` each time the reader asks (pull), one page at a time, so a long history never sits in memory;
+   * published frames reach it only once it is live.
+   */
+  open(catchUp: CatchUp): ReadableStream<Uint8Array> {
+    if (this.subscribers.size >= this.limits.maxSubscribers) throw new RangeError(`the hub already serves ${this.subscribers.size} subscribers`);
+    let sub: Subscriber | null = null;
+    return new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          sub = new Subscriber(controller, catchUp);
+          this.subscribers.add(sub);
+          this.stats.open += 1;
+          this.stats.opened += 1;
+          const s = sub;
+          s.lifetime = setTimeout(() => this.close(s, "lifetime"), this.limits.maxStreamMs);
+          this.heartbeat ??= setInterval(() => this.beat(), this.limits.heartbeatMs);
+        },
+        pull: () => {
+          if (sub !== null) this.pull(sub);
+        },
+        cancel: () => {
+          if (sub !== null) this.forget(sub, "cancelled");
+        },
+      },
+      // pull() is called only when the reader waits for data: the pending list is the queue.
+      { highWaterMark: 0 },
+    );
+  }
+
+  /** Sends frames encoded once to every live subscriber; one that cannot keep up is closed (it resumes). */
+  publish(frames: string): void {
+    if (this.stats.live === 0 || frames === "") return;
+    const bytes = this.encoder.encode(frames);
+    for (const sub of this.subscribers) if (sub.live) this.push(sub, bytes);
+  }
+
+  /** Ends every live subscriber after what is pending, with a last frame (the task is terminal). */
+  endAll(lastFrame: string): void {
+    const bytes = this.encoder.encode(lastFrame);
+    for (const sub of this.subscribers) {
+      if (!sub.live) continue;
+      sub.pending.push(bytes);
+      sub.pendingBytes += bytes.byteLength;
+      this.close(sub, "end");
+    }
+  }
+
+  private push(sub: Subscriber, bytes: Uint8Array): void {
+    if (sub.pendingBytes + bytes.byteLength > this.limits.maxQueuedBytes) {
+      // Erroring drops what waits for this reader at once (closing would keep it until read, which a stuck
+      // reader never does).
+      this.drop(sub, "slow", new Error(TOO_SLOW));
+      return;
+    }
+    sub.pending.push(bytes);
+    sub.pendingBytes += bytes.byteLength;
+    if (sub.waiting) this.flushSoon();
+  }
+
+  /** Flushes the waiting subscribers after the commits already queued behind this one: one chunk for all of them. */
+  private flushSoon(): void {
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = null;
+      for (const sub of this.subscribers) if (sub.waiting && sub.pending.length > 0) this.flush(sub);
+    }, 0);
+  }
+
+  private pull(sub: Subscriber): void {
+    if (sub.done) return;
+    if (sub.live) {
+      if (sub.pending.length > 0) this.flush(sub);
+      else sub.waiting = true;
+      return;
+    }
+    let step: CatchUpStep;
+    try {
+      step = sub.catchUp();
+    } catch (e) {
+      // A WAL row that no longer decodes: end this stream with the error rather than skip an event.
+      this.drop(sub, "gone", e instanceof Error ? e : new Error(String(e)));
+      return;
+    }
+    if (step.frames !== "" && !this.enqueue(sub, this.encoder.encode(step.frames))) return;
+    if (step.next === "live") {
+      sub.live = true;
+      this.stats.live += 1;
+      // Caught up with nothing to send on this read: wait for the next commit.
+      if (step.frames === "") sub.waiting = true;
+    } else if (step.next === "close") this.close(sub, "end");
+    else if (step.frames === "") this.pull(sub); // an empty page that is not the end: read on
+  }
+
+  /** A comment to every idle stream: keeps proxies from timing it out and finds readers that are gone. */
+  private beat(): void {
+    for (const sub of this.subscribers) {
+      // A reader still busy with earlier frames gets no heartbeat; one too far behind is closed.
+      if (sub.live && sub.pendingBytes > this.limits.maxQueuedBytes) this.drop(sub, "slow", new Error(TOO_SLOW));
+      else if (sub.waiting) this.push(sub, HEARTBEAT);
+    }
+  }
+
+  /** Hands everything pending to the stream as one chunk (allowed any time; the stream queues it). */
+  private flush(sub: Subscriber): void {
+    const chunks = sub.pending;
+    if (chunks.length === 0 || sub.done) return;
+    let chunk: Uint8Array;
+    if (chunks.length === 1) chunk = chunks[0]!;
+    else {
+      chunk = new Uint8Array(sub.pendingBytes);
+      let at = 0;
+      for (const c of chunks) {
+        chunk.set(c, at);
+        at += c.byteLength;
+      }
+    }
+    sub.pending = [];
+    sub.pendingBytes = 0;
+    sub.waiting = false;
+    this.enqueue(sub, chunk);
+  }
+
+  /** Enqueues; a stream that no longer takes chunks (cancelled, errored) is removed. */
+  private enqueue(sub: Subscriber, bytes: Uint8Array): boolean {
+    try {
+      sub.controller.enqueue(bytes);
+      return true;
+    } catch {
+      this.forget(sub, "gone");
+      return false;
+    }
+  }
+
+  /** Closes after the pending frames (they stay queued in the stream until read). */
+  private close(sub: Subscriber, reason: CloseReason): void {
+    if (sub.done) return;
+    this.flush(sub);
+    try {
+      sub.controller.close();
+    } catch {
+      // already closed or errored
+    }
+    this.forget(sub, reason);
+  }
+
+  /** Errors the stream: what waits for the reader is dropped. */
+  private drop(sub: Subscriber, reason: CloseReason, error: Error): void {
+    if (sub.done) return;
+    try {
+      sub.controller.error(error);
+    } catch {
+      // already closed or errored
+    }
+    this.forget(sub, reason);
+  }
+
+  private forget(sub: Subscriber, reason: CloseReason): void {
+    if (sub.done) return;
+    sub.done = true;
+    sub.pending = [];
+    sub.pendingBytes = 0;
+    if (sub.lifetime !== null) clearTimeout(sub.lifetime);
+    this.subscribers.delete(sub);
+    this.stats.open -= 1;
+    if (sub.live) this.stats.live -= 1;
+    this.stats.closed[reason] += 1;
+    if (this.subscribers.size === 0 && this.heartbeat !== null) {
+      clearInterval(this.heartbeat);
+      this.heartbeat = null;
+    }
+  }
+}

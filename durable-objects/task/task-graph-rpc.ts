@@ -1,0 +1,58 @@
+/**
+ * @module The task object's RPC surface as its callers see it (routes, the session object, the bindings in
+ * durable-objects/shared/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
+ */
+import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../../src/contract/index.js";
+import type { Action, Actor, ChildReport, ChildTaskRequest, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../../src/core/index.js";
+import type { ChildCancelAnswer, ChildCreateAnswer, DeliveryAnswer } from "./outbound-calls.js";
+import type { Idempotency } from "./storage/idempotency-store.js";
+import type { RpcResult } from "../shared/rpc-result.js";
+import type { TaskCursor } from "../shared/sse-frames.js";
+
+
+/** One command of a batch (or the only one of a single write). */
+export interface BatchItem {
+  readonly actor: Actor;
+  readonly command: Record<string, unknown>;
+  readonly idem: Idempotency | null;
+  readonly claimNext: boolean;
+  /**
+   * The answer leaves out the task summary (`task`): a command socket frame's, unless the frame asks for
+   * `summary`. Absent (a single route, a batch request, the system's own writes): the full answer.
+   */
+  readonly lean?: boolean;
+}
+
+/** The RPC methods of one task DAG's object (named `<session_id>/<task_id>`). */
+export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
+  /** agent.task_create: reserves task_id and wal_name in the session, commits task_created, confirms. */
+  createTask(actor: Actor, body: Record<string, unknown>, clientIdem: Idempotency | null): Promise<RpcResult<WriteAnswer>>;
+  /** Every other write: decide and commit one command (claims, step updates, task lifecycle, runs). */
+  execute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts?: { claimNext?: boolean }): Promise<RpcResult<WriteAnswer>>;
+  /** Group commit: commands decided in order, all written in one transaction, one answer each. */
+  executeBatch(items: readonly BatchItem[]): Promise<RpcResult<WriteAnswer>[]>;
+  /** agent.task_get: the DAG (or a page of it) as JSON text, or as a stream when the page is large. */
+  getTask(actor: Actor, request?: TaskGetRequest): Promise<RpcResult<string | ReadableStream<Uint8Array>>>;
+  /** agent.task_query_steps. */
+  querySteps(actor: Actor, query: StepQuery): Promise<RpcResult<StepPage>>;
+  /** The WAL after `afterSeq`, at most `limit` events up to the current last_wal_seq, as a stream of JSON Lines read a page at a time. */
+  readWal(actor: Actor, afterSeq: number, limit: number): Promise<RpcResult<{ ndjson: ReadableStream<Uint8Array>; last_wal_seq: number }>>;
+  /** GET .../events: SSE frames after `cursor`, then live ones. */
+  streamEvents(actor: Actor, cursor: TaskCursor): Promise<RpcResult<ReadableStream<Uint8Array>>>;
+  /** The compact Task DAG summary for a prompt (003 "Prompt Context"). */
+  summary(actor: Actor, tokenBudget: number): Promise<RpcResult<PromptSummary>>;
+  /** agent.task_actions: the task's human actions, oldest first, optionally only open or only resolved ones. */
+  listActions(actor: Actor, query: { status?: "open" | "resolved"; limit?: number; offset?: number }): Promise<RpcResult<ActionPage>>;
+  /** agent.task_action: one action; with `waitMs` > 0 it answers once the action is resolved or the wait ends. */
+  getAction(actor: Actor, actionId: string, waitMs: number): Promise<RpcResult<{ action: Action }>>;
+  /** The session index entry; null when no task was created. */
+  indexEntry(): Promise<IndexEntry | null>;
+  /** A parent's delegation creates its child task here (idempotent). */
+  createChildTask(sessionId: string, request: ChildTaskRequest, createdByAgentId: string): Promise<ChildCreateAnswer>;
+  /** A parent's delegation ended: the child task here is cancelled (or, not created yet, never will be). */
+  cancelChildTask(delegationId: string, reason: string): Promise<ChildCancelAnswer>;
+  /** A child task's end reaches its parent here (idempotent). */
+  deliverChildResult(report: ChildReport): Promise<DeliveryAnswer>;
+  /** The session graph's push of the tasks that block this one (set_blockers, as the system); an older or equal version writes nothing. */
+  setBlockers(version: number, blockedBy: string[]): Promise<RpcResult<WriteAnswer>>;
+}

@@ -1,0 +1,63 @@
+/** @module Bearer-token authentication: who calls (admin, or a token's role and scope) and scope checks. */
+import type { Context, MiddlewareHandler } from "hono";
+import { actorOf, secretsEqual, type TokenClaims, verifyToken } from "../../durable-objects/shared/tokens.js";
+import { type Actor, ID_PATTERN } from "../../src/core/index.js";
+import type { Env } from "../../durable-objects/shared/env.js";
+import { fail } from "../../durable-objects/shared/http-errors.js";
+
+/** Claims of a token the REST and MCP routes serve: every role but `a2a_client`, which speaks A2A only. */
+export type SessionTokenClaims = TokenClaims & { readonly role: Exclude<TokenClaims["role"], "a2a_client"> };
+
+/** The authenticated caller of a request. */
+export type Caller = { readonly kind: "admin" } | { readonly kind: "token"; readonly claims: SessionTokenClaims; readonly actor: Actor };
+
+/** Hono environment of every route. */
+export interface AppEnv {
+  Bindings: Env;
+  Variables: { caller: Caller };
+}
+
+/** Reads `Authorization: Bearer …` (or `?access_token=` on a GET, for EventSource) and verifies it; 401 otherwise. */
+export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const header = c.req.header("authorization");
+  let token: string | undefined;
+  if (header !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (match === null) fail("unauthorized", "the Authorization header must be `Bearer <token>`");
+    token = match[1];
+  } else if (c.req.method === "GET") {
+    token = c.req.query("access_token");
+  }
+  if (token === undefined || token === "") fail("unauthorized", "a bearer token is required");
+  if (typeof c.env.ADMIN_TOKEN === "string" && c.env.ADMIN_TOKEN !== "" && secretsEqual(token, c.env.ADMIN_TOKEN)) {
+    c.set("caller", { kind: "admin" });
+    return next();
+  }
+  const claims = await verifyToken(c.env.TOKEN_SECRET, token);
+  if (claims === null) fail("unauthorized", "the token is malformed, forged or expired");
+  if (claims.role === "a2a_client") fail("tool_not_available", "an a2a_client token speaks A2A at /a2a only", { role: claims.role });
+  c.set("caller", { kind: "token", claims: claims as SessionTokenClaims, actor: actorOf(claims) });
+  return next();
+};
+
+/** The admin caller, or 403. */
+export function requireAdmin(c: Context<AppEnv>): void {
+  if (c.get("caller").kind !== "admin") fail("permission_denied", "this operation needs the admin token");
+}
+
+/** A token caller in session `sid` (any role), or 403. Admin tokens do not act inside sessions. */
+export function requireSessionActor(c: Context<AppEnv>, sid: string): Actor {
+  const caller = c.get("caller");
+  if (caller.kind !== "token") fail("permission_denied", "use a session token (orchestrator, worker, observer or approver) for this operation");
+  if (caller.claims.sid !== sid) fail("permission_denied", "the token belongs to another session");
+  return caller.actor;
+}
+
+/** A token caller in scope of task `tid` of session `sid`: workers are scoped to one task. */
+export function requireTaskActor(c: Context<AppEnv>, sid: string, tid: string): Actor {
+  const actor = requireSessionActor(c, sid);
+  if (actor.role === "worker" && actor.task_id !== tid) fail("permission_denied", "the worker token is scoped to another task");
+  // API.md: a bad id is validation_error, not a lookup (and never a task object named after it).
+  if (!ID_PATTERN.test(tid)) fail("validation_error", "the task id must match ^[a-z0-9_-]{1,64}$", { task_id: tid.slice(0, 100) });
+  return actor;
+}

@@ -1,0 +1,196 @@
+/** @module The route catalog: every v1 operation with its tool name, roles and schemas; feeds OpenAPI, /v1/tools and the MCP tools. */
+import { z } from "zod";
+import { ERROR_CODES, MAX_DOCUMENT_DEPTH, MAX_JSON_BYTES, MAX_JSON_DEPTH } from "../../src/core/index.js";
+import {
+  ActionGetQueryParams,
+  ActionListQueryParams,
+  CancelRunBody,
+  CreateSessionBody,
+  CreateTaskBody,
+  DispatchWorkerBody,
+  FinishRunBody,
+  GraphQueryParams,
+  LinkTasksBody,
+  MintTokenBody,
+  ProgressBody,
+  ReasonBody,
+  RequestActionBody,
+  RespondActionBody,
+  SessionActionsQueryParams,
+  SetPeerCredentialBody,
+  StepQueryParams,
+  SummaryQueryParams,
+  TaskListQueryParams,
+  UpdateStepBody,
+  UpdateTaskBody,
+  WalQueryParams,
+} from "../../src/contract/index.js";
+import { BatchBody, EmptyBody } from "../../durable-objects/commands/command-schemas.js";
+import { EventsQueryParams, TaskGetQueryParams } from "./schemas.js";
+
+/** Who may call an operation. */
+export type Role = "admin" | "orchestrator" | "worker" | "observer" | "approver";
+
+/** One operation of the HTTP API. */
+export interface Operation {
+  readonly method: "get" | "post" | "patch" | "delete";
+  readonly path: string;
+  readonly operationId: string;
+  /** The seed 003 tool (or seed 001 command) it implements, as agents know it. */
+  readonly tool: string;
+  readonly roles: readonly Role[];
+  readonly summary: string;
+  readonly body?: z.ZodType;
+  readonly query?: z.ZodType;
+  /**
+   * A stream rather than one answer: Server-Sent Events or a WebSocket. Listed in OpenAPI, but not in
+   * /v1/tools, whose tools an agent calls and reads one answer from.
+   */
+  readonly stream?: "sse" | "websocket";
+}
+
+const S = "/v1/sessions/{sid}";
+const T = `${S}/tasks/{tid}`;
+/** Every session token may read: an approver reads like an observer. */
+const inScope: readonly Role[] = ["orchestrator", "worker", "observer", "approver"];
+
+/** Every v1 operation, in API.md's order. */
+export const OPERATIONS: readonly Operation[] = [
+  { method: "post", path: "/v1/sessions", operationId: "createSession", tool: "create_session", roles: ["admin"], summary: "Create a session; returns orchestrator and observer tokens.", body: CreateSessionBody },
+  { method: "post", path: `${S}/tokens`, operationId: "mintToken", tool: "mint_token", roles: ["admin", "orchestrator"], summary: "Mint an orchestrator, observer or approver token.", body: MintTokenBody },
+  { method: "get", path: S, operationId: "getSession", tool: "get_session", roles: inScope, summary: "Session snapshot with task_summary counts." },
+  { method: "post", path: `${S}/peers`, operationId: "setPeerCredential", tool: "set_peer_credential", roles: ["orchestrator"], summary: "Set (or replace) the Authorization value delegated steps send to one A2A peer origin; 201 with the origin. The value is kept in the session, never in a WAL, and no read returns it.", body: SetPeerCredentialBody },
+  { method: "get", path: `${S}/peers`, operationId: "listPeers", tool: "list_peers", roles: ["orchestrator"], summary: "The A2A peer origins the session holds a credential for, with when each was set (never the values)." },
+  { method: "get", path: `${S}/tasks`, operationId: "listTasks", tool: "agent.task_list", roles: inScope, summary: "List tasks: active by default; include_terminal adds terminal ones, newest first.", query: TaskListQueryParams },
+  { method: "post", path: `${S}/tasks`, operationId: "createTask", tool: "agent.task_create", roles: ["orchestrator"], summary: "Create a task DAG.", body: CreateTaskBody },
+  { method: "get", path: "/v1/task-template", operationId: "getTaskTemplate", tool: "agent.task_template", roles: inScope, summary: "The guide for writing a task DAG." },
+  { method: "get", path: "/v1/tools", operationId: "listTools", tool: "list_tools", roles: inScope, summary: "JSON Schemas of the tools the caller's role may use." },
+  { method: "get", path: T, operationId: "getTask", tool: "agent.task_get", roles: inScope, summary: "The DAG with attempts, runs and diagnostics: whole up to 1,000 steps, runs and attempts; else (or with limit or cursor) a page of at most `limit` of each, with page.next_cursor for the next (429 rate_limited while too many large pages are being read).", query: TaskGetQueryParams },
+  { method: "patch", path: T, operationId: "updateTask", tool: "agent.task_update", roles: ["orchestrator"], summary: "Apply patch operations atomically.", body: UpdateTaskBody },
+  { method: "post", path: `${T}/complete`, operationId: "completeTask", tool: "agent.task_complete", roles: ["orchestrator"], summary: "Complete the task (required steps completed, none held).", body: ReasonBody },
+  { method: "post", path: `${T}/fail`, operationId: "failTask", tool: "agent.task_fail", roles: ["orchestrator"], summary: "Fail the task and every unfinished step; each run in flight is asked to cancel and waited for until CHILD_CANCEL_TIMEOUT_MS.", body: ReasonBody },
+  { method: "post", path: `${T}/cancel`, operationId: "cancelTask", tool: "agent.task_cancel", roles: ["orchestrator"], summary: "Cancel the task and every unfinished step; each run in flight is asked to cancel and waited for until CHILD_CANCEL_TIMEOUT_MS.", body: ReasonBody },
+  { method: "post", path: `${T}/block`, operationId: "blockTask", tool: "task_blocked", roles: ["orchestrator"], summary: "Block the task: no dispatch or claim until reopened.", body: ReasonBody },
+  { method: "post", path: `${T}/reopen`, operationId: "reopenTask", tool: "task_reopened", roles: ["orchestrator"], summary: "Reopen a blocked task to pending.", body: ReasonBody },
+  { method: "post", path: `${T}/workers`, operationId: "dispatchWorker", tool: "agent.dispatch_worker", roles: ["orchestrator"], summary: "Start a worker run; returns its token.", body: DispatchWorkerBody },
+  { method: "post", path: `${T}/runs/{run}/finish`, operationId: "finishRun", tool: "finish_worker_run", roles: ["worker", "orchestrator"], summary: "End a worker run; a still-held step fails with the fallback reason. A run a task's fail/cancel asked to cancel ends with its result.", body: FinishRunBody },
+  { method: "post", path: `${T}/runs/{run}/cancel`, operationId: "cancelRun", tool: "cancel_worker_run", roles: ["orchestrator"], summary: "Cancel a worker run (its held step fails with worker_cancelled).", body: CancelRunBody },
+  { method: "post", path: `${T}/pause`, operationId: "pauseTask", tool: "agent.task_pause", roles: ["orchestrator"], summary: "Pause the task: no dispatch and no claim (409 task_not_dispatchable) until resumed; held steps go on and their leases still run.", body: ReasonBody },
+  { method: "post", path: `${T}/resume`, operationId: "resumeTask", tool: "agent.task_resume", roles: ["orchestrator"], summary: "Resume a paused task: back to pending, then ready steps and running as before.", body: ReasonBody },
+  { method: "post", path: `${T}/steps/{step}/actions`, operationId: "requestStepAction", tool: "agent.request_action", roles: ["worker", "orchestrator"], summary: "Ask a person about a held step (kind approval or input): 201 with action_id, status open and expires_at; the step's lease does not expire while the action is open and restarts when it is resolved. One open action per step.", body: RequestActionBody },
+  { method: "post", path: `${T}/actions`, operationId: "requestTaskAction", tool: "agent.request_task_action", roles: ["orchestrator"], summary: "Ask a person about the whole task (e.g. approve the plan): 201 with action_id, status open and expires_at; the task waits for permission or input while it is open.", body: RequestActionBody },
+  { method: "get", path: `${T}/actions`, operationId: "listTaskActions", tool: "agent.task_actions", roles: inScope, summary: "The task's human actions, oldest first, optionally only open or only resolved ones; paginated.", query: ActionListQueryParams },
+  { method: "get", path: `${T}/actions/{action_id}`, operationId: "getTaskAction", tool: "agent.task_action", roles: inScope, summary: "One human action; with wait_ms (at most 30,000) it answers as soon as the action is resolved, or with the still-open action when the wait ends.", query: ActionGetQueryParams },
+  { method: "post", path: `${T}/actions/{action_id}/respond`, operationId: "respondAction", tool: "agent.respond_action", roles: ["orchestrator", "approver"], summary: "Resolve an open action: approved, rejected or submitted (input checked against its input_schema, 400 validation_error otherwise); an answer to a resolved one is 409 action_resolved.", body: RespondActionBody },
+  { method: "get", path: `${S}/actions`, operationId: "listSessionActions", tool: "session_actions", roles: inScope, summary: "The session's inbox: open actions of all its tasks with their task's title, newest first; paginated.", query: SessionActionsQueryParams },
+  { method: "post", path: `${S}/links`, operationId: "linkTasks", tool: "link_tasks", roles: ["orchestrator"], summary: "Link two tasks of the session (parent_child, blocks, source_task, source_attempt) or a task to a ref (produced_artifact, consumed_artifact, evidence): 201 with the new link, 200 with the same live link again. A blocks link holds its blocked task (no dispatch, no claim: 409 task_not_dispatchable) until the blocker completes; one closing a cycle of blocks links is 409 dependency_cycle.", body: LinkTasksBody },
+  { method: "delete", path: `${S}/links/{link_id}`, operationId: "unlinkTasks", tool: "unlink_tasks", roles: ["orchestrator"], summary: "Remove a link: it stays in the graph's history with status removed; a blocks link no longer holds its task." },
+  { method: "get", path: `${S}/graph`, operationId: "getTaskGraph", tool: "task_graph", roles: inScope, summary: "The session's task graph: nodes (its tasks by task_id, a page of at most `limit`) and the edges from them, explicit links and the parent_child and source_task edges the tasks' own records imply (implicit: true); next_cursor for the next page.", query: GraphQueryParams },
+  { method: "get", path: `${T}/steps`, operationId: "querySteps", tool: "agent.task_query_steps", roles: inScope, summary: "Query steps (workers: ready steps in their scope, limit 5).", query: StepQueryParams },
+  { method: "post", path: `${T}/steps/{step}/claim`, operationId: "claimStep", tool: "agent.task_claim_step", roles: ["worker"], summary: "Claim a ready step under a lease.", body: EmptyBody },
+  { method: "post", path: `${T}/steps/claim-next`, operationId: "claimNextStep", tool: "agent.task_claim_next", roles: ["worker"], summary: "Claim the first claimable step in scope, or answer no_step_claimed.", body: EmptyBody },
+  { method: "post", path: `${T}/steps/{step}/status`, operationId: "updateStepStatus", tool: "agent.task_update_step", roles: ["worker", "orchestrator"], summary: "Update a step's execution status and results.", body: UpdateStepBody },
+  { method: "post", path: `${T}/steps/{step}/progress`, operationId: "appendProgress", tool: "agent.task_progress", roles: ["worker", "orchestrator"], summary: "Report progress; renews the caller's lease.", body: ProgressBody },
+  { method: "post", path: `${T}/batch`, operationId: "batch", tool: "batch", roles: ["orchestrator", "worker", "approver"], summary: "Group commit: commands in order, one transaction, one result each (each with its own token).", body: BatchBody },
+  { method: "get", path: `${T}/socket`, operationId: "commandSocket", tool: "command_socket", roles: ["orchestrator", "worker", "approver"], summary: "WebSocket upgrade (token as Bearer or ?access_token=): batch bodies as frames {id, commands}, each answered by {id, results} in arrival order, or {id, status, error} for a frame refused whole; every command carries its own token. A frame's command answers leave out the task summary (task) unless the frame sends \"summary\": true.", stream: "websocket" },
+  { method: "get", path: `${T}/summary`, operationId: "getTaskSummary", tool: "task_summary", roles: inScope, summary: "Compact DAG summary for a prompt, within token_budget.", query: SummaryQueryParams },
+  { method: "get", path: `${T}/wal`, operationId: "exportWal", tool: "task_wal", roles: inScope, summary: "The WAL as JSON Lines after after_seq.", query: WalQueryParams },
+  { method: "get", path: `${T}/events`, operationId: "streamTaskEvents", tool: "task_events", roles: inScope, summary: "Server-Sent Events of the task's runtime events (id: the event's sequence, strictly increasing); resumes exactly from Last-Event-ID or after_seq (a wal_seq); ends with an end frame once the task is terminal.", query: EventsQueryParams, stream: "sse" },
+  { method: "get", path: `${S}/events`, operationId: "streamSessionEvents", tool: "session_events", roles: inScope, summary: "Server-Sent Events of the session's task summaries (snapshot.updated) as they change; resumes from Last-Event-ID or after_seq.", query: EventsQueryParams, stream: "sse" },
+];
+
+/**
+ * JSON Schema of a zod schema: the input side (what a request sends), or the output side (what the route reads
+ * after decoding, e.g. a query's `limit` as an integer, which is how a tool argument carries it).
+ */
+export function jsonSchemaOf(schema: z.ZodType, io: "input" | "output" = "input"): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
+  return rest;
+}
+
+const LIMITS_TEXT = [
+  "Durable task DAGs for orchestrator and worker agents.",
+  `Limits: a body or socket frame is at most MAX_BODY_BYTES (1 MiB by default) and nests at most ${MAX_DOCUMENT_DEPTH} levels of JSON;`,
+  `a free-form value (metadata, a run's result) is at most ${MAX_JSON_DEPTH} levels deep and ${MAX_JSON_BYTES} bytes of JSON;`,
+  "past them, with a Content-Length that is not digits, or with a key named __proto__ anywhere, the answer is 400 validation_error (413 payload_too_large for the size).",
+].join(" ");
+
+/** The OpenAPI 3.1 document of the API, generated from the catalog. */
+export function openApiDocument(origin: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of OPERATIONS) {
+    const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
+    if (op.query !== undefined) {
+      const q = jsonSchemaOf(op.query) as { properties?: Record<string, unknown>; required?: string[] };
+      for (const [name, schema] of Object.entries(q.properties ?? {})) params.push({ name, in: "query", required: (q.required ?? []).includes(name), schema } as never);
+    }
+    const auth = op.roles.length === 0 ? [] : [{ bearer: [] }];
+    (paths[op.path] ??= {})[op.method] = {
+      operationId: op.operationId,
+      summary: op.summary,
+      description: `Tool: ${op.tool}. Roles: ${op.roles.join(", ")}. Mutating calls accept an Idempotency-Key header.`,
+      parameters: params,
+      ...(op.body === undefined ? {} : { requestBody: { required: false, content: { "application/json": { schema: jsonSchemaOf(op.body) } } } }),
+      security: auth,
+      responses: {
+        ...(op.stream === "websocket"
+          ? { "101": { description: "Switching Protocols: the WebSocket" } }
+          : op.stream === "sse"
+            ? { "200": { description: "An event stream", content: { "text/event-stream": { schema: { type: "string" } } } } }
+            : { "200": { description: "Success" } }),
+        default: { description: "Error envelope", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
+      },
+    };
+  }
+  paths["/mcp"] = {
+    post: {
+      operationId: "mcp",
+      summary: "The Model Context Protocol over Streamable HTTP, stateless (revisions 2026-07-28 and 2025-11-25): the caller's role's tools, the agent.task_template and agent.task_context prompts, and each task's summary as a resource.",
+      description: "A JSON-RPC message per POST. Every tools/call is the REST operation it names with the same token: structuredContent is its answer, a domain error is an isError result with the code. GET and DELETE answer 405: nothing is kept between requests.",
+      requestBody: { required: true, content: { "application/json": { schema: { type: "object" } } } },
+      security: [{ bearer: [] }],
+      responses: {
+        "200": { description: "The JSON-RPC answer", content: { "application/json": { schema: { type: "object" } }, "text/event-stream": { schema: { type: "string" } } } },
+        "202": { description: "A notification, accepted" },
+        default: { description: "Error envelope (401 without a valid token, 403 for the admin token or a foreign Origin)", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
+      },
+    },
+  };
+  paths["/.well-known/agent-card.json"] = {
+    get: {
+      operationId: "agentCard",
+      summary: "The A2A Agent Card (protocol 1.0): the JSON-RPC interface at /a2a, streaming, the bearer scheme, accepted input types. Cacheable: Cache-Control and a strong ETag (304 on If-None-Match).",
+      security: [],
+      responses: { "200": { description: "The Agent Card", content: { "application/json": { schema: { type: "object" } } } }, "304": { description: "Not modified" } },
+    },
+  };
+  paths["/a2a"] = {
+    post: {
+      operationId: "a2a",
+      summary: "A2A 1.0 over JSON-RPC 2.0 for a2a_client tokens: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask (streams as SSE).",
+      description: "A message without taskId submits a task to the token's session; with taskId it answers the task's open action. A client sees only the tasks it submitted. Errors are JSON-RPC errors with ErrorInfo in error.data.",
+      requestBody: { required: true, content: { "application/json": { schema: { type: "object" } } } },
+      security: [{ bearer: [] }],
+      responses: {
+        "200": { description: "The JSON-RPC answer, or an SSE stream of them", content: { "application/json": { schema: { type: "object" } }, "text/event-stream": { schema: { type: "string" } } } },
+        default: { description: "A JSON-RPC error (401 without a valid token, 403 for another role, 415 for another Content-Type)", content: { "application/json": { schema: { type: "object" } } } },
+      },
+    },
+  };
+  return {
+    openapi: "3.1.0",
+    info: { title: "Agent task runtime", version: "1.0.0", description: LIMITS_TEXT },
+    servers: [{ url: origin }],
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
+      schemas: {
+        Error: {
+          type: "object",
+          required: ["error"],
+          properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string", enum: [...ERROR_CODES] }, message: { type: "string" }, details: { type: "object" } } } },
+        },
+      },
+    },
+  };
+}
