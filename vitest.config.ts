@@ -43,6 +43,9 @@ export default defineConfig({
         ],
         test: {
           name: "worker",
+          // One module graph and one Worker for every file: importing the Worker per file cost about as long as the
+          // tests themselves. Every test makes its own session (a fresh ULID), so the objects files touch are apart.
+          isolate: false,
           // Every surface and object test runs in workerd against the Worker of wrangler.toml.
           include: [
             "test/{rest,socket,sse,mcp,a2a,objects,sdk}/**/*.test.ts",
