@@ -1,6 +1,6 @@
 /**
  * @module The live demo: an orchestrator and its workers drive a realistic task DAG through the client SDK
- * while the task's event stream prints what happens. One worker per ready step (seed 003's default); one
+ * while the task's event stream prints what happens. One worker run per ready step (the default way to dispatch); one
  * step's first attempt fails and its retry policy retries it; one worker dies holding its step, whose lease
  * expires and comes back; the fact-check step is delegated to a child task, which the runtime creates and holds
  * the step for while the orchestrator runs the child with the SDK's `orchestrate`, until the child's result settles
@@ -188,7 +188,7 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   const workers: Promise<void>[] = [];
   let doomedUsed = false;
 
-  /** 003's default: one worker run per ready step, scoped to it with allowed_step_ids. */
+  /** The default dispatch: one worker run per ready step, scoped to it with allowed_step_ids. */
   const dispatchFor = (stepId: string) => {
     if (stepId === "explore-trends") return; // optional: left for the task's completion to cancel
     if (stepId === DELEGATED_STEP) return; // the runtime holds it for its child task

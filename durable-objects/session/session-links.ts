@@ -1,5 +1,5 @@
 /**
- * @module The session's task graph (seed 001 "Task graph"): the links link_tasks writes, the graph read, and the
+ * @module The session's task graph (typed edges between tasks; docs/model.md "The task graph"): the links link_tasks writes, the graph read, and the
  * blockers each `blocks` link puts on its blocked task. The session owns the links; the blocked task's object
  * holds the blockers as a WAL fact, which the session pushes through an outbox: the intent is stored first (one
  * row per blocked task: a version and the blocker list), pushed at once, re-sent from the session's alarm with

@@ -318,7 +318,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   /**
-   * The session snapshot: seed 001's read model in the Agent Runtime snapshot shape (schemaVersion,
+   * The session snapshot: the task read model (summary counts, tasks, blocked tasks, delivery state) in the Agent Runtime snapshot shape (schemaVersion,
    * sessionId, threads, taskSummary, tasks, blockedTasks, deliveryState), plus the snake_case
    * `task_summary` counts. This runtime has no threads, so `threads` is empty.
    */

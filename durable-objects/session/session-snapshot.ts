@@ -1,4 +1,4 @@
-/** @module The session read model of seeds 001/004 in the Agent Runtime snapshot shape, from index entries (pure). */
+/** @module The session read model (task summary, tasks, blockers, delivery state) in the Agent Runtime snapshot shape, from index entries (pure). */
 import { RUNTIME_EVENT_SCHEMA_VERSION } from "../../src/core/index.js";
 import type { CompactTask, ListedTask, SessionSnapshot } from "../../src/contract/index.js";
 

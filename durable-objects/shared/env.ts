@@ -130,7 +130,7 @@ export function readConfig(env: Env): RuntimeConfig {
   };
 }
 
-/** The Durable Object name of a task DAG: `<session_id>/<task_id>` (DESIGN.md "Addressing"). */
+/** The Durable Object name of a task DAG: `<session_id>/<task_id>`, so a task id is unique within its session (docs/design.md "Objects"). */
 export function taskObjectName(sessionId: string, taskId: string): string {
   return `${sessionId}/${taskId}`;
 }

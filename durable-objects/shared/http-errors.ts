@@ -1,4 +1,4 @@
-/** @module The one place domain error codes become HTTP answers (API.md "Errors"). */
+/** @module The one place domain error codes become HTTP answers (docs/api.md "Errors"). */
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type ErrorCode, type RuntimeError, runtimeError } from "../../src/core/index.js";

@@ -1,5 +1,5 @@
 /**
- * @module The SSE wire format of the two event streams (API.md "Events (SSE)"): runtime event frames whose
+ * @module The SSE wire format of the two event streams (docs/protocols/sse.md): runtime event frames whose
  * `id:` is the event's `sequence`, the task stream's `end` frame, the session's `snapshot.updated` frames, and
  * the resume cursor an id stands for. Encoded in the object, once per event for every subscriber.
  */

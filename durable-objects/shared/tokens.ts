@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { Actor } from "../../src/core/index.js";
 
 /**
- * Roles a token can carry (API.md "Auth"); admin is the static ADMIN_TOKEN, never a JWT. An approver reads like
+ * Roles a token can carry (docs/api.md "Auth"); admin is the static ADMIN_TOKEN, never a JWT. An approver reads like
  * an observer and may answer human actions, nothing else.
  */
 export const TokenRoleSchema = z.enum(["orchestrator", "worker", "observer", "approver", "a2a_client"]);

@@ -1,5 +1,5 @@
 /**
- * @module The task-object side of child tasks (API.md "Delegated steps"): the three calls task objects make to each
+ * @module The task-object side of child tasks (docs/model.md "Delegated steps"): the three calls task objects make to each
  * other for a delegation — a parent creates its child, cancels it, and a child reports its end to its parent — and
  * the ports that make those calls from the parent's (or child's) outbound calls. Each answer is idempotent, so an
  * outbox that retries after a crash duplicates nothing.

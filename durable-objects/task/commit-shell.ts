@@ -173,7 +173,7 @@ export class CommitShell {
   /**
    * The commit path for one unit of work (a command, with the lease reconciliation before it and any
    * claim-next after it; or a whole batch). Decisions are applied to memory as they are taken, so each sees
-   * the ones before it; that is equivalent to DESIGN.md's decide → append → apply because nothing else can
+   * the ones before it; that is equivalent to decide → append → apply (docs/design.md "The commit path") because nothing else can
    * observe memory in between: everything from the first decision to the end of `transactionSync` is one
    * synchronous turn (no await), so no other call interleaves, and nothing is published or answered before
    * the transaction returned. If anything fails before that point — decide or apply throws (a bug), or the
@@ -286,7 +286,7 @@ export class CommitShell {
     return ok({ events: decision.events, value: decision.value });
   }
 
-  /** 003: expired leases are reconciled before queries, reads and claims (and by the alarm). */
+  /** Expired leases are reconciled before queries, reads and claims (and by the alarm), so no read shows a lapsed claim. */
   reconcileInto(unit: UnitOfWork, now: number): void {
     if (this.current.task === null) return;
     this.decideAndApply(unit, systemActor(this.current.task.session_id), { type: "reconcile_leases" }, now);
@@ -301,7 +301,7 @@ export class CommitShell {
     return result.ok && result.value;
   }
 
-  /** Before a read (003): expired leases reconciled, and what that committed pushed and covered by the alarm. */
+  /** Before a read: expired leases reconciled, and what that committed pushed and covered by the alarm. */
   reconcileBeforeRead(): void {
     if (this.reconcile(Date.now())) void this.afterCommit();
   }

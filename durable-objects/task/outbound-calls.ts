@@ -1,5 +1,5 @@
 /**
- * @module A task object's outbound calls for its delegated steps (DESIGN.md: outbound work goes through an outbox).
+ * @module A task object's outbound calls for its delegated steps (an outbox: the intent is a WAL fact before the call; docs/design.md "Outboxes").
  * What is owed comes from the WAL alone (core `outboundWork`); this class performs each call — create or cancel a
  * child task, report a child's result to its parent, talk to an A2A peer — at most one at a time per delegation,
  * and commits what it found as the runtime's own command. The WAL holds every intent before its call and every

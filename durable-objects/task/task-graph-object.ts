@@ -129,7 +129,7 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     return this.reads.streamEvents(actor, cursor);
   }
 
-  /** The compact Task DAG summary for a prompt (003 "Prompt Context"), after reconciling leases. */
+  /** The compact Task DAG summary for a prompt, within a token budget, after reconciling leases. */
   async summary(actor: Actor, tokenBudget: number): Promise<RpcResult<PromptSummary>> {
     return this.reads.summary(actor, tokenBudget);
   }

@@ -39,7 +39,7 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   readWal(actor: Actor, afterSeq: number, limit: number): Promise<RpcResult<{ ndjson: ReadableStream<Uint8Array>; last_wal_seq: number }>>;
   /** GET .../events: SSE frames after `cursor`, then live ones. */
   streamEvents(actor: Actor, cursor: TaskCursor): Promise<RpcResult<ReadableStream<Uint8Array>>>;
-  /** The compact Task DAG summary for a prompt (003 "Prompt Context"). */
+  /** The compact Task DAG summary for a prompt, within a token budget. */
   summary(actor: Actor, tokenBudget: number): Promise<RpcResult<PromptSummary>>;
   /** agent.task_actions: the task's human actions, oldest first, optionally only open or only resolved ones. */
   listActions(actor: Actor, query: { status?: "open" | "resolved"; limit?: number; offset?: number }): Promise<RpcResult<ActionPage>>;

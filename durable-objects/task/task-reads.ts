@@ -2,7 +2,7 @@
  * @module A task object's reads: the DAG (whole, paged, or streamed when large), step queries, WAL pages, the
  * event stream with its catch-up, the prompt summary, the task's actions (one of them long-polled) and the
  * session index entry. Each is served from the commit shell's memory (or its WAL), after the shell's guard
- * and, where 003 asks, reconciled leases.
+ * and, for every read but the WAL export, reconciled leases (no read shows a claim whose lease has lapsed).
  */
 import {
   type Action,
@@ -67,8 +67,8 @@ export class TaskReads {
   }
 
   /**
-   * agent.task_get after reconciling leases: the DAG (or the page of it the request names) with seed 001's
-   * snapshot projection, as JSON encoded once here. A page of more than LARGE_PAGE_ITEMS records is streamed
+   * agent.task_get after reconciling leases: the DAG (or the page of it the request names) with its task
+   * read model (`snapshot`: normalized statuses, attempts, blockers), as JSON encoded once here. A page of more than LARGE_PAGE_ITEMS records is streamed
    * out as its reader takes it and counts as a large read until then; past TASK_MAX_LARGE_READS such reads at
    * once, it is refused (rate_limited) before it is built, so the answers in flight stay bounded in memory.
    */
@@ -171,7 +171,7 @@ export class TaskReads {
     };
   }
 
-  /** The compact Task DAG summary for a prompt (003 "Prompt Context"), after reconciling leases. */
+  /** The compact Task DAG summary for a prompt, within a token budget, after reconciling leases. */
   summary(actor: Actor, tokenBudget: number): RpcResult<PromptSummary> {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
@@ -219,7 +219,7 @@ export class TaskReads {
     return this.shell.guard() !== null || this.shell.state.task === null ? null : indexEntryOf(this.shell.state);
   }
 
-  /** Reads need a task, a caller in scope, and (003) reconciled leases first. */
+  /** Reads need a task, a caller in scope, and (unless `reconcile` is false) reconciled leases first. */
   private readable(actor: Actor, reconcile = true): RuntimeError | null {
     const guard = this.shell.guard();
     if (guard !== null) return guard;

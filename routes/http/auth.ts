@@ -57,7 +57,7 @@ export function requireSessionActor(c: Context<AppEnv>, sid: string): Actor {
 export function requireTaskActor(c: Context<AppEnv>, sid: string, tid: string): Actor {
   const actor = requireSessionActor(c, sid);
   if (actor.role === "worker" && actor.task_id !== tid) fail("permission_denied", "the worker token is scoped to another task");
-  // API.md: a bad id is validation_error, not a lookup (and never a task object named after it).
+  // A malformed id is validation_error, not a lookup (and never a task object named after it).
   if (!ID_PATTERN.test(tid)) fail("validation_error", "the task id must match ^[a-z0-9_-]{1,64}$", { task_id: tid.slice(0, 100) });
   return actor;
 }

@@ -36,7 +36,7 @@ export interface Operation {
   readonly method: "get" | "post" | "patch" | "delete";
   readonly path: string;
   readonly operationId: string;
-  /** The seed 003 tool (or seed 001 command) it implements, as agents know it. */
+  /** The task tool (or control-plane command) it implements, by the name agents know it (docs/model.md "Tools"). */
   readonly tool: string;
   readonly roles: readonly Role[];
   readonly summary: string;
@@ -54,7 +54,7 @@ const T = `${S}/tasks/{tid}`;
 /** Every session token may read: an approver reads like an observer. */
 const inScope: readonly Role[] = ["orchestrator", "worker", "observer", "approver"];
 
-/** Every v1 operation, in API.md's order. */
+/** Every v1 operation (docs/api.md "Routes" describes them). */
 export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: "/v1/sessions", operationId: "createSession", tool: "create_session", roles: ["admin"], summary: "Create a session; returns orchestrator and observer tokens.", body: CreateSessionBody },
   { method: "post", path: `${S}/tokens`, operationId: "mintToken", tool: "mint_token", roles: ["admin", "orchestrator"], summary: "Mint an orchestrator, observer or approver token.", body: MintTokenBody },

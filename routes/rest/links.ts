@@ -1,4 +1,4 @@
-/** @module Task graph routes (seed 001 link_tasks / unlink_tasks): link and unlink tasks, and read the session's task graph. */
+/** @module Task graph routes (link_tasks / unlink_tasks): link and unlink tasks, and read the session's task graph. */
 import { Hono } from "hono";
 import { DEFAULT_GRAPH_PAGE_LIMIT, GraphQueryParams, LinkTasksBody, type TaskGraphPage, type TaskLink } from "../../src/contract/index.js";
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";

@@ -23,7 +23,7 @@ export type StepFailedHandler = (step: Step, info: { readonly reopened: number; 
 export interface OrchestrateOptions {
   /** Works each step (see `worker.run`). */
   readonly handler: StepHandler;
-  /** Pooled runs per worker pool with ready steps; unset: one run per ready step with max_steps 1 (003's default). */
+  /** Pooled runs per worker pool with ready steps; unset: one run per ready step with max_steps 1 (the default: a run works one step). */
   readonly workerCount?: number;
   /** max_steps of each pooled run (default: the task's step count). */
   readonly maxSteps?: number;

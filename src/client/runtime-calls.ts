@@ -267,7 +267,7 @@ export class RuntimeCalls {
     return this.write("POST", `${taskPath(task)}/actions/${seg(actionId)}/respond`, body, opts);
   }
 
-  /** POST .../runs/{run}/finish: end a run (a step it still holds fails with 003's fallback reason). */
+  /** POST .../runs/{run}/finish: end a run (a step it still holds fails with the run-end fallback reason, e.g. worker_finished_without_terminal_step_status). */
   finishRun(task: TaskRef, runId: string, body: FinishRunInput, opts?: CallOptions): Promise<WriteAnswer> {
     return this.write("POST", `${taskPath(task)}/runs/${seg(runId)}/finish`, body, opts);
   }

@@ -154,7 +154,7 @@ export class WorkerClient {
     return this.client.listActions(this.task, query, opts);
   }
 
-  /** End this run (`outcome: "finished"` by default); a step it still holds fails with 003's fallback. */
+  /** End this run (`outcome: "finished"` by default); a step it still holds fails with the run-end fallback reason. */
   finish(body: FinishRunInput = { outcome: "finished" }, opts?: CallOptions): Promise<WriteAnswer> {
     return this.client.finishRun(this.task, this.runId, body, opts);
   }

@@ -160,7 +160,7 @@ export type DispatchAnswer = WriteAnswer & {
 };
 
 /**
- * GET .../tasks/{tid} answer (agent.task_get): the DAG plus seed 001's snapshot projection; with `page` when it
+ * GET .../tasks/{tid} answer (agent.task_get): the DAG plus its task read model (`snapshot`); with `page` when it
  * is one page of a task too large for one answer (or when `limit` or `cursor` was given).
  */
 export type TaskView = TaskGetAnswer;

@@ -13,7 +13,7 @@ export interface LeanWriteAnswer {
   readonly wal_seq: number;
 }
 
-/** What every write answers with (003 "Tool Return Shape"); each operation's answer adds its own fields. */
+/** What every write answers with (the task summary, the event ids written, wal_seq); each operation's answer adds its own fields. */
 export interface WriteAnswer extends LeanWriteAnswer {
   readonly task: TaskSummary;
 }
@@ -57,7 +57,7 @@ export interface IndexEntry {
   readonly origin_client_agent_id?: string | null;
   /** The task's thread (an A2A contextId for a submitted task); absent in entries pushed before it was listed. */
   readonly thread_id?: string | null;
-  /** The task's parent and root (seed 001 decomposition); absent in entries pushed before the task graph read them. */
+  /** The task's parent and root (decomposition into child tasks); absent in entries pushed before the task graph read them. */
   readonly parent_task_id?: string | null;
   readonly root_task_id?: string | null;
   /** Tasks the task's `relationships` name as its sources (source_task); absent or empty when none. */
@@ -99,7 +99,7 @@ export interface TaskGraphNode {
   readonly native_status: TaskStatus;
   readonly parent_task_id: string | null;
   readonly root_task_id: string | null;
-  /** A child task's delivery of its result to its parent (seed 001 delivery_state); null for any other task and while it runs. */
+  /** A child task's delivery of its result to its parent (delivery_state: pending, delivered, failed or parent_missing); null for any other task and while it runs. */
   readonly delivery_state: DeliveryState | null;
   readonly terminal: boolean;
   readonly created_at: string;

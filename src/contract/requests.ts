@@ -149,7 +149,7 @@ export const SessionActionsQueryParams = z.strictObject({
   access_token: z.string().optional(),
 });
 
-/** Kinds of task graph edges link_tasks writes (seed 001 "Task graph"). */
+/** Kinds of task graph edges link_tasks writes (docs/model.md "The task graph"). */
 export const LINK_KINDS = ["parent_child", "blocks", "source_task", "source_attempt", "produced_artifact", "consumed_artifact", "evidence"] as const;
 /** A kind of task graph edge. */
 export type LinkKind = (typeof LINK_KINDS)[number];

@@ -1,5 +1,5 @@
 /**
- * @module A2A message parts (API.md "A2A"): raw (bytes) and url parts of a submitted message become the task's
+ * @module A2A message parts (docs/protocols/a2a.md): raw (bytes) and url parts of a submitted message become the task's
  * input_refs, also when the Worker has no Node `Buffer` (production has no nodejs_compat; the test pool injects
  * it, so these tests delete it around the calls); params the SDK cannot decode are -32602 with our own message.
  */

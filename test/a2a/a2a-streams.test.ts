@@ -1,5 +1,5 @@
 /**
- * @module A2A streams from the task's WAL (design decision 8), driven by the official @a2a-js/sdk client: a
+ * @module A2A streams read from the task's WAL (its runtime events mapped to A2A updates, so a stream and GetTask agree), driven by the official @a2a-js/sdk client: a
  * SubscribeToTask after a dropped stream starts from a Task holding everything done meanwhile; concurrent
  * subscribers see the same updates in the same order; no stream goes back in state; a stream ends exactly at its
  * terminal status. And the runtime-event → A2A-update mapper on its own, checked against GetTask's mapping at

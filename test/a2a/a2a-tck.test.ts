@@ -383,7 +383,7 @@ describe("core operations", () => {
     expect((await jsonRpc(token, "GetTask", { id })).body.result).toEqual(r.body.result.task);
   });
 
-  it("CORE-EXECUTION-MODE-001 (our design differs, decision 10): Should answer a blocking SendMessage once the orchestrator takes the task up (WORKING), not only at a terminal or interrupted state", async () => {
+  it("CORE-EXECUTION-MODE-001 (our design differs: a planned task may run for hours): Should answer a blocking SendMessage once the orchestrator takes the task up (WORKING), not only at a terminal or interrupted state", async () => {
     // Planned tasks may run for hours: the blocking wait ends when the task leaves SUBMITTED (or after A2A_SEND_WAIT_MS).
     const title = unique("Block until planned");
     const pending = jsonRpc(token, "SendMessage", { message: wireMessage(title) });
@@ -739,7 +739,7 @@ describe("versions", () => {
   });
 
   it("VER-SERVER-003 (our design differs: the spec reads an empty version as 0.3): Should serve an empty or absent A2A-Version as 1.0", async () => {
-    // The kit accepts either a result or an error here; we serve lenient 1.0 clients (design decision 1).
+    // The kit accepts either a result or an error here; we serve lenient 1.0 clients: no version, or an empty one, is 1.0.
     const empty = await jsonRpc(token, "GetTask", { id: "a2a-none" }, { headers: { "a2a-version": "" } });
     expect(empty.body.error.code).toBe(-32001);
     const res = await SELF.fetch(`${BASE}/a2a`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }) });
@@ -885,7 +885,7 @@ describe("authentication and scope", () => {
   });
 
   it("AUTH-INTASK-001..004 (N/A: this agent never uses AUTH_REQUIRED): Should surface a human approval as INPUT_REQUIRED on the Task, its question in status.message", async () => {
-    // Approvals are answered in-band (yes/no), never with credentials, so INPUT_REQUIRED (design decision 6).
+    // Approvals are answered in-band (yes/no), never with credentials, so INPUT_REQUIRED, never AUTH_REQUIRED.
     const task = await submit();
     expectOk(await call("POST", `${taskPath(task.id)}/actions`, S.orch, { kind: "approval", prompt: "May I email the board?" }), 201);
     const seen = (await jsonRpc(token, "GetTask", { id: task.id })).body.result;

@@ -1,5 +1,5 @@
 /**
- * @module A2A 1.0 over JSON-RPC (API.md "A2A"), driven by the official @a2a-js/sdk client through SELF: the Agent
+ * @module A2A 1.0 over JSON-RPC (docs/protocols/a2a.md), driven by the official @a2a-js/sdk client through SELF: the Agent
  * Card and its caching, a message submitting a task the session's orchestrator then plans over REST, reads,
  * cancels, multi-turn answers to open actions, streams, the request ladder and the typed errors with ErrorInfo.
  */

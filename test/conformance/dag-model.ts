@@ -1,4 +1,4 @@
-/** @module Seed 003 "DAG Model": the DAG constraints agent.task_create and agent.task_update enforce. */
+/** @module DAG constraints (docs/model.md "The DAG"): the constraints agent.task_create and agent.task_update enforce. */
 import { describe, expect, it } from "vitest";
 import { DIAMOND, type MakeDriver, type StepInput, step, type TaskStateView } from "./drivers/driver.js";
 import { accepted, created, rejected } from "./drivers/expect.js";

@@ -1,4 +1,4 @@
-/** @module Seed 003's rules, and the lifecycle of seeds 001/004 beyond them, as one conformance suite run against any TaskRuntimeDriver. */
+/** @module The task model's rules (DAG, statuses, ownership, permissions, tools; then pause, retry and human actions) as one conformance suite run against any TaskRuntimeDriver. */
 import { runDagModel } from "./dag-model.js";
 import type { MakeDriver } from "./drivers/driver.js";
 import { runLifecycleActions } from "./lifecycle-actions.js";

@@ -1,5 +1,5 @@
 /**
- * @module Seed 004's human actions: who may ask and who may answer, what an answer must fit, one answer only,
+ * @module Human actions: who may ask and who may answer, what an answer must fit, one answer only,
  * and how an open action holds its step's lease (suspended while open, restarted on resolution), expires at
  * expires_at, and is withdrawn when its claim ends.
  */
@@ -32,7 +32,7 @@ async function held(makeDriver: MakeDriver, extra: Record<string, unknown> = {})
 
 /** Registers the human-action rules against the drivers `makeDriver` makes. */
 export function runLifecycleActions(makeDriver: MakeDriver): void {
-  describe("Human actions (seed 004)", () => {
+  describe("Human actions", () => {
     it("a worker opens an action on the step it holds; a second open action on that step is refused with invalid_transition, writing nothing", async () => {
       const { d, w } = await held(makeDriver);
       const n = (await d.walTypes()).length;

@@ -1,6 +1,6 @@
 /**
- * @module Seed 001's pause and resume: a paused task dispatches and claims nothing, its held steps go on under
- * leases that still run, it cannot be blocked, and resuming returns it to 003's ready and running promotion.
+ * @module Pause and resume: a paused task dispatches and claims nothing, its held steps go on under
+ * leases that still run, it cannot be blocked, and resuming returns it to pending, from which ready steps and task_running are promoted as after any reopen.
  */
 import { describe, expect, it } from "vitest";
 import { BASE, type Caller, type MakeDriver } from "./drivers/driver.js";
@@ -11,7 +11,7 @@ const LEASE_MS = 1_000;
 
 /** Registers the pause and resume rules against the drivers `makeDriver` makes. */
 export function runLifecyclePause(makeDriver: MakeDriver): void {
-  describe("Pause and resume (seed 001)", () => {
+  describe("Pause and resume", () => {
     it("a paused task refuses dispatch and claims with task_not_dispatchable, writing nothing", async () => {
       const d = await created(await makeDriver(), BASE());
       const idle = await worker(d);
@@ -49,7 +49,7 @@ export function runLifecyclePause(makeDriver: MakeDriver): void {
       expect(v.task.status).toBe("paused");
     });
 
-    it("resume returns the task to 003's promotion: running with ready steps, and claims are taken again", async () => {
+    it("resume returns the task to the ready and running promotion: running with ready steps, and claims are taken again", async () => {
       const d = await created(await makeDriver(), BASE());
       const idle = await worker(d);
       accepted(await d.task("pause"));

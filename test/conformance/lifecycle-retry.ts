@@ -1,7 +1,7 @@
 /**
- * @module Seed 001's retry policies: a worker's failure waits for its retry and is reopened by the runtime, a
+ * @module Retry policies: a worker's failure waits for its retry and is reopened by the runtime, a
  * step that loses every worker stops at retry_exhausted, the orchestrator's own fail and non-retryable reasons
- * are final, the task's default applies, and without a policy 003's rules hold unchanged.
+ * are final, the task's default applies, and without a policy a failure is final and a lapsed lease makes the step ready at once.
  */
 import { describe, expect, it } from "vitest";
 import { type MakeDriver, step, type TaskRuntimeDriver } from "./drivers/driver.js";
@@ -26,7 +26,7 @@ async function stepTypesAfter(d: TaskRuntimeDriver, n: number, id: string): Prom
 
 /** Registers the retry-policy rules against the drivers `makeDriver` makes. */
 export function runLifecycleRetry(makeDriver: MakeDriver): void {
-  describe("Retry policies (seed 001)", () => {
+  describe("Retry policies", () => {
     it("a worker's failure under a retry policy waits until retry_at (initial_interval_ms after it ended), and cannot be claimed meanwhile", async () => {
       const d = await created(await makeDriver(), [step("a", [], { retry_policy: policy(3, LONG_WAIT_MS) }), step("b", ["a"])]);
       const w = await holder(d, "a");
@@ -102,7 +102,7 @@ export function runLifecycleRetry(makeDriver: MakeDriver): void {
       expect(waited("c")).toBe(2 * LONG_WAIT_MS);
     });
 
-    it("without a policy 003's rules hold: a worker's failure stays failed, and a lapsed lease makes the step ready at once", async () => {
+    it("without a policy the plain rules hold: a worker's failure stays failed, and a lapsed lease makes the step ready at once", async () => {
       const d = await created(await makeDriver(), [step("a"), step("c")], { step_lease_timeout_ms: LEASE_MS });
       const w = await holder(d, "a");
       accepted(await d.updateStep(w, "a", { status: "failed", reason: "flaky" }));

@@ -1,4 +1,4 @@
-/** @module Seed 003 "Orchestrator Ownership": the orchestrator owns the DAG; a worker runs the steps it claims. */
+/** @module Who owns what (docs/model.md "Roles"): the orchestrator owns the DAG; a worker runs the steps it claims. */
 import { describe, expect, it } from "vitest";
 import { BASE, type MakeDriver, step } from "./drivers/driver.js";
 import { accepted, created, holder, rejected, typesAfter, worker } from "./drivers/expect.js";

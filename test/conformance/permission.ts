@@ -1,4 +1,4 @@
-/** @module Seed 003 "Permission": which caller may use which task tool, and on which steps. */
+/** @module Permissions (docs/model.md "Roles"): which caller may use which task tool, and on which steps. */
 import { describe, expect, it } from "vitest";
 import { BASE, type Caller, type MakeDriver, type TaskRuntimeDriver } from "./drivers/driver.js";
 import { accepted, created, holder, rejected } from "./drivers/expect.js";

@@ -1,4 +1,4 @@
-/** @module Seed 003 "Status": task and step status transitions as the task tools accept or refuse them. */
+/** @module Statuses (docs/model.md "Statuses"): task and step status transitions as the task tools accept or refuse them. */
 import { describe, expect, it } from "vitest";
 import { DIAMOND, type MakeDriver, step, type StepInput, type TaskAction } from "./drivers/driver.js";
 
@@ -32,7 +32,7 @@ export function runStatus(makeDriver: MakeDriver): void {
       expect(v.steps.a).toMatchObject({ status, status_reason: reason, claimed_by_run_id: null });
       expect(v.steps.b).toMatchObject({ status, status_reason: reason });
       expect(v.steps.c!.status).toBe("completed");
-      // 003: the run is asked to cancel and waited for while the task is already terminal.
+      // A forced stop asks the run to cancel and waits for it while the task is already terminal.
       expect(v.runs[w.run_id]).toMatchObject({ status: "cancelling", ended_at: null, cancel_request: { reason, requested_by_agent_id: d.orchestratorAgentId } });
       expect(v.attempts[0]).toMatchObject({ step_id: "a", status: "cancelled" });
     });

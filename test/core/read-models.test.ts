@@ -24,7 +24,7 @@ function busyTask(): Harness {
 /** The harness always names its task task_1: the session sees each under its own id. */
 const listed = (h: Harness, taskId: string, index_state: ListedTask["index_state"] = "current"): ListedTask => ({ ...indexEntryOf(h.state), task_id: taskId, wal_name: taskId, index_state });
 
-describe("task read model (seed 001 snapshot projection)", () => {
+describe("task read model (snapshot projection)", () => {
   it("Should validate the task record, its attempts and relationships against the published snapshot schema", () => {
     const h = busyTask();
     const model = taskReadModel(h.state);

@@ -3,7 +3,7 @@ import { CLAIM_RELEASING_STEP_STATUSES, releasesClaim, STEP_STATUSES, type StepS
 import { Harness, step } from "./harness.js";
 
 // The service claims the next step in the same round trip as a worker's update_step only when that update gives
-// up the step it held: this table is 003's rule, so a change to the set must be a deliberate change here too.
+// up the step it held: this table is the task model's rule (a step leaves its run on completed, failed, cancelled or blocked), so a change to the set must be a deliberate change here too.
 const RELEASES: Record<StepStatus, boolean> = {
   pending: false,
   ready: false,

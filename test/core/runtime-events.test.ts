@@ -48,7 +48,7 @@ function everyEventScenario(): Harness {
 const POLICY = { max_attempts: 2, initial_interval_ms: 1_000, backoff_coefficient: 2, max_interval_ms: 10_000 };
 
 /**
- * The lifecycle beyond 003: a task-level approval, a pause and a resume, a step-level input action answered and
+ * The lifecycle beyond the plain DAG rules: a task-level approval, a pause and a resume, a step-level input action answered and
  * one that expires, a worker's failure retried by the policy, and a lease lost twice until the retries run out.
  */
 function lifecycleScenario(): Harness {

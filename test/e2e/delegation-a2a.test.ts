@@ -1,5 +1,5 @@
 /**
- * Delegated steps whose delegate is a task of an A2A peer (API.md "Delegated steps"), over real HTTP against
+ * Delegated steps whose delegate is a task of an A2A peer (docs/model.md "Delegated steps"), over real HTTP against
  * `wrangler dev`: the peers are an `@a2a-js/sdk` DefaultRequestHandler scripted to complete, fail, ask for input,
  * hang, answer 500s or garbage (test/e2e/support/a2a-peer-server.ts), and this runtime's own A2A facade serving
  * another session. The runtime resolves each card, sends the step, follows the peer from its alarm, records the

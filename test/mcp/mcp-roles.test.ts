@@ -16,7 +16,7 @@ const KINDS: readonly ClientKind[] = ["modern", "legacy"];
 /** The tools every session token may call: reads only. */
 const READS = ["get_session", "agent.task_list", "agent.task_template", "agent.task_get", "agent.task_actions", "agent.task_action", "session_actions", "agent.task_query_steps", "task_summary", "task_wal", "task_graph"];
 
-/** Each role's tools as API.md and seed 003 name them, written out so that a catalog change shows here. */
+/** Each role's tools by their task-tool names (docs/model.md "Tools"), written out so that a catalog change shows here. */
 const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
   orchestrator: [
     ...READS,
@@ -81,12 +81,12 @@ describe("The MCP tool set follows the route catalog", () => {
     for (const tool of MCP_TOOLS) {
       expect(sorted(tool.roles), tool.name).toEqual(sorted(new Set(tool.operations.flatMap((op) => op.roles))));
     }
-    // The two request-action routes are one tool; every other tool is one operation under its seed 003 name.
+    // The two request-action routes are one tool; every other tool is one operation under its task-tool name.
     expect(mcpTool("agent.request_action")!.operations.map((op) => op.operationId).sort()).toEqual(["requestStepAction", "requestTaskAction"]);
     for (const tool of MCP_TOOLS.filter((t) => t.name !== "agent.request_action")) expect(tool.operations.map((op) => op.tool)).toEqual([tool.name]);
   });
 
-  it("Should give each role the tools API.md names for it, and no role an admin or batch operation", () => {
+  it("Should give each role the tools the role table names for it, and no role an admin or batch operation", () => {
     for (const role of ROLES) expect(expectedToolNames(role), role).toEqual(sorted(LITERAL_TOOLS[role]));
     for (const name of ["create_session", "mint_token", "list_tools", "batch", "command_socket", "task_events", "session_events"]) expect(mcpTool(name), name).toBeUndefined();
   });

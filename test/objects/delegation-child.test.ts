@@ -1,4 +1,4 @@
-/** Delegated steps whose delegate is a child task in the same session (API.md "Delegated steps"), through the service. */
+/** Delegated steps whose delegate is a child task in the same session (docs/model.md "Delegated steps"), through the service. */
 import { describe, expect, it } from "vitest";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "../support/helpers.js";
 import { eventually, expectOk, walOf } from "../support/support.js";

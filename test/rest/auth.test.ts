@@ -1,5 +1,5 @@
 /**
- * The auth matrix of API.md "Auth": 401 for missing, malformed, forged or expired tokens; 403
+ * The auth matrix (docs/api.md "Auth"): 401 for missing, malformed, forged or expired tokens; 403
  * permission_denied for a token out of session/task/step scope; 403 tool_not_available for a role calling
  * a tool it does not have.
  */

@@ -2,7 +2,7 @@
  * @module A generated corpus of bad input: every route of the catalog (routes/http/catalog.ts OPERATIONS), the
  * batch route's command bodies and the command socket's frames get malformed JSON, wrong types, unknown
  * fields and ops, huge and deep bodies, unsafe ids, bad query parameters and bad headers. Every answer must be
- * a 4xx with the error envelope and a code of API.md's table (at its status), and nothing may be written: the
+ * a 4xx with the error envelope and a code of the error table (docs/api.md "Errors", at its status), and nothing may be written: the
  * task's WAL, the session's task list and the would-be session and task stay as they were. fast-check mutates
  * one valid request per route, with a fixed seed and bounded runs.
  */
@@ -559,7 +559,7 @@ async function send(op: Operation, c: RouteCase, f: Fixture, m: Mutant): Promise
   }
 }
 
-/** A 4xx with exactly the error envelope, a code of API.md's table, and that code's status. */
+/** A 4xx with exactly the error envelope, a code of the error table, and that code's status. */
 function expectRefusal(answer: Answer, what: string): void {
   expect(answer.status, `${what}: ${JSON.stringify(answer.body).slice(0, 300)}`).toBeGreaterThanOrEqual(400);
   expect(answer.status, what).toBeLessThan(500);

@@ -1,8 +1,8 @@
 /**
- * Every route of API.md that routes/ serves: the success answer's shape (writes carry the task summary,
- * event_ids and wal_seq), malformed input, paths and pages, with each error's status and envelope. Seed 003's
- * rules behind the task routes (DAG checks, transitions, claims, run ends, step queries) run once for the core
- * and once over these routes in the conformance suite (test/conformance, run by conformance.test.ts).
+ * Every route of the API (docs/api.md "Routes") that routes/ serves: the success answer's shape (writes carry the task summary,
+ * event_ids and wal_seq), malformed input, paths and pages, with each error's status and envelope. The task
+ * model's rules behind the task routes (DAG checks, transitions, claims, run ends, step queries) run once for the core
+ * and once over these routes in the conformance suite (test/conformance, run by core.test.ts and http.test.ts).
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, call, dispatch, newSession, newTask, step, type TestSession } from "../support/helpers.js";

@@ -1,5 +1,5 @@
 /**
- * Retry policies and seed 001's task record through the SDK against the real service: the fields createTask
+ * Retry policies and the task record through the SDK against the real service: the fields createTask
  * takes come back in the DAG, and `orchestrate` leaves a step its policy retries to the runtime.
  */
 import { SELF } from "cloudflare:test";
@@ -25,7 +25,7 @@ async function newTask(steps: ReturnType<typeof step>[], extra: Record<string, u
   return `/v1/sessions/${sid}/tasks/${id}`;
 }
 
-describe("retry policies and seed 001's record through the SDK", () => {
+describe("retry policies and the task record through the SDK", () => {
   it("Should store the record fields and policies given to createTask and return them in the DAG", async () => {
     const policy = { max_attempts: 3, initial_interval_ms: 500, backoff_coefficient: 2, max_interval_ms: 2_000 };
     const t = await newTask([step("a", [], { retry_policy: policy })], {

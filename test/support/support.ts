@@ -30,7 +30,7 @@ export function expectOk<T = any>(res: JsonAnswer<T>, status = 200): T {
   return res.body;
 }
 
-/** Asserts the 003 "Tool Return Shape" of a write answer: task summary, event ids, wal_seq. */
+/** Asserts the shape every write answers with: task summary, event ids, wal_seq. */
 export function expectWriteAnswer(body: any, taskId: string): void {
   expect(body.task).toMatchObject({
     task_id: taskId,

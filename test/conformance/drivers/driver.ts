@@ -1,5 +1,5 @@
 /**
- * @module The operations seed 003's rules need, at the level of the task tools, so one suite of rules runs
+ * @module The operations the task model's rules need, at the level of the task tools, so one suite of rules runs
  * against every way the runtime is reached: the pure core (decide/apply) and the HTTP service. Answers are
  * normalised to accepted-with-a-value or rejected-with-a-code; state is read back as plain views.
  */
@@ -60,7 +60,7 @@ export interface StepView {
   artifact_ids: string[];
   /** When a retry its policy scheduled reopens it; null when none is pending. */
   retry_at: string | null;
-  /** Seed 001's status, from the task's snapshot: waiting_permission / waiting_input, retrying, or the native one's. */
+  /** The normalized status, from the task's snapshot: waiting_permission / waiting_input, retrying, or the native one's. */
   normalized_status: string;
 }
 
@@ -175,7 +175,7 @@ export const DIAMOND = (): StepInput[] => [step("a"), step("b", ["a"]), step("c"
 /** Steps r0..r6 ready in the default pool, g ready in pool gpu, p pending after r0. */
 export const POOLS = (): StepInput[] => [...Array.from({ length: 7 }, (_, i) => step(`r${i}`)), step("g", [], { worker_pool_id: "gpu" }), step("p", ["r0"])];
 
-/** Seed 001's snapshot of a task (the read model agent.task_get carries as `snapshot`). */
+/** The snapshot of a task (the read model agent.task_get carries as `snapshot`). */
 export type TaskSnapshot = Pick<ReturnType<typeof taskReadModel>, "task" | "taskGraph">;
 
 /** The rules' view of a step record, as both the core and the service hold it, with its normalized status. */

@@ -51,7 +51,7 @@ export async function done(d: TaskRuntimeDriver, id: string): Promise<void> {
 }
 
 /**
- * Moves the ready step `id` to `status` the way 003 allows. Returns the worker that holds or held the step,
+ * Moves the ready step `id` to `status` through transitions the task tools allow. Returns the worker that holds or held the step,
  * if any.
  */
 export async function put(d: TaskRuntimeDriver, id: string, status: string): Promise<WorkerRun | null> {

@@ -9,7 +9,7 @@ import { call, type JsonAnswer, newSession, type TestSession } from "../../suppo
 import { BASE, expectError, expectWriteAnswer, holdAlarm, mintRole, parseWal, sleep, taskStub, uniqueId } from "../../support/support.js";
 import { type ActionOpened, actionView, type Answer, type Caller, type ClaimView, type MakeDriver, type StepFilter, type StepPageView, stateView, type TaskRuntimeDriver, type WorkerRun } from "./driver.js";
 
-/** API.md's error table: each code's HTTP status, written out here rather than imported from durable-objects/shared/http-errors.ts, so a change there fails here. */
+/** The error table (docs/api.md "Errors"): each code's HTTP status, written out here rather than imported from durable-objects/shared/http-errors.ts, so a change there fails here. */
 const STATUS: Record<string, number> = {
   validation_error: 400,
   unauthorized: 401,

@@ -1,4 +1,4 @@
-/** @module Seed 003 "Task Tools": agent.task_claim_step and claim-next: what a run may claim, and when. */
+/** @module Task tools (docs/model.md "Tools"): agent.task_claim_step and claim-next: what a run may claim, and when. */
 import { describe, expect, it } from "vitest";
 import { BASE, DIAMOND, type MakeDriver, step } from "../drivers/driver.js";
 import { accepted, created, holder, rejected, typesAfter, worker } from "../drivers/expect.js";

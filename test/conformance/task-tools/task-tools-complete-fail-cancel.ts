@@ -1,4 +1,4 @@
-/** @module Seed 003 "Task Tools": agent.task_complete, agent.task_fail and agent.task_cancel. */
+/** @module Task tools (docs/model.md "Tools"): agent.task_complete, agent.task_fail and agent.task_cancel. */
 import { describe, expect, it } from "vitest";
 import { BASE, type MakeDriver, step, type TaskRuntimeDriver } from "../drivers/driver.js";
 import { accepted, created, done, holder, rejected, typesAfter, worker } from "../drivers/expect.js";

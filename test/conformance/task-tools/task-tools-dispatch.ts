@@ -1,4 +1,4 @@
-/** @module Seed 003 "Task Tools": agent.dispatch_worker. */
+/** @module Task tools (docs/model.md "Tools"): agent.dispatch_worker. */
 import { describe, it } from "vitest";
 import { DIAMOND, type MakeDriver } from "../drivers/driver.js";
 import { created, rejected } from "../drivers/expect.js";

@@ -1,4 +1,4 @@
-/** @module Seed 003 "Task Tools": agent.task_progress. */
+/** @module Task tools (docs/model.md "Tools"): agent.task_progress. */
 import { describe, it } from "vitest";
 import { DIAMOND, type MakeDriver } from "../drivers/driver.js";
 import { accepted, created, holder, rejected } from "../drivers/expect.js";

@@ -1,4 +1,4 @@
-/** @module Seed 003 "Task Tools": agent.task_query_steps: filters, paging, order and a worker's scope. */
+/** @module Task tools (docs/model.md "Tools"): agent.task_query_steps: filters, paging, order and a worker's scope. */
 import { describe, expect, it } from "vitest";
 import { BASE, type Caller, type MakeDriver, POOLS, step, type StepFilter, type TaskRuntimeDriver } from "../drivers/driver.js";
 import { accepted, created, holder, rejected, worker } from "../drivers/expect.js";

@@ -1,4 +1,4 @@
-/** @module Seed 003 "Task Tools": a worker run's end and its fallback for the step it still holds. */
+/** @module Task tools (docs/model.md "Tools"): a worker run's end and its fallback for the step it still holds. */
 import { describe, expect, it } from "vitest";
 import { BASE, DIAMOND, type MakeDriver } from "../drivers/driver.js";
 import { accepted, created, holder, rejected, typesAfter, worker } from "../drivers/expect.js";

@@ -1,4 +1,4 @@
-/** @module Seed 003 "Task Tools": agent.task_update_step: execution status and results. */
+/** @module Task tools (docs/model.md "Tools"): agent.task_update_step: execution status and results. */
 import { describe, expect, it } from "vitest";
 import { BASE, type MakeDriver, step } from "../drivers/driver.js";
 import { accepted, created, holder, rejected, typesAfter, worker } from "../drivers/expect.js";

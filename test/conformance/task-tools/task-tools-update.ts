@@ -1,4 +1,4 @@
-/** @module Seed 003 "Task Tools": agent.task_update: structured patch ops on the DAG. */
+/** @module Task tools (docs/model.md "Tools"): agent.task_update: structured patch ops on the DAG. */
 import { describe, expect, it } from "vitest";
 import { BASE, type MakeDriver, step, type TaskRuntimeDriver } from "../drivers/driver.js";
 import { accepted, created, holder, rejected } from "../drivers/expect.js";

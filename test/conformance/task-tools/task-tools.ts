@@ -1,4 +1,4 @@
-/** @module Seed 003 "Task Tools": the rules of each tool, one file per tool, under one describe. */
+/** @module Task tools (docs/model.md "Tools"): the rules of each tool, one file per tool, under one describe. */
 import { describe } from "vitest";
 import type { MakeDriver } from "../drivers/driver.js";
 import { registerDispatchWorker } from "./task-tools-dispatch.js";

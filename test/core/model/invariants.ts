@@ -55,7 +55,7 @@ export function checkClaims(state: DagState): void {
 }
 
 /**
- * A run asked to cancel (003): only a failed or cancelled task asks, the run holds nothing from then on, and it
+ * A run asked to cancel (a forced stop's request): only a failed or cancelled task asks, the run holds nothing from then on, and it
  * ends cancelled; a timed-out wait ends it with child_agent_cancel_timeout.
  */
 function checkCancelRequest(state: DagState, run: WorkerRun): void {
@@ -135,7 +135,7 @@ export function checkTaskStatus(state: DagState): void {
     if (task.status !== "completed" && c.blocked > 0) fail(`a ${task.status} task still has blocked steps`);
     for (const run of state.runs.values()) if (run.status === "active") fail(`a ${task.status} task has active run ${run.run_id}`);
     if (task.ended_at === null) fail(`a ${task.status} task has no ended_at`);
-    // 003 sorts terminal tasks by updated_at: run facts after the end (late results) must not move it.
+    // Terminal tasks are listed by updated_at: run facts after the end (late results) must not move it.
     if (task.updated_at !== task.ended_at) fail(`a ${task.status} task was updated at ${task.updated_at} after it ended at ${task.ended_at}`);
     if (task.status === "completed") {
       for (const step of state.steps.values()) if (step.required && step.status !== "completed") fail(`completed task with required step ${step.step_id} ${step.status}`);

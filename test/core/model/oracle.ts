@@ -65,7 +65,7 @@ const ORCHESTRATOR_TOOLS: ReadonlySet<string> = new Set([
   "create_task", "update_task", "update_step", "append_progress", "complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "dispatch_worker", "finish_run", "cancel_run",
   "pause_task", "resume_task", "request_action", "respond_action",
 ]);
-/** Tools that change the DAG: on a terminal task every one answers task_terminal and writes nothing (003). */
+/** Tools that change the DAG: on a terminal task every one answers task_terminal and writes nothing. */
 const STEP_CHANGING: ReadonlySet<string> = new Set([
   "claim_step", "claim_next", "update_step", "append_progress", "update_task", "complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "dispatch_worker", "cancel_run",
   "pause_task", "resume_task", "request_action",
@@ -141,7 +141,7 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
     case "fail_task":
     case "cancel_task": {
       const status = cmd.type === "fail_task" ? "failed" : "cancelled";
-      // 003: every live run is asked to cancel, with one deadline, and stays open; the task is terminal at once.
+      // A forced stop: every live run is asked to cancel, with one deadline, and stays open; the task is terminal at once.
       const live = [...state.runs.values()].filter((r) => r.status === "active").map((r) => r.run_id);
       const deadline = new Date(now + limits.childCancelTimeoutMs).toISOString();
       return {

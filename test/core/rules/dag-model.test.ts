@@ -1,5 +1,5 @@
 /**
- * Seed 003 "DAG Model": one test per rule, named after the rule. Each test asserts exact statuses, exact emitted event types and exact error codes, and that a rejected command writes nothing.
+ * The DAG (docs/model.md "The DAG"): one test per rule, named after the rule. Each test asserts exact statuses, exact emitted event types and exact error codes, and that a rejected command writes nothing.
  */
 import { describe, expect, it } from "vitest";
 import { emptyState, querySteps, replay, taskView } from "../../../src/core/index.js";

@@ -1,5 +1,5 @@
 /**
- * @module Seed 004's human actions: who may ask and answer, what an answer must fit, and how an open action holds
+ * @module Human actions (docs/model.md "Human actions"): who may ask and answer, what an answer must fit, and how an open action holds
  * its step's lease (suspended while open, restarted on resolution, withdrawn when its claim or task ends).
  */
 import { describe, expect, it } from "vitest";

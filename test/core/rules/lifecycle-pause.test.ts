@@ -1,6 +1,6 @@
 /**
- * @module Seed 001's pause and resume: a paused task dispatches and claims nothing, its held steps go on and may
- * settle under leases that still run, and resuming returns it to pending and 003's ready and running promotion.
+ * @module Pause and resume (docs/model.md "Pause, block and resume"): a paused task dispatches and claims nothing, its held steps go on and may
+ * settle under leases that still run, and resuming returns it to pending, then promotes ready steps and task_running as after any reopen.
  */
 import { describe, expect, it } from "vitest";
 import { normalizedTaskStatus } from "../../../src/core/index.js";
@@ -115,7 +115,7 @@ describe("resuming", () => {
   it("Should make pending steps whose dependencies completed ready on resume", () => {
     const h = task();
     h.ok({ type: "pause_task" });
-    // Added while paused with every dependency met: ready at once by 003's readiness rule or by the resume.
+    // Added while paused with every dependency met: ready at once by the readiness rule (every dependency completed) or by the resume.
     h.ok({ type: "update_task", ops: [{ op: "add_step", step: step("c") }] });
     h.ok({ type: "resume_task" });
     expect(st(h, "c").status).toBe("ready");

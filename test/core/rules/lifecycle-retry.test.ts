@@ -1,6 +1,6 @@
 /**
- * @module Seed 001's retry policies: which attempt endings are retried, when (backoff, capped), how a retry is
- * reopened by the runtime, when attempts run out (retry_exhausted, lost workers included), and what stays 003's.
+ * @module Retry policies (docs/model.md "Retry policies"): which attempt endings are retried, when (backoff, capped), how a retry is
+ * reopened by the runtime, when attempts run out (retry_exhausted, lost workers included), and what stays as without a policy.
  */
 import { describe, expect, it } from "vitest";
 import { type Actor, backoffMs, diagnostics, nextDeadline, normalizedStepStatus, type RetryPolicy } from "../../../src/core/index.js";
@@ -30,7 +30,7 @@ function fireRetry(h: Harness, id = "a"): string[] {
   return types(h.ok({ type: "reconcile_leases" }));
 }
 
-describe("without a policy (003 unchanged)", () => {
+describe("without a policy (the plain rules unchanged)", () => {
   it("Should leave a worker's failed step failed", () => {
     const h = task(null);
     const d = h.ok(setStep("a", "failed"), h.claimWith("a"));

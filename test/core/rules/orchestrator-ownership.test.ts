@@ -1,5 +1,5 @@
 /**
- * Seed 003 "Orchestrator Ownership": one test (or table row) per rule. Every rejected command is checked to write nothing.
+ * Who owns what (docs/model.md "Roles"): one test (or table row) per rule. Every rejected command is checked to write nothing.
  */
 import { describe, expect, it } from "vitest";
 import { Harness, observer, step, stranger, TASK } from "../harness.js";

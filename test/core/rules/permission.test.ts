@@ -1,5 +1,5 @@
 /**
- * Seed 003 "Permission": one test (or table row) per rule. Every rejected command is checked to write nothing.
+ * Permissions (docs/model.md "Roles"): one test (or table row) per rule. Every rejected command is checked to write nothing.
  */
 import { describe, expect, it } from "vitest";
 import { replay } from "../../../src/core/index.js";

@@ -1,5 +1,5 @@
 /**
- * Replaying the WAL of scenarios that touch every 003 rule area rebuilds the live DAG, and the indexes match a rebuild.
+ * Replaying the WAL of scenarios that touch every rule area of the task model rebuilds the live DAG, and the indexes match a rebuild.
  */
 import { describe, expect, it } from "vitest";
 import { rebuildIndex, replay } from "../../../src/core/index.js";

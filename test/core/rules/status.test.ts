@@ -1,5 +1,5 @@
 /**
- * Seed 003 "Status": one test per rule, named after the rule. Each test asserts exact statuses, exact emitted event types and exact error codes, and that a rejected command writes nothing.
+ * Statuses (docs/model.md "Statuses"): one test per rule, named after the rule. Each test asserts exact statuses, exact emitted event types and exact error codes, and that a rejected command writes nothing.
  */
 import { describe, expect, it } from "vitest";
 import { type Actor, diagnostics, emptyState, querySteps, replay, STEP_STATUSES, TASK_STATUSES, taskSummary, taskView } from "../../../src/core/index.js";
@@ -7,7 +7,7 @@ import { Harness, observer, orchestrator, step, TASK } from "../harness.js";
 import { type Cmd, types, stepIds, payload, upd, setStep, optional, consistent, rejects, done, put, ids } from "./support.js";
 
 describe("Status", () => {
-  it("task statuses are 003's pending, running, blocked, completed, failed, cancelled, plus 001's paused", () => {
+  it("task statuses are pending, running, blocked, completed, failed, cancelled, plus paused", () => {
     expect([...TASK_STATUSES]).toEqual(["pending", "running", "blocked", "paused", "completed", "failed", "cancelled"]);
   });
 
@@ -401,7 +401,7 @@ describe("Status", () => {
     TERMINATE[end]!(h);
     const endedAt = h.state.task!.ended_at;
     expect(h.state.task!.updated_at).toBe(endedAt);
-    // 003 sorts terminal tasks by updated_at: a result handed in a minute later must not move the task.
+    // Terminal tasks are listed by updated_at: a result handed in a minute later must not move the task.
     h.now += 60_000;
     h.ok({ type: "finish_run", run_id: w.run_id, outcome: "finished", result: { transcript: "late" } }, w);
     expect(h.state.runs.get(w.run_id!)).toMatchObject({ result: { transcript: "late" } });

@@ -1,5 +1,5 @@
 /**
- * Seed 003 "Step Claim Lease": one test (or table row) per rule. Every rejected command is checked to write nothing.
+ * Claims and leases (docs/model.md "Claims and leases"): one test (or table row) per rule. Every rejected command is checked to write nothing.
  */
 import { describe, expect, it } from "vitest";
 import { type Actor, nextDeadline, replay } from "../../../src/core/index.js";

@@ -1,5 +1,5 @@
 /**
- * @module Helpers shared by the seed 003 rules tests: rejection checks that a refused command writes nothing,
+ * @module Helpers shared by the task-model rules tests: rejection checks that a refused command writes nothing,
  * ways to put a step in each status, and small readers of the DAG, its runs and its attempts.
  */
 import { expect } from "vitest";
@@ -48,7 +48,7 @@ export function done(h: Harness, id: string): void {
 }
 
 /**
- * Moves the ready step `id` to `status` the way 003 allows; "pending" makes it depend on the step `gate`,
+ * Moves the ready step `id` to `status` through transitions the task tools allow; "pending" makes it depend on the step `gate`,
  * which must exist and not be completed. Returns the worker that holds or held the step, if any.
  */
 export function put(h: Harness, id: string, status: string): Actor | null {

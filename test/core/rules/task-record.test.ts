@@ -1,5 +1,5 @@
 /**
- * @module Seed 001's task record: every field create_task and the update_task patch op take is stored, returned
+ * @module The task record (docs/model.md "The task record"): every field create_task and the update_task patch op take is stored, returned
  * and cleared by null; acceptance's required_artifacts gate completion; started_at and last_error are the
  * runtime's facts; WALs from before these fields still replay.
  */
@@ -11,7 +11,7 @@ import { GOLDEN_WAL_PATH } from "../../fixtures/golden-wal.js";
 import { Harness, orchestrator, step, T0 } from "../harness.js";
 import { consistent, done, iso, rejectsAs, setStep, upd } from "./support.js";
 
-/** A value for every seed-001 record field. */
+/** A value for every task record field the orchestrator sets. */
 const RECORD = {
   objective: "Ship the release",
   task_kind: "release",

@@ -1,7 +1,7 @@
 /**
- * @module Seed 003's forced stop with runs in flight ("agent.task_fail / agent.task_cancel", "worker run 结束兜底"):
+ * @module A forced stop with runs in flight (agent.task_fail / agent.task_cancel; docs/model.md "Stopping a task"):
  * the core first asks each live run to cancel, then ends the steps and the task at once; a run asked to cancel
- * is waited for until `now + agents.child_cancel_timeout_ms`, ends when it finishes, or gets
+ * is waited for until `now + childCancelTimeoutMs` (CHILD_CANCEL_TIMEOUT_MS), ends when it finishes, or gets
  * child_agent_cancel_timeout when the wait runs out.
  */
 import { describe, expect, it } from "vitest";
@@ -190,7 +190,7 @@ describe("agent.task_fail / agent.task_cancel with runs in flight", () => {
     h.now = deadline + 3_600_000;
     expect(h.ok({ type: "reconcile_leases" }).events).toEqual([]);
     expect(h.wal.filter((e) => e.event_type === "child_agent_cancel_timeout")).toHaveLength(2);
-    // The late run may still hand in its result once (003), and still learns why it was stopped.
+    // The late run may still hand in its result once, and still learns why it was stopped.
     const late = h.ok({ type: "finish_run", run_id: wc.run_id, outcome: "finished", result: { transcript: "t" } }, wc);
     expect(late.events.map((e) => e.payload)).toEqual([{ run_id: wc.run_id, status: "cancelled", reason: "late_result", result: { transcript: "t" } }]);
     expect(rejects(h, { type: "claim_next" }, wi, "task_terminal").details).toMatchObject({ run_cancel_requested: true, run_status: "cancelled", reason: "task_failed" });

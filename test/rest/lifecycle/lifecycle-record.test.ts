@@ -1,5 +1,5 @@
 /**
- * @module Seed 001's task record over HTTP: its fields round-trip through create, GET and the update_task patch
+ * @module The task record over HTTP: its fields round-trip through create, GET and the update_task patch
  * op; bad values write nothing; acceptance.required_artifacts holds complete back.
  */
 import { beforeAll, describe, expect, it } from "vitest";

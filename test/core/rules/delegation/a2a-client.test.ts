@@ -1,5 +1,5 @@
 /**
- * @module Work submitted by an A2A client (API.md "A2A", seed 001 "A2A peer tasks"): it creates a task with no
+ * @module Work submitted by an A2A client (docs/protocols/a2a.md): it creates a task with no
  * steps that the session's orchestrator plans, is named its requester whatever it says, reaches only the tasks it
  * submitted (others are not_found: it cannot learn they exist), may cancel and answer actions on its own, and
  * nothing else.
@@ -46,7 +46,7 @@ describe("a task submitted by an A2A client", () => {
       created_by_agent_id: "partner-agent",
     });
     expect(h.state.steps.size).toBe(0);
-    // Seed 001: waiting to be planned and started (A2A: TASK_STATE_SUBMITTED).
+    // Normalized queued: waiting to be planned and started (A2A: TASK_STATE_SUBMITTED).
     expect(normalizedTaskStatus(h.state)).toBe("queued");
     expect(h.wal.map((e) => e.event_type)).toEqual(["task_created"]);
     consistent(h);

@@ -1,5 +1,5 @@
 /**
- * How a delegation records the way its peer is followed (API.md "Delegated steps"): polling GetTask from the
+ * How a delegation records the way its peer is followed (docs/model.md "Delegated steps"): polling GetTask from the
  * alarm, or the peer's SubscribeToTask stream where its Agent Card offers one. Each switch, to the stream and back
  * to polling after a stream failed, is a fact on the delegation (delegation_updated carries delivery_mechanism);
  * a report that only repeats the current mechanism and status writes nothing.

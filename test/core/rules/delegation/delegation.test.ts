@@ -1,5 +1,5 @@
 /**
- * @module Delegated steps (API.md "Delegated steps", seed 001 "Task graph" and "A2A peer tasks"): the runtime takes
+ * @module Delegated steps (docs/model.md "Delegated steps": a child task, or a task of an A2A peer kept as remote refs): the runtime takes
  * up a ready delegated step itself (never a worker), records what its delegate's outbound calls found, settles the
  * step only when the delegate is terminal, retries by the step's policy with a new delegation and child, tells a
  * live delegate to stop when the step's claim ends otherwise, carries a peer's question to a person and back, and

@@ -1,5 +1,5 @@
 /**
- * Seed 003 "Task Tools": the rules of agent.task_create. Every rejected command is checked to write nothing.
+ * Task tools (docs/model.md "Tools"): the rules of agent.task_create. Every rejected command is checked to write nothing.
  */
 import { describe, expect, it } from "vitest";
 import { replay } from "../../../../src/core/index.js";

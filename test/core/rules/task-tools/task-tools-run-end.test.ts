@@ -1,5 +1,5 @@
 /**
- * Seed 003 "Task Tools": the rules of the worker run end fallback. Every rejected command is checked to write nothing.
+ * Task tools (docs/model.md "Tools"): the rules of the worker run end fallback. Every rejected command is checked to write nothing.
  */
 import { describe, expect, it } from "vitest";
 import { nextDeadline, replay } from "../../../../src/core/index.js";

@@ -1,5 +1,5 @@
 /**
- * Seed 003 "Task Tools": the rules of agent.task_update_step. Every rejected command is checked to write nothing.
+ * Task tools (docs/model.md "Tools"): the rules of agent.task_update_step. Every rejected command is checked to write nothing.
  */
 import { describe, expect, it } from "vitest";
 import { nextDeadline } from "../../../../src/core/index.js";
