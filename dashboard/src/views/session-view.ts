@@ -33,7 +33,7 @@ import {
   visibleTasks,
 } from "../model/session-model.js";
 import { taskHref } from "../route.js";
-import type { ViewProps } from "./app.js";
+import type { ViewProps } from "./view-props.js";
 import { Inbox } from "./inbox.js";
 
 /** Most tasks read per request (the API's largest page), and in all (the list says when there are more). */
