@@ -2,7 +2,8 @@
  * The web dashboard in real Chromium against a real `wrangler dev`: the page is opened with a token in the URL
  * fragment; DAGs are driven through the client SDK from Node while the page follows them live (no reload, no
  * polling); an approver approves from the inbox and the waiting worker goes on; the replay slider rebuilds an
- * earlier DAG; the WAL timeline lists and exports the WAL; axe-core finds no serious violation; /docs renders
+ * earlier DAG; the WAL timeline lists and exports the WAL; a session whose tasks have all ended shows the recent
+ * ones and how many terminal tasks are hidden, one click away; axe-core finds no serious violation; /docs renders
  * offline. Every page may only talk to loopback: any other request is aborted and fails the test.
  * Screenshots go to $DASHBOARD_ARTIFACTS (default: a directory under the system's temp dir).
  *
@@ -241,7 +242,7 @@ describe("the dashboard in Chromium against wrangler dev", () => {
 });
 
 describe("a session whose tasks have all ended, in Chromium", () => {
-  it("Should show the recently ended tasks and how many terminal tasks are hidden; one click shows them, and the filter still hides them", async () => {
+  it("Should show the recently ended tasks and how many terminal tasks are hidden; one click shows them, and the filters still hide them", async () => {
     const s = await newSession(server.base, defaultAdminToken());
     await createTask(s.orch, s.sessionId, "shipped", "Shipped report", [{ step_id: "only", title: "Only", summary: "Do it", depends_on_step_ids: [] }]);
     await completeStep(s.orch, s.sessionId, "shipped", "only");
@@ -279,6 +280,13 @@ describe("a session whose tasks have all ended, in Chromium", () => {
     expect(await tasks.locator("tr[data-task-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-task-id")))).toEqual(["fresh"]);
     await tasks.getByRole("button", { name: "Show the 2 terminal tasks" }).waitFor(SHOWN);
     expect(await seriousA11yViolations(page), "session view, terminal tasks hidden").toEqual([]);
+
+    // A status no live task has: the line says so and gives every status back in one click.
+    await page.locator('select[aria-label="Status"]').selectOption("cancelled");
+    await expect.poll(() => status.textContent(), SHOWN).toBe("No task has status “cancelled” among the live ones; 2 terminal tasks are hidden.");
+    await tasks.getByRole("button", { name: "Show all statuses" }).click();
+    await expect.poll(() => status.textContent(), SHOWN).toBe("1 shown · 2 terminal tasks hidden");
+    expect(await page.locator('select[aria-label="Status"]').inputValue()).toBe("all");
     expect(offLoopback).toEqual([]);
     expect(pageErrors).toEqual([]);
   });
