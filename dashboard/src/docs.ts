@@ -5,7 +5,8 @@
 import { html } from "htm/preact";
 import { render } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { type DocsModel, docsModel, filterSections, METHOD_COLOURS, type OperationDoc, type ParameterDoc, type ResponseDoc, type SchemaNode } from "./docs-model.js";
+import { type DocsModel, docsModel, filterSections, METHOD_COLOURS, type OperationDoc, type ParameterDoc, type ResponseDoc } from "./docs-model.js";
+import type { SchemaNode } from "./schema-tree.js";
 
 /** Nested objects open up to this depth (an array's items count as their array); deeper ones start folded (a click or Enter opens them). */
 const OPEN_DEPTH = 1;

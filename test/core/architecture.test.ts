@@ -18,8 +18,8 @@ import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-/** The folders of product source: the SDK and core (src/), the Worker's routes, its Durable Objects. */
-const PRODUCT_DIRS = ["src", "routes", "durable-objects"];
+/** The folders of product source: the SDK and core (src/), the Worker's routes, its Durable Objects, the dashboard. */
+const PRODUCT_DIRS = ["src", "routes", "durable-objects", "dashboard/src"];
 /** The product source the layer table covers: the service and SDK, and the dashboard's source. */
 const LAYERED_DIRS = [...PRODUCT_DIRS, "dashboard/src"];
 /** The server side, which the SDK must not import. */

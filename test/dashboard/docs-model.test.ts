@@ -1,7 +1,8 @@
 /** The API reference's model, fed the service's real OpenAPI document: what /docs draws for each operation. */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { contrastRatio, docsModel, filterSections, METHOD_COLOURS, type OperationDoc, type SchemaNode, schemaTree } from "../../dashboard/src/docs-model.js";
+import { contrastRatio, docsModel, filterSections, METHOD_COLOURS, type OperationDoc } from "../../dashboard/src/docs-model.js";
+import { type SchemaNode, schemaTree } from "../../dashboard/src/schema-tree.js";
 import { OPERATIONS, openApiDocument } from "../../routes/http/catalog.js";
 
 const doc = openApiDocument("http://x");

@@ -10,8 +10,14 @@ import {
   countsOfRows,
   countsOfSnapshot,
   DEFAULT_FILTER,
+  hiddenTerminal,
   inboxOrder,
+  listStatus,
   parentOf,
+  RECENTLY_ENDED,
+  recentlyEnded,
+  recentlyEndedCaption,
+  remedyLabel,
   statusCounts,
   stepSummary,
   type TaskFilter,
@@ -69,6 +75,55 @@ describe("the session model", () => {
   it("Should count each status for the filter's labels, within the terminal choice", () => {
     expect(Object.fromEntries(statusCounts(rows, false))).toEqual({ queued: 1, waiting_permission: 1, blocked: 1, running: 1 });
     expect(statusCounts(rows, true).get("completed")).toBe(1);
+  });
+
+  it("Should hide the session's terminal count while terminal tasks are hidden, none when they are shown or not yet counted", () => {
+    const counts = countsOfRows(rows);
+    expect(hiddenTerminal(DEFAULT_FILTER, counts)).toBe(2);
+    expect(hiddenTerminal({ ...DEFAULT_FILTER, includeTerminal: true }, counts)).toBe(0);
+    expect(hiddenTerminal(DEFAULT_FILTER, null)).toBe(0);
+  });
+
+  it("Should say how many rows are shown and how many terminal tasks are hidden, with the button that shows them", () => {
+    expect(listStatus(DEFAULT_FILTER, { shown: 4, listed: 4, total: 4, hidden: 2 })).toEqual({ text: "4 shown · 2 terminal tasks hidden", remedies: ["show_terminal"], showsRecentlyEnded: false });
+    expect(listStatus(DEFAULT_FILTER, { shown: 4, listed: 4, total: 4, hidden: 1 }).text).toBe("4 shown · 1 terminal task hidden");
+    // Nothing hidden: no button; a list cut at the read limit says so.
+    expect(listStatus({ ...DEFAULT_FILTER, includeTerminal: true }, { shown: 6, listed: 6, total: 6, hidden: 0 })).toEqual({ text: "6 shown", remedies: [], showsRecentlyEnded: false });
+    expect(listStatus(DEFAULT_FILTER, { shown: 2000, listed: 2000, total: 2500, hidden: 0 }).text).toBe("2000 shown (the first 2000 of 2500 tasks read)");
+  });
+
+  it("Should never leave a bare empty list while the session has tasks: all ended shows the recent ones and one click shows them all", () => {
+    // Every task ended, terminal ones hidden (the first look after the demo).
+    const allEnded = listStatus(DEFAULT_FILTER, { shown: 0, listed: 0, total: 0, hidden: 3 });
+    expect(allEnded).toEqual({ text: "No live task: the session's 3 tasks have all ended.", remedies: ["show_terminal"], showsRecentlyEnded: true });
+    expect(listStatus(DEFAULT_FILTER, { shown: 0, listed: 0, total: 0, hidden: 1 }).text).toBe("No live task: the session's only task has ended.");
+    expect(remedyLabel("show_terminal", 3)).toBe("Show the 3 terminal tasks");
+    expect(remedyLabel("show_terminal", 1)).toBe("Show the terminal task");
+    // A status no listed task has: every status back, and the hidden terminal tasks when there are some.
+    expect(listStatus({ ...DEFAULT_FILTER, status: "failed" }, { shown: 0, listed: 4, total: 4, hidden: 2 })).toEqual({
+      text: "No task has status “failed” among the live ones; 2 terminal tasks are hidden.",
+      remedies: ["any_status", "show_terminal"],
+      showsRecentlyEnded: false,
+    });
+    expect(listStatus({ ...DEFAULT_FILTER, status: "waiting_input", includeTerminal: true }, { shown: 0, listed: 6, total: 6, hidden: 0 })).toEqual({
+      text: "No task has status “waiting input”.",
+      remedies: ["any_status"],
+      showsRecentlyEnded: false,
+    });
+    expect(remedyLabel("any_status", 0)).toBe("Show all statuses");
+    // Only a session with no task at all says so, whatever the filter.
+    for (const filter of [DEFAULT_FILTER, { ...DEFAULT_FILTER, includeTerminal: true }, { ...DEFAULT_FILTER, status: "running" as const }]) {
+      expect(listStatus(filter, { shown: 0, listed: 0, total: 0, hidden: 0 })).toEqual({ text: "This session has no task yet.", remedies: [], showsRecentlyEnded: false });
+    }
+  });
+
+  it("Should pick the most recently ended tasks, newest first, at most the limit, and caption them", () => {
+    expect(recentlyEnded(rows).map((t) => t.task_id)).toEqual(["e", "d"]);
+    expect(recentlyEnded(rows, 1).map((t) => t.task_id)).toEqual(["e"]);
+    const many = Array.from({ length: RECENTLY_ENDED + 3 }, (_, i) => row(`t${i}`, { native_status: "completed", updated_at: `2026-01-01T00:00:${String(10 + i).padStart(2, "0")}.000Z` }));
+    expect(recentlyEnded(many).map((t) => t.task_id)).toEqual(many.map((t) => t.task_id).reverse().slice(0, RECENTLY_ENDED));
+    expect(recentlyEndedCaption(5, 8)).toBe("The 5 most recently ended of 8 terminal tasks");
+    expect(recentlyEndedCaption(2, 2)).toBe("Recently ended tasks");
   });
 
   it("Should name a child task's parent, with its title when the list holds it", () => {

@@ -2,7 +2,8 @@
  * The web dashboard in real Chromium against a real `wrangler dev`: the page is opened with a token in the URL
  * fragment; DAGs are driven through the client SDK from Node while the page follows them live (no reload, no
  * polling); an approver approves from the inbox and the waiting worker goes on; the replay slider rebuilds an
- * earlier DAG; the WAL timeline lists and exports the WAL; axe-core finds no serious violation; /docs renders
+ * earlier DAG; the WAL timeline lists and exports the WAL; a session whose tasks have all ended shows the recent
+ * ones and how many terminal tasks are hidden, one click away; axe-core finds no serious violation; /docs renders
  * offline. Every page may only talk to loopback: any other request is aborted and fails the test.
  * Screenshots go to $DASHBOARD_ARTIFACTS (default: a directory under the system's temp dir).
  *
@@ -237,6 +238,57 @@ describe("the dashboard in Chromium against wrangler dev", () => {
     expect(overflow).toBeLessThanOrEqual(0);
     await screenshot(page, "task-view-narrow");
     expect(offLoopback).toEqual([]);
+  });
+});
+
+describe("a session whose tasks have all ended, in Chromium", () => {
+  it("Should show the recently ended tasks and how many terminal tasks are hidden; one click shows them, and the filters still hide them", async () => {
+    const s = await newSession(server.base, defaultAdminToken());
+    await createTask(s.orch, s.sessionId, "shipped", "Shipped report", [{ step_id: "only", title: "Only", summary: "Do it", depends_on_step_ids: [] }]);
+    await completeStep(s.orch, s.sessionId, "shipped", "only");
+    await s.orch.completeTask({ sessionId: s.sessionId, taskId: "shipped" }, { reason: "report written" });
+    await createTask(s.orch, s.sessionId, "dropped", "Dropped idea", [{ step_id: "only", title: "Only", summary: "Do it", depends_on_step_ids: [] }]);
+    await s.orch.cancelTask({ sessionId: s.sessionId, taskId: "dropped" }, { reason: "not needed" });
+    const { page, offLoopback, pageErrors } = await freshPage();
+    await openDashboard(page, server.base, s.observerToken);
+    const tasks = page.locator('section[aria-label="Tasks"]');
+    const status = tasks.locator("[data-list-status]");
+    const terminalBox = page.locator('input[type=checkbox][aria-label="Include terminal tasks"]');
+
+    // The first look: no empty list, but the ended tasks under a caption and the button that shows them all.
+    await expect.poll(() => status.textContent(), SHOWN).toBe("No live task: the session's 2 tasks have all ended.");
+    expect(await tasks.textContent()).not.toContain("No task matches");
+    const recent = tasks.locator("table", { has: page.locator("caption", { hasText: "Recently ended tasks" }) });
+    await recent.locator('[data-task-id="dropped"][data-status="cancelled"]').waitFor(SHOWN);
+    await recent.locator('[data-task-id="shipped"][data-status="completed"]').waitFor(SHOWN);
+    expect(await terminalBox.isChecked()).toBe(false);
+    expect(await seriousA11yViolations(page), "session view, every task ended").toEqual([]);
+    await screenshot(page, "session-view-all-ended");
+
+    // One click: the terminal tasks are in the list itself, and the filter says it includes them.
+    await tasks.getByRole("button", { name: "Show the 2 terminal tasks" }).click();
+    await expect.poll(() => status.textContent(), SHOWN).toBe("2 shown");
+    expect(await terminalBox.isChecked()).toBe(true);
+    expect(await tasks.locator("caption").count()).toBe(0);
+    expect(await tasks.locator("tr[data-task-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-task-id")).sort())).toEqual(["dropped", "shipped"]);
+
+    // A live task arrives; unticking the box hides the ended ones again, and the line counts them.
+    await createTask(s.orch, s.sessionId, "fresh", "Fresh work", [{ step_id: "only", title: "Only", summary: "Do it", depends_on_step_ids: [] }]);
+    await tasks.locator('[data-task-id="fresh"]').waitFor(SHOWN);
+    await terminalBox.uncheck();
+    await expect.poll(() => status.textContent(), SHOWN).toBe("1 shown · 2 terminal tasks hidden");
+    expect(await tasks.locator("tr[data-task-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-task-id")))).toEqual(["fresh"]);
+    await tasks.getByRole("button", { name: "Show the 2 terminal tasks" }).waitFor(SHOWN);
+    expect(await seriousA11yViolations(page), "session view, terminal tasks hidden").toEqual([]);
+
+    // A status no live task has: the line says so and gives every status back in one click.
+    await page.locator('select[aria-label="Status"]').selectOption("cancelled");
+    await expect.poll(() => status.textContent(), SHOWN).toBe("No task has status “cancelled” among the live ones; 2 terminal tasks are hidden.");
+    await tasks.getByRole("button", { name: "Show all statuses" }).click();
+    await expect.poll(() => status.textContent(), SHOWN).toBe("1 shown · 2 terminal tasks hidden");
+    expect(await page.locator('select[aria-label="Status"]').inputValue()).toBe("all");
+    expect(offLoopback).toEqual([]);
+    expect(pageErrors).toEqual([]);
   });
 });
 

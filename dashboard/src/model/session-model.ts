@@ -1,12 +1,12 @@
 /**
- * @module The session view's model (pure): which tasks are shown and in what order, the session's counts as seed
- * 001's `task_summary` has them, a task's parent, who may answer the inbox, and a refresher that coalesces the
- * session stream's bursts (at most one read in flight and one queued).
+ * @module The session view's model (pure): which tasks are shown and in what order, what the list says about the
+ * tasks its filter hides, the session's counts as its `task_summary` has them, a task's parent, who may answer the
+ * inbox, and a refresher that coalesces the session stream's bursts (at most one read in flight and one queued).
  */
 import type { IndexEntry, InboxAction, ListedTask, SessionSnapshot } from "../../../src/client/index.js";
 import type { NormalizedStatus } from "../../../src/core/index.js";
 
-/** The counts the session view shows, as seed 001's task_summary names them. */
+/** The counts the session view shows, named as the session snapshot's `task_summary` names them. */
 export const COUNT_NAMES = ["active", "terminal", "failed", "lost", "waiting", "blocked"] as const;
 export type CountName = (typeof COUNT_NAMES)[number];
 export type SessionCounts = Record<CountName, number> & { readonly open_actions: number; readonly stale: number };
@@ -39,9 +39,9 @@ export function countsOfSnapshot(snapshot: Pick<SessionSnapshot, "task_summary">
 }
 
 /**
- * The same counts from the task rows themselves (every task of the session, terminal ones included), by seed
- * 001's definitions: waiting is a live task that is pending or has open actions; lost, a live task with a lost
- * attempt; failed counts terminal failures.
+ * The same counts from the task rows themselves (every task of the session, terminal ones included), by the
+ * task_summary's definitions: waiting is a live task that is pending or has open actions; lost, a live task with
+ * a lost attempt; failed counts terminal failures.
  */
 export function countsOfRows(rows: readonly ListedTask[]): SessionCounts {
   const active = rows.filter((t) => !t.terminal);
@@ -64,6 +64,74 @@ export function visibleTasks(rows: readonly ListedTask[], filter: TaskFilter): L
   const key = filter.sort === "created" ? (t: ListedTask) => t.created_at : (t: ListedTask) => t.updated_at;
   const sign = filter.sort === "created" ? 1 : -1;
   return shown.sort((a, b) => sign * key(a).localeCompare(key(b)) || a.task_id.localeCompare(b.task_id));
+}
+
+/** At most this many recently ended tasks are shown when the session has no live task and terminal ones are hidden. */
+export const RECENTLY_ENDED = 5;
+
+/** `n` and the noun, in the plural unless n is 1. */
+export function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** How many terminal tasks the filter hides: the session's terminal count while they are hidden, else none. */
+export function hiddenTerminal(filter: Pick<TaskFilter, "includeTerminal">, counts: Pick<SessionCounts, "terminal"> | null): number {
+  return filter.includeTerminal || counts === null ? 0 : counts.terminal;
+}
+
+/** A one-click way out of a filter that hides tasks: include the terminal ones, or every status. */
+export type ListRemedy = "show_terminal" | "any_status";
+
+/** The line above the task list: what it shows and hides, and the buttons it offers. */
+export interface ListStatus {
+  readonly text: string;
+  readonly remedies: readonly ListRemedy[];
+  /** True when the list is empty and the view shows the session's most recently ended tasks instead. */
+  readonly showsRecentlyEnded: boolean;
+}
+
+/** How many rows the filter shows, how many the view read (within the terminal choice) of how many, and how many terminal tasks it hides. */
+export interface ListCounts {
+  readonly shown: number;
+  readonly listed: number;
+  readonly total: number;
+  readonly hidden: number;
+}
+
+/**
+ * The line above the task list. It says how many rows are shown and how many terminal tasks are hidden, with the
+ * button that shows them; when no row is left it says why, never a bare "no task" while the session has tasks: a
+ * session whose tasks have all ended shows its most recently ended ones, and a status nothing has offers every
+ * status back.
+ */
+export function listStatus(filter: TaskFilter, { shown, listed, total, hidden }: ListCounts): ListStatus {
+  const partial = total > listed ? ` (the first ${listed} of ${total} tasks read)` : "";
+  const hiddenNote = hidden > 0 ? ` · ${plural(hidden, "terminal task")} hidden` : "";
+  const showTerminal: ListRemedy[] = hidden > 0 ? ["show_terminal"] : [];
+  if (shown > 0) return { text: `${shown} shown${partial}${hiddenNote}`, remedies: showTerminal, showsRecentlyEnded: false };
+  if (listed === 0 && hidden === 0) return { text: "This session has no task yet.", remedies: [], showsRecentlyEnded: false };
+  if (filter.status === ANY_STATUS) {
+    const text = hidden === 1 ? "No live task: the session's only task has ended." : `No live task: the session's ${hidden} tasks have all ended.`;
+    return { text, remedies: showTerminal, showsRecentlyEnded: true };
+  }
+  const among = hidden > 0 ? ` among the live ones${partial}; ${plural(hidden, "terminal task")} ${hidden === 1 ? "is" : "are"} hidden` : partial;
+  return { text: `No task has status “${filter.status.replace(/_/g, " ")}”${among}.`, remedies: ["any_status", ...showTerminal], showsRecentlyEnded: false };
+}
+
+/** The label of a remedy's button. */
+export function remedyLabel(remedy: ListRemedy, hidden: number): string {
+  if (remedy === "any_status") return "Show all statuses";
+  return hidden === 1 ? "Show the terminal task" : `Show the ${hidden} terminal tasks`;
+}
+
+/** The caption of the recently ended tasks shown in place of an empty list: it says when they are not all of them. */
+export function recentlyEndedCaption(shown: number, hidden: number): string {
+  return hidden > shown ? `The ${shown} most recently ended of ${hidden} terminal tasks` : "Recently ended tasks";
+}
+
+/** The session's most recently ended tasks, newest first (ties: task id), at most `limit`. */
+export function recentlyEnded(rows: readonly ListedTask[], limit = RECENTLY_ENDED): ListedTask[] {
+  return visibleTasks(rows.filter((t) => t.terminal), { status: ANY_STATUS, includeTerminal: true, sort: "updated" }).slice(0, limit);
 }
 
 /** How many of the rows (within the terminal choice) have each normalized status: the status filter's labels. */

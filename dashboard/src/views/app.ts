@@ -1,17 +1,10 @@
 /** @module The dashboard's shell: who is looking, the route, and the view it names. */
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
-import type { RuntimeClient } from "../../../src/client/index.js";
-import type { Viewer } from "../auth.js";
 import { type Route, routeOf } from "../route.js";
 import { SessionView } from "./session-view.js";
 import { TaskView } from "./task-view.js";
-
-/** What every view gets. */
-export interface ViewProps {
-  readonly viewer: Viewer;
-  readonly client: RuntimeClient;
-}
+import type { ViewProps } from "./view-props.js";
 
 function useRoute(): Route {
   const [route, setRoute] = useState(() => routeOf(location.hash));

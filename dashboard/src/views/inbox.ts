@@ -9,7 +9,7 @@ import { type InboxAction, isRuntimeApiError, type RespondActionInput } from "..
 import { type FieldKey, type FormValues, formOf, initialValues, inputOf, issuesByField, issuesOf } from "../model/schema-form-model.js";
 import { ago, canAnswer, Coalescer, inboxOrder } from "../model/session-model.js";
 import { taskHref } from "../route.js";
-import type { ViewProps } from "./app.js";
+import type { ViewProps } from "./view-props.js";
 import { SchemaFields } from "./schema-form.js";
 
 /** Most open actions read per request (the API's largest page). */

@@ -1,7 +1,9 @@
 /**
- * @module The session view: the session's counts (seed 001's task_summary), the inbox of open actions, and its
+ * @module The session view: the session's counts (its snapshot's task_summary), the inbox of open actions, and its
  * tasks with filters, all live from the session's event stream: each `snapshot.updated` reads them again,
- * coalesced (one read in flight, one queued), so a burst of changes costs two reads, not one per change.
+ * coalesced (one read in flight, one queued), so a burst of changes costs two reads, not one per change. While
+ * terminal tasks are hidden the list says how many, with a button that shows them; a session whose tasks have all
+ * ended shows its most recently ended ones rather than an empty list.
  */
 import { html } from "htm/preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
@@ -14,7 +16,14 @@ import {
   COUNT_NAMES,
   countsOfSnapshot,
   DEFAULT_FILTER,
+  hiddenTerminal,
+  type ListRemedy,
+  listStatus,
   parentOf,
+  RECENTLY_ENDED,
+  recentlyEnded,
+  recentlyEndedCaption,
+  remedyLabel,
   type SessionCounts,
   statusCounts,
   stepSummary,
@@ -24,7 +33,7 @@ import {
   visibleTasks,
 } from "../model/session-model.js";
 import { taskHref } from "../route.js";
-import type { ViewProps } from "./app.js";
+import type { ViewProps } from "./view-props.js";
 import { Inbox } from "./inbox.js";
 
 /** Most tasks read per request (the API's largest page), and in all (the list says when there are more). */
@@ -47,6 +56,17 @@ export function StatusBadge({ status, native }: { status: string; native: string
   </span>`;
 }
 
+/**
+ * The tasks read with one terminal choice: the list, and the most recently ended tasks when the list is empty and
+ * hides them.
+ */
+interface TaskRows {
+  readonly includeTerminal: boolean;
+  readonly tasks: ListedTask[];
+  readonly total: number;
+  readonly ended: ListedTask[];
+}
+
 async function readTasks(props: ViewProps, includeTerminal: boolean): Promise<{ tasks: ListedTask[]; total: number }> {
   const tasks: ListedTask[] = [];
   let total = 0;
@@ -62,7 +82,7 @@ async function readTasks(props: ViewProps, includeTerminal: boolean): Promise<{ 
 export function SessionView(props: ViewProps) {
   const { viewer, client } = props;
   const [filter, setFilter] = useState<TaskFilter>(DEFAULT_FILTER);
-  const [rows, setRows] = useState<{ tasks: ListedTask[]; total: number } | null>(null);
+  const [rows, setRows] = useState<TaskRows | null>(null);
   const [counts, setCounts] = useState<SessionCounts | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [pulse, setPulse] = useState(0);
@@ -76,9 +96,15 @@ export function SessionView(props: ViewProps) {
     () =>
       new Coalescer(async () => {
         try {
-          const [snapshot, list] = await Promise.all([client.getSession(viewer.sessionId), readTasks(props, wanted.includeTerminal)]);
+          const includeTerminal = wanted.includeTerminal;
+          const [snapshot, list] = await Promise.all([client.getSession(viewer.sessionId), readTasks(props, includeTerminal)]);
+          // Nothing live to list but ended tasks hidden: the list with terminal tasks starts with the newest of them.
+          const ended =
+            !includeTerminal && list.tasks.length === 0 && snapshot.task_summary.terminal > 0
+              ? recentlyEnded((await client.listTasks(viewer.sessionId, { include_terminal: true, limit: RECENTLY_ENDED })).tasks)
+              : [];
           setCounts(countsOfSnapshot(snapshot));
-          setRows(list);
+          setRows({ includeTerminal, ...list, ended });
           setNow(Date.now());
           setError(null);
         } catch (e) {
@@ -110,9 +136,18 @@ export function SessionView(props: ViewProps) {
   useEffect(() => reader.trigger(), [filter.includeTerminal]);
 
   const tasks = rows?.tasks ?? [];
-  const byId = useMemo(() => new Map(tasks.map((t) => [t.task_id, t])), [rows]);
+  const byId = useMemo(() => new Map([...tasks, ...(rows?.ended ?? [])].map((t) => [t.task_id, t])), [rows]);
   const shown = useMemo(() => visibleTasks(tasks, filter), [rows, filter]);
   const perStatus = useMemo(() => statusCounts(tasks, filter.includeTerminal), [rows, filter.includeTerminal]);
+  const hidden = hiddenTerminal(filter, counts);
+  const remedy = (which: ListRemedy) => {
+    const apply = () => setFilter(which === "show_terminal" ? { ...filter, includeTerminal: true } : { ...filter, status: ANY_STATUS });
+    return html`<button type="button" class="remedy" onClick=${apply}>${remedyLabel(which, hidden)}</button>`;
+  };
+  // Until the rows of a new terminal choice arrive, the line says so rather than describe rows read for the other.
+  const reading = rows !== null && rows.includeTerminal !== filter.includeTerminal;
+  const status = listStatus(filter, { shown: shown.length, listed: tasks.length, total: rows?.total ?? 0, hidden });
+  const ended = status.showsRecentlyEnded && !reading ? (rows?.ended ?? []) : [];
 
   return html`<div class="session-view">
     <section class="counts" aria-label="Session counts">
@@ -148,16 +183,27 @@ export function SessionView(props: ViewProps) {
       ${rows === null
         ? html`<p>Loading…</p>`
         : html`
-            <p class="muted small" aria-live="polite">${shown.length} shown${rows.total > tasks.length ? ` (the first ${tasks.length} of ${rows.total} tasks read)` : ""}</p>
-            ${shown.length === 0
-              ? html`<p class="muted">No task matches.</p>`
-              : html`<table class="task-table">
-                  <thead><tr><th scope="col">Task</th><th scope="col">Status</th><th scope="col">Steps</th><th scope="col">Updated</th></tr></thead>
-                  <tbody>${shown.map((t) => html`<${TaskRow} key=${t.task_id} task=${t} byId=${byId} now=${now} />`)}</tbody>
-                </table>`}
+            <p class="list-status">
+              <span class=${shown.length > 0 ? "muted small" : ""} aria-live="polite" data-list-status>${reading ? "Reading the tasks…" : status.text}</span>
+              ${reading ? null : status.remedies.map(remedy)}
+            </p>
+            ${shown.length > 0
+              ? html`<${TaskTable} tasks=${shown} byId=${byId} now=${now} />`
+              : ended.length === 0
+                ? null
+                : html`<${TaskTable} caption=${recentlyEndedCaption(ended.length, hidden)} tasks=${ended} byId=${byId} now=${now} />`}
           `}
     </section>
   </div>`;
+}
+
+/** Task rows: the filtered list, or under a caption the recently ended tasks shown in its place. */
+function TaskTable({ caption, tasks, byId, now }: { caption?: string; tasks: readonly ListedTask[]; byId: ReadonlyMap<string, ListedTask>; now: number }) {
+  return html`<table class="task-table">
+    ${caption === undefined ? null : html`<caption>${caption}</caption>`}
+    <thead><tr><th scope="col">Task</th><th scope="col">Status</th><th scope="col">Steps</th><th scope="col">Updated</th></tr></thead>
+    <tbody>${tasks.map((t) => html`<${TaskRow} key=${t.task_id} task=${t} byId=${byId} now=${now} />`)}</tbody>
+  </table>`;
 }
 
 function TaskRow({ task, byId, now }: { task: ListedTask; byId: ReadonlyMap<string, ListedTask>; now: number }) {

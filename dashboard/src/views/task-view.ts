@@ -6,10 +6,10 @@ import { html } from "htm/preact";
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { type DagState, normalizedTaskStatus } from "../../../src/core/index.js";
 import { TaskModel } from "../model/task-model.js";
-import type { ViewProps } from "./app.js";
 import { DagView } from "./dag-view.js";
 import { StepPanel } from "./step-panel.js";
 import { Timeline } from "./timeline.js";
+import type { ViewProps } from "./view-props.js";
 
 /** Re-renders on the model's changes, at most once per animation frame (a burst of WAL events paints once). */
 function useModelVersion(model: TaskModel): number {
