@@ -1,5 +1,5 @@
 /** @module The one error the client throws: the API's error envelope (or a transport failure) with its code and whether a retry can help. */
-import type { ErrorCode } from "../core/index.js";
+import type { ErrorCode } from "../core/browser.js";
 
 /**
  * Codes the client adds to the API's closed union: `network_error` (fetch threw, or the body broke off),

@@ -4,7 +4,7 @@
  * without the end frame — it reconnects with `Last-Event-ID` set to the last id it delivered, with backoff,
  * and drops any frame whose id is not after that one: the consumer sees every event once, in order.
  */
-import { runtimeSequence } from "../core/index.js";
+import { runtimeSequence } from "../core/browser.js";
 import { networkError, RuntimeApiError, unexpectedResponse } from "./errors.js";
 import { backoffDelay, linkedController, type RetryOptions, retryAfterDelay, retryPolicy, sleep } from "./retry.js";
 import { type SseFrame, SseParser } from "../lib/sse-parser.js";

@@ -5,7 +5,7 @@
  * stream, or `pollMs` passes (so it works, more slowly to notice others' changes, without the stream).
  * A step its retry policy will retry is left to the runtime; a paused task is waited on, not given up.
  */
-import { MAX_TEXT, RETRY_EXHAUSTED, TERMINAL_TASK_STATUSES } from "../core/index.js";
+import { MAX_TEXT, RETRY_EXHAUSTED, TERMINAL_TASK_STATUSES } from "../core/browser.js";
 import { isRuntimeApiError } from "./errors.js";
 import { taskPath } from "./paths.js";
 import { abortReason, linkedController, sleep } from "./retry.js";

@@ -6,7 +6,7 @@
  * It knows its worker only by the calls it makes (WorkerLoopCalls), not as the WorkerClient that runs it.
  */
 import { MAX_STEP_QUERY_LIMIT } from "../contract/limits.js";
-import { MAX_TEXT } from "../core/index.js";
+import { MAX_TEXT } from "../core/browser.js";
 import { isRuntimeApiError, RuntimeApiError } from "./errors.js";
 import { resend, type WaitForActionOptions } from "./action-wait.js";
 import { DEFAULT_RETRY, linkedController } from "./retry.js";

@@ -5,7 +5,7 @@
  * other, so they share a module, and the operations live here.
  */
 import { MAX_WAL_PAGE_LIMIT } from "../contract/limits.js";
-import type { RuntimeEvent, WalEvent } from "../core/index.js";
+import type { RuntimeEvent, WalEvent } from "../core/browser.js";
 import { MAX_ACTION_WAIT_MS, pollUntilResolved, type WaitForActionOptions } from "./action-wait.js";
 import { isRuntimeApiError } from "./errors.js";
 import { EventSubscription, frameJson, type SubscribeOptions } from "./event-stream.js";

@@ -1,5 +1,5 @@
 /** @module Joins the pages of GET .../tasks/{tid} into one answer of the whole task, as a task that fits one page is answered. */
-import { RECENT_ATTEMPTS } from "../core/index.js";
+import { RECENT_ATTEMPTS } from "../core/browser.js";
 import type { TaskView } from "./types.js";
 
 /**

@@ -35,11 +35,11 @@ import type {
   LeanWriteAnswer,
   WriteAnswer,
 } from "../contract/index.js";
-import type { Action, RuntimeError, Step, StepStatus, TaskGetAnswer, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
+import type { Action, RuntimeError, Step, StepStatus, TaskGetAnswer, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/browser.js";
 
-export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskPageInfo, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/index.js";
-export type { ErrorCode, PatchOp, RuntimeError } from "../core/index.js";
-export type { Action, ActionDecision, ActionKind, RetryPolicy } from "../core/index.js";
+export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskPageInfo, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/browser.js";
+export type { ErrorCode, PatchOp, RuntimeError } from "../core/browser.js";
+export type { Action, ActionDecision, ActionKind, RetryPolicy } from "../core/browser.js";
 export type { IndexEntry, LeanWriteAnswer, ListedTask, SessionSnapshot, TaskListPage, WriteAnswer };
 
 /**

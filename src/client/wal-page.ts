@@ -1,19 +1,23 @@
-/** @module Reads a page of the WAL export (`GET .../wal?after_seq=`) into validated events, and follows pages to the end. */
-import { parseWalJsonl, type WalEvent, WalEventSchema } from "../core/index.js";
+/** @module Reads a page of the WAL export (`GET .../wal?after_seq=`) into events, and follows pages to the end. */
+import { readWalJsonlLines, type WalEvent, walEnvelopeCheck, walEnvelopeProblem } from "../core/browser.js";
 import { unexpectedResponse } from "./errors.js";
 
 /**
- * The events of a WAL export page. From the start (after_seq 0) it is `parseWalJsonl`, which checks every line
- * and that wal_seq runs 1, 2, 3…; a later page is checked the same way from `afterSeq + 1` (parseWalJsonl
- * expects the whole WAL). Any problem is an unexpected_response naming the line.
+ * The events of a WAL export page. Each line's envelope is checked (walEnvelopeCheck: the service checked every
+ * field of the row against the WAL schema before it served it). From the start (after_seq 0) the lines are read
+ * as a whole WAL (readWalJsonlLines: wal_seq runs 1, 2, 3…, one session and task); a later page is checked to run
+ * from `afterSeq + 1`. Any problem is an unexpected_response naming the line.
  */
 export function parseWalPage(text: string, afterSeq: number): WalEvent[] {
   try {
-    if (afterSeq === 0) return parseWalJsonl(text);
+    if (afterSeq === 0) return readWalJsonlLines(text, walEnvelopeCheck).map((l) => l.event);
     const rows = text.split("\n");
     while (rows.length > 0 && rows[rows.length - 1]!.trim() === "") rows.pop();
     return rows.map((row, i) => {
-      const event = WalEventSchema.parse(JSON.parse(row));
+      const value: unknown = JSON.parse(row);
+      const problem = walEnvelopeProblem(value);
+      if (problem !== null) throw new Error(`line ${i + 1}: not a WAL event: ${problem}`);
+      const event = value as WalEvent;
       if (event.wal_seq !== afterSeq + i + 1) throw new Error(`line ${i + 1}: wal_seq ${event.wal_seq} where ${afterSeq + i + 1} was expected`);
       return event;
     });

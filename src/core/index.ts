@@ -1,35 +1,22 @@
-/** @module The pure task DAG core: records, commands, WAL events, decide/apply/replay, and read views. */
-export * from "./apply/apply.js";
+/**
+ * @module The pure task DAG core, for the service: everything browser.ts holds (types, apply/replay, events,
+ * views), plus `decide` and the zod schemas that validate commands, records and stored WAL rows.
+ */
+export * from "./browser.js";
 export * from "./decide/authorize.js";
-export * from "./model/commands.js";
 export * from "./decide/context.js";
 export * from "./decide/decide.js";
 export { notCompleteableReason } from "./decide/decide-lifecycle.js";
 export { nextDeadline, RETRY_POLICY } from "./decide/decide-runs.js";
-export { RETRY_EXHAUSTED } from "./apply/apply-shared.js";
-export { backoffMs, effectivePolicy } from "./model/retry-policy.js";
 export { firstClaimable } from "./decide/decide-steps.js";
 export { delegateRetryDelay } from "./decide/decide-delegation.js";
-export { childReport, type ChildReport, type ChildTaskRequest, outboundWork, type OutboundWork } from "./views/delegation-outbox.js";
-export { DELEGATE_AGENT_ID } from "./apply/apply-delegation.js";
 export { blockedBy, blockedRefusal } from "./decide/decide-links.js";
 export { checkScope } from "./decide/guards.js";
-export * from "./model/errors.js";
-export * from "./events/events.js";
-export * from "./model/json-bounds.js";
-export * from "./model/limits.js";
-export * from "./model/records.js";
-export * from "./model/result.js";
-export * from "./model/state.js";
-export * from "./views/views.js";
-export * from "./events/wal-jsonl.js";
-export * from "./model/normalize.js";
-export * from "./views/prompt-summary.js";
-export * from "./events/runtime-events.js";
-export * from "./events/runtime-sequence.js";
-export * from "./views/read-models.js";
-export * from "./views/task-page.js";
-export * from "./views/task-get.js";
-export * from "./model/ready-queue.js";
-export * from "./apply/snapshot.js";
-export * from "./model/text.js";
+export * from "./schemas/record-basics.js";
+export * from "./schemas/json-values.js";
+export * from "./schemas/delegation-records.js";
+export * from "./schemas/records.js";
+export * from "./schemas/commands.js";
+export * from "./schemas/wal-events.js";
+export * from "./schemas/runtime-event.js";
+export * from "./schemas/wal-jsonl.js";

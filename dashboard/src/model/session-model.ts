@@ -4,7 +4,7 @@
  * inbox, and a refresher that coalesces the session stream's bursts (at most one read in flight and one queued).
  */
 import type { IndexEntry, InboxAction, ListedTask, SessionSnapshot } from "../../../src/client/index.js";
-import type { NormalizedStatus } from "../../../src/core/index.js";
+import type { NormalizedStatus } from "../../../src/core/browser.js";
 
 /** The counts the session view shows, named as the session snapshot's `task_summary` names them. */
 export const COUNT_NAMES = ["active", "terminal", "failed", "lost", "waiting", "blocked"] as const;

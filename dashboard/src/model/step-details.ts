@@ -3,7 +3,7 @@
  * wal_seq): its status, attempts and how each ended, open actions, retry, delegation, and what changed since the
  * latest attempt's dispatch-time snapshot.
  */
-import { ATTEMPT_STATUS_MAP, type DagState, type NormalizedStatus, normalizedStepStatus, type Step, type StepSnapshot } from "../../../src/core/index.js";
+import { ATTEMPT_STATUS_MAP, type DagState, type NormalizedStatus, normalizedStepStatus, type Step, type StepSnapshot } from "../../../src/core/browser.js";
 
 export interface AttemptDetails {
   readonly attemptId: string;

@@ -5,7 +5,7 @@
  * and any earlier wal_seq can be rebuilt the same way (the replay slider).
  */
 import type { RuntimeClient } from "../../../src/client/index.js";
-import { apply, type DagState, emptyState, replay, type WalEvent } from "../../../src/core/index.js";
+import { apply, type DagState, emptyState, replay, type WalEvent } from "../../../src/core/browser.js";
 
 /** Most WAL events read per request. */
 const WAL_PAGE = 5_000;

@@ -4,7 +4,7 @@
  * rows (newest or oldest first) so that a long WAL never becomes one DOM row per event. Also the WAL export (all
  * pages joined as JSON Lines) and a once-per-frame scheduler for the replay slider.
  */
-import { clipText, type WalEvent, type WalEventType } from "../../../src/core/index.js";
+import { clipText, type WalEvent, type WalEventType } from "../../../src/core/browser.js";
 
 /** Rows shown at first, and added by each "Show more". */
 export const TIMELINE_PAGE = 200;

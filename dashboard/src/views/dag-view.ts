@@ -6,7 +6,7 @@
  */
 import { html } from "htm/preact";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
-import { clipText, type DagState, type NormalizedStatus, normalizedStepStatus, type Step } from "../../../src/core/index.js";
+import { clipText, type DagState, type NormalizedStatus, normalizedStepStatus, type Step } from "../../../src/core/browser.js";
 import { type DagLayout, DAGRE_MAX_STEPS, edgePath, fitView, layoutDag, type PlacedNode, shapeKey, type View, visibleEdges, visibleNodes, zoomAt } from "../model/dag-layout.js";
 import { delegateBadge } from "../model/step-details.js";
 

@@ -8,7 +8,7 @@
 import { html } from "htm/preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { ListedTask } from "../../../src/client/index.js";
-import { STEP_STATUS_MAP, type NormalizedStatus } from "../../../src/core/index.js";
+import { STEP_STATUS_MAP, type NormalizedStatus } from "../../../src/core/browser.js";
 import {
   ago,
   ANY_STATUS,

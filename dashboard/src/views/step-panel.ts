@@ -1,7 +1,7 @@
 /** @module The step panel: everything known of the selected step at the wal_seq shown (see model/step-details.ts). */
 import { html } from "htm/preact";
 import { useEffect, useRef } from "preact/hooks";
-import type { DagState } from "../../../src/core/index.js";
+import type { DagState } from "../../../src/core/browser.js";
 import { taskHref } from "../route.js";
 import { stepDetails } from "../model/step-details.js";
 import { STATUS_GLYPH } from "./dag-view.js";

@@ -4,7 +4,7 @@
  */
 import { html } from "htm/preact";
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
-import { type DagState, normalizedTaskStatus } from "../../../src/core/index.js";
+import { type DagState, normalizedTaskStatus } from "../../../src/core/browser.js";
 import { TaskModel } from "../model/task-model.js";
 import { DagView } from "./dag-view.js";
 import { StepPanel } from "./step-panel.js";

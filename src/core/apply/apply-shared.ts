@@ -191,7 +191,7 @@ export function applyRetry(state: DagState, step: Step, retry: RetryOutcome | un
 /** The reason a step fails with once its retry policy's attempts are used up. */
 export const RETRY_EXHAUSTED = "retry_exhausted";
 
-/** Records the task's latest failure fact (seed 001 last_error). */
+/** Records the task's latest failure fact (`last_error`). */
 export function noteError(state: DagState, code: string, message: string | null, stepId: string | null, attemptId: string | null, at: string): void {
   state.task!.last_error = { code, message, step_id: stepId, attempt_id: attemptId, at };
 }
@@ -203,7 +203,7 @@ export function setTaskStatus(state: DagState, status: TaskStatus, reason: strin
   task.status_reason = reason;
   if (TERMINAL_TASK_STATUSES.has(status)) {
     task.ended_at = at;
-    // A child task's result is owed to its parent from now on (seed 001 delivery_state).
+    // A child task's result is owed to its parent from now on (delivery_state).
     if (task.delegated_from !== null && task.delivery_state === null) task.delivery_state = "pending";
     // A finished task retries nothing: the steps that waited for a retry keep their failure.
     for (const id of [...state.index.retrying]) setRetryAt(state, state.steps.get(id)!, null);
@@ -213,7 +213,7 @@ export function setTaskStatus(state: DagState, status: TaskStatus, reason: strin
 
 /**
  * The task changed at `at`. Not once it is terminal: only run facts (a late result, a cancellation's end) come
- * after that, and 003 sorts terminal tasks by updated_at, so they must not move a finished task up the list.
+ * after that, and the task list sorts terminal tasks by updated_at, so they must not move a finished task up it.
  */
 export function touchTask(state: DagState, at: string): void {
   const task = state.task;

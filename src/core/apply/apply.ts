@@ -239,7 +239,7 @@ const handlers: Handlers = {
       s.index.activeRuns.delete(run.run_id);
       s.index.cancellingRuns.delete(run.run_id);
     }
-    // A run stopped by a task-level termination may still hand in its result later (003).
+    // A run stopped by a task-level termination may still hand in its result later.
     if (e.payload.result !== null) run.result = e.payload.result;
     touchTask(s, e.created_at);
   },

@@ -1,5 +1,5 @@
 /**
- * @module Which roles may issue which command at all (003 "Permission"): the check that runs before anything
+ * @module Which roles may issue which command at all (docs/model.md): the check that runs before anything
  * else looks at a request, an idempotent replay included. Finer rules (own claim, active run) stay in decide.
  */
 import type { Command } from "../model/commands.js";

@@ -8,7 +8,7 @@ import type { DagState } from "../model/state.js";
 /** `a2a_client`: an agent that hands the session work over A2A; it sees and stops only the tasks it submitted. */
 export type ActorRole = "orchestrator" | "worker" | "observer" | "approver" | "a2a_client" | "system";
 
-/** The caller of a command (003: actor fields come from the run context, not the model). */
+/** The caller of a command: its fields come from the caller's token, never from a command's body. */
 export interface Actor {
   readonly role: ActorRole;
   readonly session_id: string;

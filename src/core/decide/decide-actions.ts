@@ -1,6 +1,7 @@
 /**
- * @module Human actions (seed 004 action.required / respond_action): asking, answering, and withdrawing the
- * actions whose step or task ended. An open action keeps its step's lease from expiring; its resolution restarts it.
+ * @module Human actions (request_action / respond_action; runtime events action.required / action.resolved):
+ * asking, answering, and withdrawing the actions whose step or task ended. An open action keeps its step's lease
+ * from expiring; its resolution restarts it.
  */
 import { Validator } from "@cfworker/json-schema";
 import type { CommandOf } from "../model/commands.js";
@@ -59,7 +60,7 @@ function validateInput(validator: Validator, input: unknown): ReturnType<Validat
   }
 }
 
-/** Seed 004 action.required: a step-level action by its holder or the orchestrator, or a task-level one by the orchestrator. */
+/** request_action: a step-level action by its holder or the orchestrator, or a task-level one by the orchestrator. */
 export function decideRequestAction(state: DagState, cmd: CommandOf<"request_action">, ctx: DecideContext): Decision {
   const task = state.task!;
   const { actor } = ctx;
@@ -116,7 +117,7 @@ export function leaseAfterResolution(state: DagState, action: Action, now: numbe
   return new Date(now + state.task!.step_lease_timeout_ms).toISOString();
 }
 
-/** Seed 004 respond_action: the orchestrator or an approver decides; the input is checked against the action's schema. */
+/** respond_action: the orchestrator or an approver decides; the input is checked against the action's schema. */
 export function decideRespondAction(state: DagState, cmd: CommandOf<"respond_action">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = checkScope(task, ctx.actor);

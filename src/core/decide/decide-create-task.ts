@@ -9,7 +9,7 @@ import { runtimeError } from "../model/errors.js";
 import { TASK_RECORD_FIELDS, type TaskRecordFields } from "../model/records.js";
 import type { DagState } from "../model/state.js";
 
-/** Seed 001's record fields of a create, each null when not given. */
+/** The task record fields of a create, each null when not given. */
 function recordFieldsOf(cmd: CommandOf<"create_task">): TaskRecordFields {
   return Object.fromEntries(TASK_RECORD_FIELDS.map((field) => [field, cmd[field] ?? null])) as TaskRecordFields;
 }
@@ -19,7 +19,7 @@ export function decideCreateTask(state: DagState, cmd: CommandOf<"create_task">,
   const { actor } = ctx;
   const submitted = actor.role === "a2a_client";
   if (actor.role !== "orchestrator" && !submitted) return refuse(runtimeError("tool_not_available", "agent.task_create is available to the orchestrator only", { role: actor.role }));
-  // An A2A client hands over work, not a plan: the session's orchestrator adds the steps (API.md "A2A").
+  // An A2A client hands over work, not a plan: the session's orchestrator adds the steps (docs/protocols/a2a.md).
   if (submitted && cmd.steps.length > 0) return refuse(runtimeError("validation_error", "a submitted task starts with no steps: the session's orchestrator plans them", { steps: cmd.steps.length }));
   if (state.task !== null) return refuse(runtimeError("task_id_conflict", `task ${state.task.task_id} already exists`, { task_id: state.task.task_id }));
   if (cmd.steps.length > ctx.limits.maxStepsPerTask) {

@@ -1,6 +1,6 @@
 /**
- * @module Delegated steps (API.md "Delegated steps", seed 001 "Task graph" and "A2A peer tasks"): the runtime takes
- * up a ready delegated step itself, records what its delegate's outbound calls found, and settles the step only
+ * @module Delegated steps (a child task, or an A2A peer's task, does the step's work; docs/model.md): the runtime
+ * takes up a ready delegated step itself, records what its delegate's outbound calls found, and settles the step only
  * when the delegate is terminal and its artifacts are recorded. What must be sent where (the outbox) is derived
  * from the records here too (`outboundWork`), so the shell only delivers.
  */
@@ -172,7 +172,7 @@ function onRemoteStatus(state: DagState, em: Emitter, ctx: DecideContext, d: Del
     return;
   }
   if (terminal !== undefined) {
-    // Artifacts are recorded before the step settles: completion binds to them (seed 001).
+    // Artifacts are recorded before the step settles: completion binds to them.
     em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, remote_status: r.remote_status, ...mechanism, remote_artifact_refs: refs });
     const texts = artifacts.map((a) => a.text).filter((t): t is string => t !== null && t !== "");
     const summary = r.status_message ?? (texts.length > 0 ? texts.join("\n\n") : `peer task ${d.remote_task_id} ${r.remote_status}`);

@@ -24,7 +24,7 @@ function emitEndRuns(state: DagState, em: Emitter, reason: string): void {
 }
 
 /**
- * 003: a forced stop first asks every live run to cancel (with the step it holds, if any), then ends the steps.
+ * A forced stop first asks every live run to cancel (with the step it holds, if any), then ends the steps.
  * The runs stay open until they finish or the deadline passes (child_agent_cancel_timeout); the wait never keeps
  * the task from going terminal. Runs are asked in dispatch order.
  */
@@ -42,7 +42,7 @@ function emitCancelRequests(state: DagState, em: Emitter, ctx: DecideContext, re
   }
 }
 
-/** Why the task cannot be completed now, or null (the `completeable` diagnostic of 003). */
+/** Why the task cannot be completed now, or null (the `completeable` diagnostic). */
 export function notCompleteableReason(state: DagState): RuntimeError | null {
   if (stepsCompleteable(state)) {
     const missing = missingRequiredArtifacts(state);
@@ -87,8 +87,8 @@ export function decideStopTask(state: DagState, cmd: CommandOf<"fail_task"> | Co
 }
 
 /**
- * A child task whose parent's delegation ended is cancelled by the runtime (seed 001: cancellation sticks to the
- * graph), exactly as agent.task_cancel would; a child that already ended, or another delegation's, is left alone.
+ * A child task whose parent's delegation ended is cancelled by the runtime (a cancellation reaches the child
+ * tasks), exactly as agent.task_cancel would; a child that already ended, or another delegation's, is left alone.
  */
 export function decideCancelForParent(state: DagState, cmd: CommandOf<"cancel_for_parent">, ctx: DecideContext): Decision {
   const task = state.task!;
@@ -117,7 +117,7 @@ function stopTask(state: DagState, ctx: DecideContext, failing: boolean, why: st
 }
 
 /**
- * The orchestrator blocks the task: only its status changes; held steps keep running (003). A paused task is
+ * The orchestrator blocks the task: only its status changes; held steps keep running. A paused task is
  * resumed first: reopening a blocked task returns it to pending, which would quietly end the pause.
  */
 export function decideBlockTask(state: DagState, cmd: CommandOf<"block_task">, ctx: DecideContext): Decision {
@@ -131,14 +131,14 @@ export function decideBlockTask(state: DagState, cmd: CommandOf<"block_task">, c
   return accept(em);
 }
 
-/** The two ways back to pending: reopening a blocked task (003 task_reopened) and resuming a paused one (seed 001). */
+/** The two ways back to pending: reopening a blocked task (task_reopened) and resuming a paused one (task_resumed). */
 const BACK_TO_PENDING = {
   reopen_task: { from: "blocked", event: "task_reopened", tool: "reopen task", done: "reopened" },
   resume_task: { from: "paused", event: "task_resumed", tool: "agent.task_resume", done: "resumed" },
 } as const;
 
 /**
- * task_reopened / task_resumed: a blocked (or paused) task goes back to pending, then 003's readiness and
+ * task_reopened / task_resumed: a blocked (or paused) task goes back to pending, then the readiness and
  * task_running promotion is re-run.
  */
 export function decideBackToPending(state: DagState, cmd: CommandOf<"reopen_task"> | CommandOf<"resume_task">, ctx: DecideContext): Decision {
@@ -154,7 +154,7 @@ export function decideBackToPending(state: DagState, cmd: CommandOf<"reopen_task
 }
 
 /**
- * 003's ready and running promotion for a task that just became pending (reopened or resumed): pending steps
+ * The ready and running promotion for a task that just became pending (reopened or resumed): pending steps
  * whose dependencies are completed become ready (not those waiting for a scheduled retry), then task_running
  * when anything is ready or held.
  */
@@ -167,7 +167,7 @@ function emitPromotion(state: DagState, em: Emitter): void {
   if (anyActive) em.emit("task_running", null, {});
 }
 
-/** Seed 001 pause_task: a pending or running task stops dispatch and claims; held steps go on and may settle. */
+/** pause_task: a pending or running task stops dispatch and claims; held steps go on and may settle. */
 export function decidePauseTask(state: DagState, cmd: CommandOf<"pause_task">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "agent.task_pause") ?? requireLiveTask(task);

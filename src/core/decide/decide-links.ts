@@ -1,6 +1,7 @@
 /**
  * @module Decisions on the task's place in the session's task graph: the blockers its `blocks` links name
- * (seed 001 "blocks / blocked_by"). The session owns the links; the task records the blockers it was told of.
+ * (a `blocks` link from A to B puts A in B's `blocked_by`). The session owns the links; the task records the
+ * blockers it was told of.
  */
 import type { CommandOf } from "../model/commands.js";
 import type { DecideContext, Decision } from "./context.js";

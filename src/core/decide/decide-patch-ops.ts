@@ -1,5 +1,5 @@
 /**
- * @module One function per agent.task_update patch op (003 "agent.task_update"), dispatched by a table over every
+ * @module One function per agent.task_update patch op, dispatched by a table over every
  * op: each checks its op against the scratch DAG as the ops before it left it, applies it there, and returns the
  * op as the patch records it.
  */
@@ -21,7 +21,7 @@ type PatchOpDecider<K extends PatchOp["op"]> = (scratch: PatchScratch, op: Patch
 /** Every patch op has a decider: adding an op without one does not compile. */
 type PatchOpDeciders = { [K in PatchOp["op"]]: PatchOpDecider<K> };
 
-/** Statuses whose content may still change beyond title and summary (003 "DAG Model"). */
+/** Statuses whose content may still change beyond title and summary (a completed or cancelled step is history). */
 const TOPOLOGY_EDITABLE: ReadonlySet<StepStatus> = new Set(["pending", "ready", "blocked", "failed", "claimed", "running"]);
 /** Statuses a step may be deleted in. */
 const DELETABLE: ReadonlySet<StepStatus> = new Set(["pending", "ready", "cancelled"]);

@@ -1,4 +1,4 @@
-/** @module Decisions on worker runs: dispatch, finish (with 003's fallbacks), cancel, and lease/deadline expiry. */
+/** @module Decisions on worker runs: dispatch, finish (failing a step still held), cancel, and lease/deadline expiry. */
 import type { CommandOf } from "../model/commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
@@ -20,7 +20,7 @@ const CANCEL_TIMEOUT = "child_agent_cancel_timeout";
 
 /**
  * Reasons a run ends with when a task-level termination stops it (at once, on acknowledging the cancellation, or
- * when the wait for that ran out); such a run may still hand in its result once (003).
+ * when the wait for that ran out); such a run may still hand in its result once.
  */
 const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set([...Object.values(TASK_STOP_REASONS), CANCEL_TIMEOUT]);
 
@@ -61,7 +61,7 @@ function findRun(state: DagState, runId: string): Result<WorkerRun> {
   return run === undefined ? err(runtimeError("not_found", `no worker run ${runId}`, { run_id: runId })) : ok(run);
 }
 
-/** A worker run ends (finished, cancelled, timeout); a step it still holds fails with 003's fallback reason. */
+/** A worker run ends (finished, cancelled, timeout); a step it still holds fails with that ending's fallback reason. */
 export function decideFinishRun(state: DagState, cmd: CommandOf<"finish_run">, ctx: DecideContext): Decision {
   const task = state.task!;
   const { actor } = ctx;
@@ -76,13 +76,13 @@ export function decideFinishRun(state: DagState, cmd: CommandOf<"finish_run">, c
   if (actor.role === "worker" && run.agent_id !== actor.agent_id) return refuse(runtimeError("permission_denied", "a worker may finish only its own run", { run_id: cmd.run_id }));
   const em = new Emitter(state, ctx);
   if (run.status === "cancelling") {
-    // 003: the run ends as the task-level stop asked, its result kept. Its step was already ended by that stop,
+    // The run ends as the task-level stop asked, its result kept. Its step was already ended by that stop,
     // so no worker_* fallback applies, whatever outcome it reports.
     em.emit("worker_run_ended", null, { run_id: run.run_id, status: "cancelled", reason: run.cancel_request!.reason, result: cmd.result ?? null, cancel_requested: true });
     return accept(em);
   }
   if (run.status !== "active") {
-    // 003: a late run of a terminated task may still persist its result, once; it changes no step.
+    // A late run of a terminated task may still persist its result, once; it changes no step.
     if (run.status_reason !== null && TASK_LEVEL_ENDINGS.has(run.status_reason) && run.result === null && cmd.result !== undefined && cmd.result !== null) {
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: run.status, reason: "late_result", result: cmd.result });
       return accept(em);
@@ -93,7 +93,7 @@ export function decideFinishRun(state: DagState, cmd: CommandOf<"finish_run">, c
   return accept(em);
 }
 
-/** The orchestrator cancels a run: its held step fails with worker_cancelled (003's way to stop one step). */
+/** The orchestrator cancels a run: its held step fails with worker_cancelled (the way to stop one held step). */
 export function decideCancelRun(state: DagState, cmd: CommandOf<"cancel_run">, ctx: DecideContext): Decision {
   const task = state.task!;
   const guard = requireOrchestrator(task, ctx.actor, "cancel worker run") ?? requireLiveTask(task);
@@ -160,7 +160,7 @@ function eachDeadline(state: DagState, visit: (at: number, kind: DueKind, id: st
  * lease restarting from now); a lapsed lease gives task_step_lease_expired (attempt lost, claim cleared, step
  * pending) and task_step_ready where dependencies still hold, unless a retry policy schedules the retry or has
  * run out; a run past its deadline fails its held step with worker_timeout and ends timed_out; a run asked to
- * cancel that has not ended by its cancellation deadline gets child_agent_cancel_timeout and ends (003); a step
+ * cancel that has not ended by its cancellation deadline gets child_agent_cancel_timeout and ends; a step
  * whose retry is due is reopened (reason retry_policy, on the orchestrator's behalf) and ready again. Only the
  * cancellation waits apply once the task is terminal. Recorded as the system's, whoever asked.
  */

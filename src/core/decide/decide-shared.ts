@@ -6,7 +6,7 @@ import { type AttemptStatus, DEFAULT_WORKER_POOL, HELD_STEP_STATUSES, type Step,
 import { retryField, retryOutcome } from "../model/retry-policy.js";
 import type { DagState } from "../model/state.js";
 
-/** A step as the WAL records it (task_created, add_step): its dependencies deduplicated, 003's defaults filled in. */
+/** A step as the WAL records it (task_created, add_step): its dependencies deduplicated, defaults filled in (required, pool). */
 export function recordedStep(input: StepInput): RecordedStep {
   return {
     step_id: input.step_id,
@@ -21,7 +21,7 @@ export function recordedStep(input: StepInput): RecordedStep {
   };
 }
 
-/** What a claim's worker (or the runtime's delegate) sees of its step at the claim (003: dispatch-time vs current step). */
+/** What a claim's worker (or the runtime's delegate) sees of its step at the claim (inspect shows it beside the current step). */
 export function snapshotOf(step: Step): StepSnapshot {
   return { title: step.title, summary: step.summary, depends_on_step_ids: [...step.depends_on_step_ids], required: step.required, worker_pool_id: step.worker_pool_id };
 }
@@ -34,7 +34,7 @@ export function closing(step: Step): { attempt_id: string | null; run_id: string
   return { attempt_id: step.current_attempt_id, run_id: step.claimed_by_run_id };
 }
 
-/** 003: the first time a ready, claimed or running step exists, a pending task becomes running. */
+/** The first time a ready, claimed or running step exists, a pending task becomes running. */
 export function emitRunningIfFirstActive(state: DagState, em: Emitter, anyActive: boolean): void {
   if (anyActive && state.task!.status === "pending") em.emit("task_running", null, {});
 }
@@ -62,11 +62,11 @@ export function emitDependantsReady(state: DagState, em: Emitter, completed: Ste
 
 /**
  * The reason a task-level termination records on the runs and steps it stops; a run ended with one may still hand
- * in its result once (003), which is how decideFinishRun recognises it.
+ * in its result once, which is how decideFinishRun recognises it.
  */
 export const TASK_STOP_REASONS = { complete_task: "task_completed", fail_task: "task_failed", cancel_task: "task_cancelled" } as const;
 
-/** How a worker run ended, and what 003's fallback writes for a step it still held. */
+/** How a worker run ended, and the fallback written for a step it still held (failed with the reason). */
 export const RUN_ENDINGS = {
   finished: { status: "finished", reason: "worker_finished_without_terminal_step_status", attempt: "failed" },
   cancelled: { status: "cancelled", reason: "worker_cancelled", attempt: "cancelled" },
@@ -80,7 +80,7 @@ export function heldStepOf(state: DagState, run: WorkerRun): Step | undefined {
 }
 
 /**
- * Ends an active run: the step it still holds (and only that one, 003) fails with the fallback reason,
+ * Ends an active run: the step it still holds (and only that one) fails with the fallback reason,
  * then worker_run_ended. Both are the run's own facts, recorded under the deciding actor.
  */
 export function emitRunEnd(state: DagState, em: Emitter, run: WorkerRun, ending: keyof typeof RUN_ENDINGS, result: unknown, reasonOverride?: string): void {

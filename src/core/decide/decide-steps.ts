@@ -26,7 +26,7 @@ function renewedLease(state: DagState, step: Step, ctx: DecideContext): string |
 function checkClaimer(state: DagState, ctx: DecideContext, tool: string): Result<WorkerRun> {
   const task = state.task!;
   if (ctx.actor.role !== "worker") return err(runtimeError("tool_not_available", `${tool} is available to worker runs only`, { role: ctx.actor.role }));
-  // A terminal task answers task_terminal before the run's status is looked at (003), saying so when the run
+  // A terminal task answers task_terminal before the run's status is looked at, saying so when the run
   // was asked to cancel.
   const guard = checkScope(task, ctx.actor) ?? requireLiveTaskFor(state, ctx.actor);
   if (guard !== null) return err(guard);
@@ -83,7 +83,7 @@ export function decideClaimStep(state: DagState, cmd: CommandOf<"claim_step">, c
   return emitClaim(state, new Emitter(state, ctx), ctx, run, step);
 }
 
-/** The first ready step a run may claim, in creation order (003: no priority beyond the DAG). */
+/** The first ready step a run may claim, in creation order (no priority beyond the DAG). */
 export function firstClaimable(state: DagState, run: WorkerRun): Step | undefined {
   const ready = state.index.ready.get(run.worker_pool_id);
   if (ready === undefined) return undefined;
@@ -113,7 +113,7 @@ export function decideClaimNext(state: DagState, _cmd: CommandOf<"claim_next">, 
   return emitClaim(state, new Emitter(state, ctx), ctx, run, step);
 }
 
-/** Statuses the orchestrator may set on a step no run holds (003: ready is the core's; cancel only pending/ready). */
+/** Statuses the orchestrator may set on a step no run holds (ready is the core's to set; cancel only pending/ready). */
 const ORCHESTRATOR_UNHELD: Partial<Record<StepStatus, ReadonlySet<StepStatus>>> = {
   pending: new Set(["blocked", "failed", "cancelled"]),
   ready: new Set(["blocked", "completed", "failed", "cancelled"]),
@@ -133,7 +133,7 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
   const held = HELD_STEP_STATUSES.has(step.status);
   const to = cmd.status;
   const badTransition = () => refuse(runtimeError("invalid_transition", `a ${step.status} step cannot become ${to}`, { step_id: step.step_id, from: step.status, to }));
-  // 003: ready is the core's to set, and only the orchestrator reopens (task_update reopen_step).
+  // Ready is the core's to set, and only the orchestrator reopens (task_update reopen_step).
   if (to === "pending" || to === "ready") {
     return refuse(runtimeError("invalid_transition", `no caller sets a step ${to}: the core keeps readiness; the orchestrator reopens with task_update reopen_step`, { step_id: step.step_id, from: step.status, to }));
   }
@@ -145,7 +145,7 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
       return refuse(runtimeError("permission_denied", `step ${step.step_id} is not held by this run`, { step_id: step.step_id, status: step.status }));
     }
   } else if (held) {
-    // 003: the orchestrator stops a held step by cancelling its worker run, not the step.
+    // The orchestrator stops a held step by cancelling its worker run, not the step.
     if (to === "cancelled") {
       return refuse(runtimeError("invalid_transition", `step ${step.step_id} is ${step.status} by a worker run; cancel the run instead`, { step_id: step.step_id, run_id: step.claimed_by_run_id }));
     }
@@ -159,7 +159,7 @@ export function decideUpdateStep(state: DagState, cmd: CommandOf<"update_step">,
   switch (to) {
     case "claimed":
     case "running":
-      // Non-terminal updates of a held step renew its lease (003 "Step Claim Lease").
+      // Non-terminal updates of a held step renew its claim's lease.
       if (to === step.status) em.emit("task_step_updated", step.step_id, { lease_expires_at: renewedLease(state, step, ctx), ...results });
       else em.emit("task_step_started", step.step_id, { lease_expires_at: renewedLease(state, step, ctx), ...results });
       break;

@@ -48,7 +48,7 @@ export function decideUpdateTask(state: DagState, cmd: CommandOf<"update_task">,
     if (mark.op === "cancel_step") em.emit("task_step_cancelled", mark.step_id, { reason: mark.reason, attempt_id: null, run_id: null });
     else em.emit("task_step_reopened", mark.step_id, { reason: mark.reason });
   }
-  // Readiness is recomputed for pending and ready steps only (003: blocked/failed stay until reopened).
+  // Readiness is recomputed for pending and ready steps only (blocked and failed steps stay until reopened).
   let anyActive = false;
   const ordered = [...scratch.steps.values()].sort((a, b) => a.ordinal - b.ordinal);
   for (const step of ordered) {

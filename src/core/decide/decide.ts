@@ -4,7 +4,8 @@
  * then applies them.
  */
 import { authorize } from "./authorize.js";
-import { type Command, CommandSchema } from "../model/commands.js";
+import type { Command } from "../model/commands.js";
+import { CommandSchema } from "../schemas/commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { decideCreateTask } from "./decide-create-task.js";
 import { decideUpdateTask } from "./decide-update-task.js";

@@ -1,4 +1,4 @@
-/** @module Permission and state guards shared by the decisions (003 "Permission", "Orchestrator Ownership"). */
+/** @module Permission and state guards shared by the decisions: who may change a task, and when it accepts no change. */
 import type { Actor } from "./context.js";
 import { type RuntimeError, runtimeError } from "../model/errors.js";
 import type { Step, Task, WorkerRun } from "../model/records.js";
@@ -16,7 +16,7 @@ export function checkScope(task: Task, actor: Actor): RuntimeError | null {
 }
 
 /**
- * Orchestrator-only tools: anyone else gets tool_not_available (003 "Permission"). `alsoSubmitter`: the A2A
+ * Orchestrator-only tools: anyone else gets tool_not_available. `alsoSubmitter`: the A2A
  * client that submitted the task may too (it may cancel its own work).
  */
 export function requireOrchestrator(task: Task, actor: Actor, tool: string, alsoSubmitter = false): RuntimeError | null {
@@ -24,14 +24,14 @@ export function requireOrchestrator(task: Task, actor: Actor, tool: string, also
   return checkScope(task, actor);
 }
 
-/** Task changes stop at a terminal task (003: task_terminal, nothing written). */
+/** Task changes stop at a terminal task (task_terminal, nothing written). */
 export function requireLiveTask(task: Task): RuntimeError | null {
   return isTerminalTask(task) ? runtimeError("task_terminal", `the task is ${task.status}`, { status: task.status }) : null;
 }
 
 /**
  * requireLiveTask for a caller: a worker whose run a task-level stop asked to cancel learns it from the refusal
- * of its next command (003), with what it needs to act: its run, why, and until when the runtime waits for its
+ * of its next command, with what it needs to act: its run, why, and until when the runtime waits for its
  * finish_run (a result handed in later is still kept).
  */
 export function requireLiveTaskFor(state: DagState, actor: Actor): RuntimeError | null {

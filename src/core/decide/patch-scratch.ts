@@ -119,7 +119,7 @@ export class PatchScratch {
     return this.dependants.get(stepId);
   }
 
-  /** Records that a step a live run holds changed, so the run can learn it (003 updated_after_dispatch). */
+  /** Records that a step a live run holds changed, so the run can learn it (updated_after_dispatch). */
   markDispatched(step: ScratchStep): void {
     if (HELD_STEP_STATUSES.has(step.status) && step.claimed_by_run_id !== null) this.afterDispatch.set(step.step_id, step.claimed_by_run_id);
   }

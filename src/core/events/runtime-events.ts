@@ -1,8 +1,9 @@
 /**
- * @module Runtime events: a pure projection of WAL events (seed 003 names) into the portable envelope of the
- * Agent Runtime draft (seeds 001/004: `task.created`, `task.attempt.started`, …). One WAL event gives one or
- * more runtime events; the k-th carries `sequence` = wal_seq * SEQUENCE_STRIDE + k (runtime-sequence.ts), so
- * sequences strictly increase along the WAL and each names one event. Nothing is inferred beyond what the event says.
+ * @module Runtime events: a pure projection of WAL events (`task_created`, `task_step_claimed`, …) into the
+ * portable envelope of the Agent Runtime event schema (`task.created`, `task.attempt.started`, …; the envelope
+ * and its normalized statuses: docs/model.md). One WAL event gives one or more runtime events; the k-th carries
+ * `sequence` = wal_seq * SEQUENCE_STRIDE + k (runtime-sequence.ts), so sequences strictly increase along the WAL
+ * and each names one event. Nothing is inferred beyond what the event says.
  *
  * | WAL event                | runtime events                                                       |
  * |--------------------------|----------------------------------------------------------------------|
@@ -36,48 +37,16 @@
  * | task_delivery_recorded   | task.progress (phase delivering, deliveryState)                          |
  * | task_blockers_updated    | task.dependency.updated (payload blockedBy, blockersVersion: the session graph's blocks links) |
  */
-import { z } from "zod";
+import type { z } from "zod";
+import type { RuntimeEventSchema } from "../schemas/runtime-event.js";
 import type { WalEvent, WalEventOf, WalEventType } from "./events.js";
 import { ATTEMPT_STATUS_MAP, TASK_STATUS_MAP, WAITING_STATUS } from "../model/normalize.js";
+import { RUNTIME_EVENT_SCHEMA_VERSION } from "./event-types.js";
 import { runtimeSequence } from "./runtime-sequence.js";
 
-/** The envelope version this runtime emits. */
-export const RUNTIME_EVENT_SCHEMA_VERSION = "0.4.0";
+export { RUNTIME_EVENT_SCHEMA_VERSION, RUNTIME_EVENT_TYPES } from "./event-types.js";
 
-/** The runtime event types this projection emits. */
-export const RUNTIME_EVENT_TYPES = [
-  "task.created", "task.accepted", "task.queued", "task.started", "task.updated", "task.progress", "task.waiting",
-  "task.blocked", "task.resumed", "task.retrying", "task.cancel_requested", "task.cancelled", "task.timed_out",
-  "task.failed", "task.lost", "task.completed", "task.delegated", "task.dependency.updated",
-  "task.attempt.started", "task.attempt.completed", "task.attempt.failed",
-  "subagent.spawned", "subagent.completed", "subagent.failed", "subagent.closed", "subagent.status",
-  "task.paused", "action.required", "action.resolved",
-] as const;
-
-/** The envelope of a runtime event (our own schema; the draft's published JSON Schema is the contract it must meet). */
-export const RuntimeEventSchema = z.object({
-  type: z.enum(RUNTIME_EVENT_TYPES),
-  eventId: z.string().min(1),
-  timestamp: z.string(),
-  sequence: z.number().int().nonnegative(),
-  schemaVersion: z.string(),
-  sessionId: z.string().min(1),
-  taskId: z.string().min(1),
-  stepId: z.string().min(1).optional(),
-  runId: z.string().min(1).optional(),
-  attemptId: z.string().min(1).optional(),
-  subagentId: z.string().min(1).optional(),
-  actionId: z.string().min(1).optional(),
-  nativeStatus: z.string().optional(),
-  status: z.string().optional(),
-  statusReason: z.string().optional(),
-  phase: z.string().optional(),
-  worker: z.record(z.string(), z.unknown()).optional(),
-  taskProgress: z.record(z.string(), z.unknown()).optional(),
-  payload: z.record(z.string(), z.unknown()),
-  refs: z.record(z.string(), z.unknown()).optional(),
-});
-/** A runtime event. */
+/** A runtime event (the output of the envelope's zod schema, ../schemas/runtime-event.ts, imported as a type only). */
 export type RuntimeEvent = z.infer<typeof RuntimeEventSchema>;
 
 type Fields = Omit<RuntimeEvent, "eventId" | "timestamp" | "sequence" | "schemaVersion" | "sessionId" | "taskId" | "payload"> & {

@@ -1,10 +1,11 @@
 /**
- * @module WAL export format: JSON Lines, one WAL event per line in `wal_seq` order (the seed's
- * `<session>/<wal_name>.wal.jsonl`). Parsing validates every line with `WalEventSchema` and checks that the
- * lines fit together; every failure names its 1-based line number. Pure: text in, events or state out.
+ * @module WAL export format: JSON Lines, one WAL event per line in `wal_seq` order (`<wal_name>.wal.jsonl`).
+ * Reading checks each line with a given check and that the lines fit together; every failure names its 1-based
+ * line number. The service and the tools check lines with the WAL schema (../schemas/wal-jsonl.ts); a browser
+ * with the envelope check (wal-envelope.ts). Pure: text in, events or state out.
  */
 import { apply } from "../apply/apply.js";
-import { type WalEvent, WalEventSchema } from "./events.js";
+import type { WalEvent } from "./events.js";
 import { type DagState, emptyState } from "../model/state.js";
 
 /** A WAL export that cannot be read back: `line` is the 1-based line of the first problem (0: the file as a whole). */
@@ -26,19 +27,15 @@ export interface WalLine {
   readonly event: WalEvent;
 }
 
-function describeIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
-  return issues
-    .slice(0, 5)
-    .map((i) => (i.path.length === 0 ? i.message : `${i.path.map(String).join(".")}: ${i.message}`))
-    .join("; ");
-}
+/** How one line's JSON value is checked: the event it is, or what is wrong with it (and the error that said so). */
+export type WalLineCheck = (value: unknown) => { readonly event: WalEvent } | { readonly problem: string; readonly cause?: unknown };
 
 /**
- * Parses a `.wal.jsonl` text into events with their line numbers. Each line must be a JSON object that
- * `WalEventSchema` accepts; `wal_seq` must run 1, 2, 3, … with no gap; every line names the first line's
- * session and task. Trailing empty lines are allowed (a final newline); an empty line inside is not.
+ * Reads a `.wal.jsonl` text into events with their line numbers. Each line must be a JSON object that `check`
+ * accepts; `wal_seq` must run 1, 2, 3, … with no gap; every line names the first line's session and task.
+ * Trailing empty lines are allowed (a final newline); an empty line inside is not.
  */
-export function parseWalJsonlLines(text: string): WalLine[] {
+export function readWalJsonlLines(text: string, check: WalLineCheck): WalLine[] {
   const rows = text.split("\n").map((row) => (row.endsWith("\r") ? row.slice(0, -1) : row));
   while (rows.length > 0 && rows[rows.length - 1]!.trim() === "") rows.pop();
   const out: WalLine[] = [];
@@ -51,9 +48,9 @@ export function parseWalJsonlLines(text: string): WalLine[] {
     } catch (cause) {
       throw new WalJsonlError(line, `not valid JSON (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
     }
-    const parsed = WalEventSchema.safeParse(value);
-    if (!parsed.success) throw new WalJsonlError(line, `not a WAL event: ${describeIssues(parsed.error.issues)}`, { cause: parsed.error });
-    const event = parsed.data;
+    const checked = check(value);
+    if (!("event" in checked)) throw new WalJsonlError(line, `not a WAL event: ${checked.problem}`, { cause: checked.cause });
+    const event = checked.event;
     const expected = out.length + 1;
     if (event.wal_seq !== expected) {
       const missing = event.wal_seq - 1 === expected ? `event ${expected} is missing` : `events ${expected}..${event.wal_seq - 1} are missing`;
@@ -69,17 +66,11 @@ export function parseWalJsonlLines(text: string): WalLine[] {
   return out;
 }
 
-/** Parses a `.wal.jsonl` text into its events (see `parseWalJsonlLines`); throws a WalJsonlError naming the line. */
-export function parseWalJsonl(text: string): WalEvent[] {
-  return parseWalJsonlLines(text).map((l) => l.event);
-}
-
 /**
- * Parses and replays a `.wal.jsonl` text into a DAG. An event that does not fit the DAG built so far
- * (an unknown step or run, a second task_created) is a WalJsonlError naming its line.
+ * Replays read lines into a DAG. An event that does not fit the DAG built so far (an unknown step or run, a
+ * second task_created) is a WalJsonlError naming its line.
  */
-export function replayWalJsonl(text: string): DagState {
-  const lines = parseWalJsonlLines(text);
+export function replayWalLines(lines: readonly WalLine[]): DagState {
   if (lines.length === 0) throw new WalJsonlError(0, "the WAL is empty: it must start with task_created");
   const state = emptyState();
   for (const { line, event } of lines) {

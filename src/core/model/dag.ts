@@ -1,4 +1,4 @@
-/** @module DAG shape checks: unknown dependencies and cycles (003: every create and update is cycle-checked). */
+/** @module DAG shape checks: unknown dependencies and cycles (every create and every update is cycle-checked). */
 import { type RuntimeError, runtimeError } from "./errors.js";
 
 /** The part of a step the shape checks read. */

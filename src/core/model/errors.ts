@@ -1,6 +1,6 @@
 /** @module The closed union of domain error codes and the error value the core returns. */
 
-/** Every error code the runtime can answer with (API.md's table). */
+/** Every error code the runtime can answer with (each one's HTTP status and meaning: docs/api.md). */
 export const ERROR_CODES = [
   "validation_error",
   "unauthorized",

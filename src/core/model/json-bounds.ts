@@ -1,7 +1,8 @@
 /**
  * @module Bounds on JSON: how deep a whole body or frame may nest, and how deep and how big a free-form value
  * (task or session `metadata`, a run's `result`) may be. One place for the concept: the routes check raw text
- * against MAX_DOCUMENT_DEPTH before JSON.parse, and every free-form field is one of the schemas below.
+ * against MAX_DOCUMENT_DEPTH before JSON.parse, and every free-form field is checked with `jsonBoundsProblem`
+ * (through the JSON value schemas in ../schemas/json-values.ts).
  *
  * Why: the Workers runtime serialises values recursively. Measured in workerd (the test pool's, 2026-04-20
  * compatibility date): structured clone, which every Worker ↔ Durable Object call uses for its arguments and
@@ -10,7 +11,6 @@
  * 600,000. A value that was written but cannot be read back makes its task unreadable for good, so the bounds
  * sit far below the first break.
  */
-import { z } from "zod";
 
 /** Deepest nesting of a free-form value: `{}` or `[]` is 1, `{"a":{}}` is 2, a scalar 0. */
 export const MAX_JSON_DEPTH = 32;
@@ -104,15 +104,3 @@ export function jsonBoundsProblem(value: unknown): string | null {
   return null;
 }
 
-const BOUNDS_TEXT = `at most ${MAX_JSON_DEPTH} levels deep and ${MAX_JSON_BYTES} bytes of JSON`;
-
-function withinBounds(value: unknown, ctx: z.RefinementCtx): void {
-  const problem = jsonBoundsProblem(value);
-  if (problem !== null) ctx.addIssue({ code: "custom", message: `${problem} (free-form values are ${BOUNDS_TEXT})`, params: { max_depth: MAX_JSON_DEPTH, max_bytes: MAX_JSON_BYTES } });
-}
-
-/** Any JSON value within the bounds (a run's `result`). */
-export const JsonValueSchema = z.unknown().superRefine(withinBounds).describe(`Any JSON value, ${BOUNDS_TEXT}.`);
-
-/** A JSON object within the bounds (task and session `metadata`). */
-export const JsonObjectSchema = z.record(z.string(), z.unknown()).superRefine(withinBounds).describe(`A JSON object, ${BOUNDS_TEXT}.`);

@@ -1,6 +1,6 @@
-/** @module Input limits of the core (API.md "Limits"); the service may override the configurable ones. */
+/** @module Input limits of the core (all limits: docs/api.md); the service may override the configurable ones. */
 
-/** Ids and wal names: lowercase safe characters, no path semantics (003 "Storage", "DAG Model"). */
+/** Ids and wal names: lowercase safe characters, so an id never has path semantics (`/`, `..`, a hidden name). */
 export const ID_PATTERN = /^[a-z0-9_-]{1,64}$/;
 /** Longest task or step title. */
 export const MAX_TITLE = 200;
@@ -16,8 +16,8 @@ export interface CoreLimits {
   /** Lease length when the task does not set its own `step_lease_timeout_ms`. */
   readonly stepLeaseTimeoutMs: number;
   /**
-   * How long a task-level fail/cancel waits for a worker run it asked to cancel (003's
-   * `agents.child_cancel_timeout_ms`); the deadline is recorded in the WAL, so replay never reads this.
+   * How long a task-level fail/cancel waits for a worker run it asked to cancel (CHILD_CANCEL_TIMEOUT_MS); the
+   * deadline is recorded in the WAL, so replay never reads this.
    */
   readonly childCancelTimeoutMs: number;
   /** How long an action waits for a person when its request names no timeout (then it resolves as expired). */

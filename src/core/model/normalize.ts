@@ -1,8 +1,8 @@
-/** @module Seed 001's normalized statuses for tasks, steps and attempts; native statuses stay as native_status. */
+/** @module Normalized statuses of tasks, steps and attempts (docs/model.md); native statuses stay as native_status. */
 import type { ActionKind, AttemptStatus, Step, StepStatus, TaskStatus } from "./records.js";
 import type { DagState } from "./state.js";
 
-/** Seed 001's normalized statuses used on runtime events. */
+/** The normalized statuses runtime events and read models use. */
 export type NormalizedStatus =
   | "queued" | "preparing" | "running" | "waiting_input" | "waiting_permission" | "blocked" | "paused" | "retrying" | "cancelling" | "cancelled"
   | "timed_out" | "failed" | "lost" | "completed" | "stale" | "unknown";
@@ -49,7 +49,7 @@ export function normalizeTaskStatus(status: TaskStatus): NormalizedStatus {
   return TASK_STATUS_MAP[status];
 }
 
-/** What an open action of this kind makes its step or task wait for (seed 001). */
+/** What an open action of this kind makes its step or task wait for: a permission, or input. */
 export const WAITING_STATUS: Record<ActionKind, NormalizedStatus> = { approval: "waiting_permission", input: "waiting_input" };
 
 /**

@@ -1,54 +1,35 @@
-/** @module Zod schemas and types of the records a task DAG holds: task, step, worker run, attempt. */
-import { z } from "zod";
-import { JsonObjectSchema, JsonValueSchema } from "./json-bounds.js";
-import { MAX_ARTIFACTS } from "./limits.js";
-import { ArtifactIdsSchema, IdSchema, RetryPolicySchema, TextSchema, TimestampSchema, TitleSchema } from "./record-basics.js";
-import { DelegatedFromSchema, DelegateSchema, DeliveryStateSchema } from "./delegation-records.js";
+/**
+ * @module The records a task DAG holds (task, step, worker run, attempt, action) as types, with their status
+ * lists and rules. Each type is the output of the zod schema the service validates with
+ * (../schemas/records.ts), imported as a type only: the two cannot drift, and no zod runs here.
+ */
+import type { z } from "zod";
+import type { RetryPolicySchema } from "../schemas/record-basics.js";
+import type {
+  AcceptanceSchema,
+  ActionDecisionSchema,
+  ActionKindSchema,
+  ActionSchema,
+  AttemptSchema,
+  ErrorFactSchema,
+  RunCancelRequestSchema,
+  StepSchema,
+  StepSnapshotSchema,
+  TaskOriginSchema,
+  TaskRecordFieldsSchema,
+  TaskRelationshipSchema,
+  TaskSchema,
+  WorkerRunSchema,
+} from "../schemas/records.js";
 
-export * from "./record-basics.js";
+export * from "./statuses.js";
 export * from "./delegation-records.js";
 
-/** Task status (003 "Status", plus seed 001's `paused`: intentionally stopped and resumable, unlike `blocked`). */
-export const TASK_STATUSES = ["pending", "running", "blocked", "paused", "completed", "failed", "cancelled"] as const;
-/** Task status (003 "Status"). */
-export const TaskStatusSchema = z.enum(TASK_STATUSES);
-/** Task status (003 "Status"). */
-export type TaskStatus = z.infer<typeof TaskStatusSchema>;
+/** A retry policy (on a step, or the task's default). */
+export type RetryPolicy = z.infer<typeof RetryPolicySchema>;
 
-/** Step status (003 "Status"). */
-export const STEP_STATUSES = ["pending", "ready", "claimed", "running", "blocked", "completed", "failed", "cancelled"] as const;
-/** Step status (003 "Status"). */
-export const StepStatusSchema = z.enum(STEP_STATUSES);
-/** Step status (003 "Status"). */
-export type StepStatus = z.infer<typeof StepStatusSchema>;
-
-/** Task statuses after which the task accepts no change. */
-export const TERMINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set(["completed", "failed", "cancelled"]);
-/** Step statuses a step ends in: a forced stop leaves them as they are, and a query leaves them out unless `include_terminal_steps` is set. */
-export const TERMINAL_STEP_STATUSES: ReadonlySet<StepStatus> = new Set(["completed", "failed", "cancelled"]);
-/** Step statuses in which a worker run holds the step under a lease. */
-export const HELD_STEP_STATUSES: ReadonlySet<StepStatus> = new Set(["claimed", "running"]);
-/** Statuses a worker's update_step sets that release its run's claim (003), after which `claim_next` may claim again. */
-export const CLAIM_RELEASING_STEP_STATUSES: ReadonlySet<StepStatus> = new Set(["completed", "failed", "cancelled", "blocked"]);
-
-/** True when a worker's update_step to `status` gives up the step it held, so its run may claim the next one. */
-export function releasesClaim(status: unknown): boolean {
-  return CLAIM_RELEASING_STEP_STATUSES.has(status as StepStatus);
-}
-
-/** The worker pool a step belongs to when the orchestrator names none. */
-export const DEFAULT_WORKER_POOL = "default";
-
-/** Seed 001's acceptance: criteria for people and models, and artifacts `complete` requires (never interpreted otherwise). */
-export const AcceptanceSchema = z.strictObject({
-  criteria: TextSchema.optional(),
-  required_artifacts: z.array(z.string().min(1).max(512)).max(MAX_ARTIFACTS).optional(),
-});
-/** Acceptance of a task. */
+/** Acceptance of a task: criteria for people and models, and artifacts `complete` requires. */
 export type Acceptance = z.infer<typeof AcceptanceSchema>;
-
-/** Acceptance as stored: WALs written before it became an object hold a string (its criteria; see acceptanceOf). */
-export const StoredAcceptanceSchema = z.union([AcceptanceSchema, TextSchema]);
 
 /** Stored acceptance as the record holds it: a string from an older WAL is its criteria. */
 export function acceptanceOf(stored: Acceptance | string | null | undefined): Acceptance | null {
@@ -56,265 +37,53 @@ export function acceptanceOf(stored: Acceptance | string | null | undefined): Ac
   return typeof stored === "string" ? { criteria: stored } : stored;
 }
 
-/** Seed 001's task visibility. */
-export const VisibilitySchema = z.enum(["foreground", "background", "internal", "hidden"]);
-
-/** Who asked for, owns or is assigned a task (seed 001 attribution: a user, agent, workflow, channel or worker id). */
-export const AttributionSchema = z.string().min(1).max(200);
-
-/** A structured failure fact (seed 001 `last_error`): a code, a message, and where and when it happened. */
-export const ErrorFactSchema = z.object({
-  code: z.string(),
-  message: z.string().nullable(),
-  step_id: z.string().nullable(),
-  attempt_id: z.string().nullable(),
-  at: TimestampSchema,
-});
 /** A structured failure fact. */
 export type ErrorFact = z.infer<typeof ErrorFactSchema>;
-
-/**
- * The task record fields of seed 001 that the orchestrator sets on create and with the `update_task` patch op:
- * stored in the WAL and returned, never interpreted by the scheduler (except `acceptance.required_artifacts`,
- * which `complete` checks, and `default_retry_policy`).
- */
-
-/**
- * Where a task came from when it was not an orchestrator's plan: submitted by an A2A client (seed 001 "A2A peer
- * tasks"). Set by task_created only; it decides who besides the session's own agents may see the task.
- */
-export const TaskOriginSchema = z.object({ protocol: z.literal("a2a"), client_agent_id: z.string().min(1).max(128) });
 /** A submitted task's origin. */
 export type TaskOrigin = z.infer<typeof TaskOriginSchema>;
-
-/**
- * A task graph edge from this task (seed 001 "relationships"): `source_task`, a task whose result this one builds
- * on (an A2A message's referenceTaskIds).
- */
-export const TaskRelationshipSchema = z.object({ kind: z.literal("source_task"), task_id: IdSchema });
 /** An edge of the task graph. */
 export type TaskRelationship = z.infer<typeof TaskRelationshipSchema>;
 
-export const TaskRecordFieldsSchema = z.object({
-  objective: TextSchema.nullable(),
-  task_kind: z.string().max(64).nullable(),
-  task_family: z.string().max(64).nullable(),
-  visibility: VisibilitySchema.nullable(),
-  priority: z.number().int().nullable(),
-  requested_by: AttributionSchema.nullable(),
-  owner: AttributionSchema.nullable(),
-  assignee: AttributionSchema.nullable(),
-  scope: JsonObjectSchema.nullable(),
-  constraints: JsonObjectSchema.nullable(),
-  task_profile: JsonObjectSchema.nullable(),
-  acceptance: AcceptanceSchema.nullable(),
-  metadata: JsonObjectSchema.nullable(),
-  thread_id: z.string().max(200).nullable(),
-  parent_task_id: z.string().max(200).nullable(),
-  root_task_id: z.string().max(200).nullable(),
-  default_retry_policy: RetryPolicySchema.nullable(),
-  /** Seed 001 `input_refs`: prompt, files, data the work starts from (an A2A message's data and file parts). */
-  input_refs: z.array(JsonObjectSchema).max(100).nullable(),
-  relationships: z.array(TaskRelationshipSchema).max(100).nullable(),
-});
-/** The orchestrator's task record fields. */
+/** The orchestrator's task record fields: stored and returned, never interpreted by the scheduler. */
 export type TaskRecordFields = z.infer<typeof TaskRecordFieldsSchema>;
-/** Names of the orchestrator's task record fields. */
-export const TASK_RECORD_FIELDS = Object.keys(TaskRecordFieldsSchema.shape) as (keyof TaskRecordFields)[];
+/** Names of the orchestrator's task record fields, in the order the schema (and so a task record) holds them. */
+export const TASK_RECORD_FIELDS: (keyof TaskRecordFields)[] = [
+  "objective",
+  "task_kind",
+  "task_family",
+  "visibility",
+  "priority",
+  "requested_by",
+  "owner",
+  "assignee",
+  "scope",
+  "constraints",
+  "task_profile",
+  "acceptance",
+  "metadata",
+  "thread_id",
+  "parent_task_id",
+  "root_task_id",
+  "default_retry_policy",
+  "input_refs",
+  "relationships",
+];
 
-/** The task record (003 "DAG Model" task fields and seed 001's record; `root_step_ids` is derived by the view). */
-export const TaskSchema = TaskRecordFieldsSchema.extend({
-  task_id: IdSchema,
-  session_id: z.string(),
-  wal_name: IdSchema,
-  title: TitleSchema,
-  summary: TextSchema,
-  status: TaskStatusSchema,
-  step_lease_timeout_ms: z.number().int().positive(),
-  status_reason: TextSchema.nullable(),
-  /** The latest failure fact: a step's failed, timed-out or lost attempt, or the task's own failure. */
-  last_error: ErrorFactSchema.nullable(),
-  created_by_agent_id: z.string(),
-  created_by_run_id: z.string().nullable(),
-  origin: TaskOriginSchema.nullable(),
-  /** For a child task: the delegation that created it (set by task_created, by the runtime only). */
-  delegated_from: DelegatedFromSchema.nullable(),
-  /** For a child task: whether its result reached the parent (null for any other task, and while it runs). */
-  delivery_state: DeliveryStateSchema.nullable(),
-  created_at: TimestampSchema,
-  updated_at: TimestampSchema,
-  /** When the task first became running. */
-  started_at: TimestampSchema.nullable(),
-  ended_at: TimestampSchema.nullable(),
-  /**
-   * Tasks of the session whose `blocks` link holds this one until they complete (the session's graph pushes
-   * them as set_blockers); while any is listed, no worker is dispatched and no step claimed.
-   */
-  blocked_by: z.array(IdSchema),
-  /** The version of `blocked_by` the session last pushed (0: never); an older or equal push changes nothing. */
-  blockers_version: z.number().int().min(0),
-});
 /** The task record. */
 export type Task = z.infer<typeof TaskSchema>;
-
-/** What a worker saw of its step when it claimed it (003: inspect shows dispatch-time and current step). */
-export const StepSnapshotSchema = z.object({
-  title: TitleSchema,
-  summary: TextSchema,
-  depends_on_step_ids: z.array(IdSchema),
-  required: z.boolean(),
-  worker_pool_id: IdSchema,
-});
 /** A dispatch-time view of a step. */
 export type StepSnapshot = z.infer<typeof StepSnapshotSchema>;
-
-/** A step, a node of the DAG (003 "DAG Model" step fields plus its attempts). */
-export const StepSchema = z.object({
-  step_id: IdSchema,
-  title: TitleSchema,
-  summary: TextSchema,
-  status: StepStatusSchema,
-  depends_on_step_ids: z.array(IdSchema),
-  required: z.boolean(),
-  worker_pool_id: IdSchema,
-  claimed_by_agent_id: z.string().nullable(),
-  claimed_by_run_id: z.string().nullable(),
-  lease_expires_at: TimestampSchema.nullable(),
-  current_attempt_id: z.string().nullable(),
-  attempt_ids: z.array(z.string()),
-  result_summary: TextSchema.nullable(),
-  artifact_ids: ArtifactIdsSchema,
-  status_reason: TextSchema.nullable(),
-  /** True when the orchestrator changed the step while a run held it (003 "updated after dispatch"). */
-  updated_after_dispatch: z.boolean(),
-  /** The step's own retry policy (null: the task's default_retry_policy, if any, applies). */
-  retry_policy: RetryPolicySchema.nullable(),
-  /** Attempts made under the retry policy since the orchestrator last reopened the step. */
-  retry_attempts: z.number().int().nonnegative(),
-  /** When a retry the policy scheduled reopens the step (normalized status `retrying` until then); else null. */
-  retry_at: TimestampSchema.nullable(),
-  /** The delegate that does the step's work (API.md "Delegated steps"); null for a worker's step. */
-  delegate: DelegateSchema.nullable(),
-  /** The delegation of the current or latest attempt, if the step is delegated. */
-  delegation_id: z.string().nullable(),
-  /** Creation order: queries sort by it (003: created_at ascending). */
-  ordinal: z.number().int().nonnegative(),
-  created_at: TimestampSchema,
-  updated_at: TimestampSchema,
-});
 /** A step. */
 export type Step = z.infer<typeof StepSchema>;
-
-/**
- * Worker run status. `cancelling`: a task-level fail/cancel asked the run to stop (003); it ends when it
- * finishes or when its cancellation deadline passes, whichever comes first.
- */
-export const RUN_STATUSES = ["active", "cancelling", "finished", "cancelled", "timed_out"] as const;
-/** Worker run status. */
-export const RunStatusSchema = z.enum(RUN_STATUSES);
-/** Worker run status. */
-export type RunStatus = z.infer<typeof RunStatusSchema>;
-
-/** A task-level stop's request that a run cancel (003): who asked, why, and until when it is waited for. */
-export const RunCancelRequestSchema = z.object({
-  requested_at: TimestampSchema,
-  requested_by_agent_id: z.string(),
-  /** task_failed or task_cancelled. */
-  reason: z.string(),
-  /** When the wait ends (now + agents.child_cancel_timeout_ms when asked). */
-  deadline_at: TimestampSchema,
-  /** When child_agent_cancel_timeout was recorded, or null while waiting or when the run ended in time. */
-  timed_out_at: TimestampSchema.nullable(),
-});
 /** A task-level stop's request that a run cancel. */
 export type RunCancelRequest = z.infer<typeof RunCancelRequestSchema>;
-
-/** A worker run started by dispatch_worker. */
-export const WorkerRunSchema = z.object({
-  run_id: z.string(),
-  agent_id: z.string(),
-  worker_pool_id: IdSchema,
-  /** Hard scope of steps the run may query and claim; null means no limit by id. */
-  allowed_step_ids: z.array(IdSchema).nullable(),
-  /** Claims the run may make, one at a time (1 is 003's one step per run). */
-  max_steps: z.number().int().positive(),
-  claims_used: z.number().int().nonnegative(),
-  /** The step the run holds now, if any. */
-  current_step_id: IdSchema.nullable(),
-  status: RunStatusSchema,
-  status_reason: z.string().nullable(),
-  result: z.unknown().nullable(),
-  deadline_at: TimestampSchema.nullable(),
-  /** Set when a task-level fail/cancel asked the run to cancel; kept after the run ends. */
-  cancel_request: RunCancelRequestSchema.nullable(),
-  dispatched_by_agent_id: z.string(),
-  created_at: TimestampSchema,
-  ended_at: TimestampSchema.nullable(),
-});
 /** A worker run. */
 export type WorkerRun = z.infer<typeof WorkerRunSchema>;
-
-/** Attempt status: open while the claim is held, then how it ended. */
-export const ATTEMPT_STATUSES = ["active", "completed", "failed", "cancelled", "blocked", "lost", "timed_out"] as const;
-/** Attempt status. */
-export const AttemptStatusSchema = z.enum(ATTEMPT_STATUSES);
-/** Attempt status. */
-export type AttemptStatus = z.infer<typeof AttemptStatusSchema>;
-
-/** One claim of a step by a run; attempts are never overwritten. */
-export const AttemptSchema = z.object({
-  attempt_id: z.string(),
-  step_id: IdSchema,
-  run_id: z.string(),
-  agent_id: z.string(),
-  ordinal: z.number().int().positive(),
-  status: AttemptStatusSchema,
-  step_snapshot: StepSnapshotSchema,
-  started_at: TimestampSchema,
-  ended_at: TimestampSchema.nullable(),
-  result_summary: TextSchema.nullable(),
-  last_error: TextSchema.nullable(),
-});
 /** An attempt. */
 export type Attempt = z.infer<typeof AttemptSchema>;
-
-/** Action kinds (seed 004 action.required): a yes/no approval, or structured input checked against a schema. */
-export const ActionKindSchema = z.enum(["approval", "input"]);
 /** An action kind. */
 export type ActionKind = z.infer<typeof ActionKindSchema>;
-
-/** How an action was resolved: by a person (approved, rejected, submitted) or by the runtime (expired, withdrawn). */
-export const ActionDecisionSchema = z.enum(["approved", "rejected", "submitted", "expired", "withdrawn"]);
 /** How an action was resolved. */
 export type ActionDecision = z.infer<typeof ActionDecisionSchema>;
-
-/** Who resolved an action. */
-export const ActionResolverSchema = z.object({ agent_id: z.string(), role: z.string() });
-
-/**
- * A human action (seed 004 action.required / action.resolved): a question the holder of a step (or the
- * orchestrator, for the task) asks a person. While it is open the step's lease does not expire.
- */
-export const ActionSchema = z.object({
-  action_id: z.string(),
-  task_id: IdSchema,
-  /** The step it holds up; null for a task-level action. */
-  step_id: IdSchema.nullable(),
-  /** The attempt that asked (a step-level action belongs to one claim of its step). */
-  attempt_id: z.string().nullable(),
-  run_id: z.string().nullable(),
-  kind: ActionKindSchema,
-  prompt: TextSchema,
-  input_schema: z.record(z.string(), z.unknown()).nullable(),
-  status: z.enum(["open", "resolved"]),
-  requested_by_agent_id: z.string(),
-  created_at: TimestampSchema,
-  expires_at: TimestampSchema,
-  decision: ActionDecisionSchema.nullable(),
-  input: JsonValueSchema.nullable(),
-  comment: TextSchema.nullable(),
-  resolved_by: ActionResolverSchema.nullable(),
-  resolved_at: TimestampSchema.nullable(),
-});
 /** A human action. */
 export type Action = z.infer<typeof ActionSchema>;

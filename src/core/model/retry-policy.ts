@@ -1,5 +1,5 @@
 /**
- * @module Seed 001's retry policy, decided where an attempt ends: whether the step is retried (and when) or has
+ * @module The retry policy, decided where an attempt ends: whether the step is retried (and when) or has
  * used up its attempts. Pure: the time comes from the decision.
  */
 import type { RetryOutcome } from "../events/events.js";
@@ -9,7 +9,7 @@ import type { DagState } from "./state.js";
 /** Attempt endings a retry policy retries: a failure, a timeout, a lost worker (never a cancellation or a block). */
 const RETRIED_ENDINGS: ReadonlySet<AttemptStatus> = new Set(["failed", "timed_out", "lost"]);
 
-/** The policy that governs a step: its own, else the task's default, else none (003's rules unchanged). */
+/** The policy that governs a step: its own, else the task's default, else none (then a failure is final). */
 export function effectivePolicy(state: DagState, step: Step): RetryPolicy | null {
   return step.retry_policy ?? state.task!.default_retry_policy;
 }

@@ -3,7 +3,7 @@ import type { Action, Attempt, Delegation, Step, StepStatus, Task, WorkerRun } f
 import { HELD_STEP_STATUSES, STEP_STATUSES, TERMINAL_TASK_STATUSES } from "./records.js";
 import { ReadyQueue } from "./ready-queue.js";
 
-/** The latest progress facts reported for the task or one step (seed 001 "Progress and output"). */
+/** The latest progress facts reported for the task or one step (phase, summary, counters, output refs). */
 export interface ProgressRecord {
   readonly step_id: string | null;
   readonly phase: string | null;
@@ -18,7 +18,7 @@ export interface ProgressRecord {
  * They exist for speed only: every fact here can be recomputed from `steps` and `runs` (see `checkIndexes`).
  */
 export interface DagIndex {
-  /** Ready steps per worker pool, in creation order: the ready queue of 003. */
+  /** Ready steps per worker pool, in creation order: the ready queue claims take from. */
   readonly ready: Map<string, ReadyQueue>;
   /** step id → ids of the steps that depend on it. */
   readonly dependents: Map<string, Set<string>>;
@@ -201,7 +201,7 @@ export function setStepStatus(state: DagState, step: Step, status: StepStatus): 
   if (HELD_STEP_STATUSES.has(status)) index.held.add(step.step_id);
 }
 
-/** True when every dependency of `step` is completed (003: only completed satisfies a dependency). */
+/** True when every dependency of `step` is completed (only completed satisfies a dependency). */
 export function dependenciesCompleted(steps: ReadonlyMap<string, Step>, step: Step): boolean {
   for (const dep of step.depends_on_step_ids) {
     if (steps.get(dep)?.status !== "completed") return false;
@@ -209,14 +209,14 @@ export function dependenciesCompleted(steps: ReadonlyMap<string, Step>, step: St
   return true;
 }
 
-/** 003's `completeable` rule, whatever the task's status: every required step completed, none claimed or running. */
+/** The steps' part of `completeable`, whatever the task's status: every required step completed, none claimed or running. */
 export function stepsCompleteable(state: DagState): boolean {
   return state.index.requiredNotCompleted === 0 && state.index.held.size === 0;
 }
 
 /**
- * The task's `acceptance.required_artifacts` that no completed step has produced (seed 001: completion binds to
- * artifact facts). Scans the steps only when the task names required artifacts.
+ * The task's `acceptance.required_artifacts` that no completed step has produced (completion binds to artifact
+ * facts). Scans the steps only when the task names required artifacts.
  */
 export function missingRequiredArtifacts(state: DagState): string[] {
   const required = state.task?.acceptance?.required_artifacts;
@@ -226,7 +226,7 @@ export function missingRequiredArtifacts(state: DagState): string[] {
   return required.filter((id) => !produced.has(id));
 }
 
-/** `completeable` of 003 and seed 001 together: the steps allow it and every required artifact is produced. */
+/** `completeable`: the steps allow it and every required artifact is produced. */
 export function taskCompleteable(state: DagState): boolean {
   return stepsCompleteable(state) && missingRequiredArtifacts(state).length === 0;
 }

@@ -1,5 +1,5 @@
 /**
- * @module The outbox of delegated steps (DESIGN.md "Growing the runtime": outbound work goes through an outbox): every
+ * @module The outbox of delegated steps (outbound work goes through an outbox: docs/design.md): every
  * outbound call a task object owes — create or cancel a child task, send to, follow, answer or cancel an A2A peer's
  * task, report a child's result to its parent — derived from the WAL's records alone, with when it is due. The
  * shell performs them and records each outcome as a `record_delegation` / `record_delivery` command.

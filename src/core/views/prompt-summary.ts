@@ -1,5 +1,5 @@
 /**
- * @module The compact Task DAG summary a prompt composer injects (003 "Prompt Context"), within a token
+ * @module The compact Task DAG summary a prompt composer injects into a model's context, within a token
  * budget. Tokens are estimated as ceil(characters / 4), the usual rule of thumb for English and JSON text.
  */
 import type { Actor } from "../decide/context.js";

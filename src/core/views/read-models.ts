@@ -1,8 +1,8 @@
 /**
- * @module Read models of seeds 001/004 over one task DAG: the compact task record, the task graph edges,
- * attempts with output refs, blocked steps with their blockers, and delivery state. Pure projections of the
- * DAG (or of one page of it: its steps, runs and attempts) in the draft's camelCase; facts the runtime does not
- * hold are said to be unknown or not applicable.
+ * @module Read models over one task DAG, in the Agent Runtime schemas' shape: the compact task record, the task
+ * graph edges, attempts with output refs, blocked steps with their blockers, and delivery state (docs/model.md).
+ * Pure projections of the DAG (or of one page of it: its steps, runs and attempts) in camelCase; facts the
+ * runtime does not hold are said to be unknown or not applicable.
  */
 import { ATTEMPT_STATUS_MAP, normalizedStepStatus, normalizedTaskStatus, STEP_STATUS_MAP } from "../model/normalize.js";
 import type { Action, Attempt, ErrorFact, Step, Task, WorkerRun } from "../model/records.js";
@@ -53,7 +53,7 @@ export function attemptRecord(state: DagState, a: Attempt) {
   });
 }
 
-/** The retry policy governing a step, in the draft's camelCase, with where it comes from. */
+/** The retry policy governing a step, in camelCase, with where it comes from. */
 function retryPolicyRecord(state: DagState, step: Step) {
   const policy = effectivePolicy(state, step);
   if (policy === null) return null;
@@ -69,7 +69,7 @@ function retryPolicyRecord(state: DagState, step: Step) {
   });
 }
 
-/** An action in the draft's camelCase: what a person is asked, and how it was resolved. */
+/** An action in camelCase: what a person is asked, and how it was resolved. */
 export function actionRecord(a: Action) {
   return defined({
     actionId: a.action_id,
@@ -102,7 +102,7 @@ export function blockedSteps(state: DagState, items: TaskPageItems = allItems(st
   for (const step of items.steps) {
     const actionId = state.index.stepActions.get(step.step_id);
     if (actionId !== undefined) {
-      // Waiting for a person: the action to answer is the blocker (seed 001 blocked_tasks: required action ids).
+      // Waiting for a person: the action to answer is the blocker (a blocked task lists the action ids it needs).
       const status = normalizedStepStatus(state, step);
       out.push({ stepId: step.step_id, nativeStatus: step.status, status, reason: "waiting_for_action", blockers: [], requiredAction: "respond_action", actionIds: [actionId] });
       continue;
@@ -123,7 +123,7 @@ export function blockedSteps(state: DagState, items: TaskPageItems = allItems(st
   return out;
 }
 
-/** A run's cancellation request in the draft's camelCase (a run shows status cancelling while it is waited for). */
+/** A run's cancellation request in camelCase (a run shows status cancelling while it is waited for). */
 function cancelRequestRecord(run: WorkerRun) {
   const c = run.cancel_request;
   if (c === null) return null;
@@ -146,7 +146,7 @@ export function taskGraph(state: DagState, items: TaskPageItems = allItems(state
   };
 }
 
-/** The compact task record of seed 001 (the snapshot schema's `task`); its relationships and artifacts are the page's steps'. */
+/** The compact task record (the snapshot schema's `task`); its relationships and artifacts are the page's steps'. */
 export function taskRecord(state: DagState, items: TaskPageItems = allItems(state)) {
   const task = state.task!;
   const c = state.index.statusCounts;
@@ -197,7 +197,7 @@ export function taskRecord(state: DagState, items: TaskPageItems = allItems(stat
   });
 }
 
-/** Seed 001's acceptance as the snapshot's list of objects: the criteria, and each required artifact with whether a completed step produced it. */
+/** Acceptance as the snapshot's list of objects: the criteria, and each required artifact with whether a completed step produced it. */
 function acceptanceRecord(state: DagState, task: Task) {
   const acceptance = task.acceptance;
   if (acceptance === null) return null;
@@ -209,12 +209,12 @@ function acceptanceRecord(state: DagState, task: Task) {
   ];
 }
 
-/** A failure fact in the draft's camelCase. */
+/** A failure fact in camelCase. */
 function errorRecord(e: ErrorFact) {
   return defined({ code: e.code, message: e.message, stepId: e.step_id, attemptId: e.attempt_id, at: e.at });
 }
 
-/** The 001 read model of one task (or of one page of it): record, graph, attempts, blocked steps, delivery state. */
+/** The read model of one task (or of one page of it): record, graph, attempts, blocked steps, delivery state. */
 export function taskReadModel(state: DagState, items: TaskPageItems = allItems(state)) {
   return {
     task: taskRecord(state, items),

@@ -1,5 +1,5 @@
 /**
- * @module agent.task_get's answer: the DAG with seed 001's snapshot projection, whole while it fits one default
+ * @module agent.task_get's answer: the DAG with its snapshot read model, whole while it fits one default
  * page and no page was asked for (the answer every client has always read), else one page of it with `page`.
  */
 import { runtimeError } from "../model/errors.js";

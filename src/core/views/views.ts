@@ -9,7 +9,7 @@ import { normalizedTaskStatus, type NormalizedStatus } from "../model/normalize.
 import { type DagState, isTerminalTask, taskCompleteable } from "../model/state.js";
 import { allItems, type TaskPageItems } from "./task-page.js";
 
-/** Diagnostics of 003 "Status": derived facts, never written to the WAL. */
+/** Diagnostics of a task's status: derived facts, never written to the WAL. */
 export interface Diagnostics {
   /** Every required step completed, none claimed or running, and every artifact acceptance requires produced. */
   readonly completeable: boolean;
@@ -29,12 +29,12 @@ export function diagnostics(state: DagState): Diagnostics {
   };
 }
 
-/** The compact summary every write answers with (003 "Tool Return Shape"). */
+/** The compact summary every write answers with. */
 export interface TaskSummary {
   readonly task_id: string;
   readonly title: string;
   readonly status: Task["status"];
-  /** Seed 001's status: paused, waiting_permission / waiting_input (an open task-level action), or the native one's. */
+  /** The normalized status: paused, waiting_permission / waiting_input (an open task-level action), or the native one's. */
   readonly normalized_status: NormalizedStatus;
   readonly step_counts: Record<StepStatus, number>;
   /** Open actions, task- and step-level: people the task waits for. */
@@ -43,7 +43,7 @@ export interface TaskSummary {
   readonly retrying_steps: number;
   readonly total_steps: number;
   readonly active_runs: number;
-  /** Runs a task-level fail/cancel asked to cancel that have not ended yet (003: waited for until a deadline). */
+  /** Runs a task-level fail/cancel asked to cancel that have not ended yet (waited for until a deadline). */
   readonly cancelling_runs: number;
   readonly diagnostics: Diagnostics;
   readonly updated_at: string;
@@ -79,7 +79,7 @@ export function taskSummary(state: DagState): TaskSummary {
   };
 }
 
-/** Steps in creation order (003: created_at ascending). */
+/** Steps in creation order (created_at ascending). */
 export function orderedSteps(state: DagState): Step[] {
   // Map order is insertion order; a deleted-and-re-added id moves to the end, as its new ordinal says.
   return [...state.steps.values()];
@@ -100,7 +100,7 @@ export function taskView(state: DagState, items: TaskPageItems = allItems(state)
     runs: items.runs,
     progress: steps.length === state.steps.size ? [...state.progress.values()] : pageProgress(state, steps),
     actions: steps.length === state.steps.size ? [...state.actions.values()] : pageActions(state, steps),
-    /** Delegated steps' attempts with seed 001's remote refs (child task, A2A peer task), oldest first. */
+    /** Delegated steps' attempts with the remote task's refs (child task, A2A peer task), oldest first. */
     delegations: steps.length === state.steps.size ? [...state.delegations.values()] : pageDelegations(state, steps),
     diagnostics: diagnostics(state),
     wal_seq: state.last_wal_seq,
@@ -142,7 +142,7 @@ function page(matches: Step[], limit: number, offset: number): StepPage {
 /**
  * agent.task_query_steps. Terminal steps only with include_terminal_steps; created_at order; limit 50 by
  * default. A worker sees its pool and allowed_step_ids only, ready (lease-free) steps by default, limit 5.
- * Callers reconcile expired leases first (003), so a ready step here has no live lease.
+ * Callers reconcile expired leases first, so a ready step here has no live lease.
  */
 export function querySteps(state: DagState, actor: Actor, query: StepQuery): Result<StepPage> {
   const task = state.task;
