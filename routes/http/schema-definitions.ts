@@ -31,7 +31,8 @@ export class SchemaDefinitions {
     const local: Record<string, JsonSchema> = { ...$defs };
     // A root that refers to itself ("#") is a definition of its own, so its refs still mean it once it is inlined.
     if (refersToRoot(body)) local["#"] = body;
-    if (Object.keys(local).length === 0) return body;
+    // Even without definitions its refs are checked: a local ref to anything else would break once it is placed.
+    if (Object.keys(local).length === 0) return this.rewrite(body, new Map());
     const key = JSON.stringify(local);
     let names = this.namesOfSet.get(key);
     if (names === undefined) {
