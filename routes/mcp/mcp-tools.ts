@@ -28,7 +28,7 @@ export interface McpTool {
 const NOT_TOOLS = new Set(["createSession", "mintToken", "listTools", "batch"]);
 
 /**
- * `agent.request_action` is one tool over MCP, as API.md names it: with `step_id` it asks about that step,
+ * `agent.request_action` is one tool over MCP, the name agents know: with `step_id` it asks about that step,
  * without it about the whole task (the REST catalog keeps the two routes under their own names).
  */
 const MERGED: Readonly<Record<string, { name: string; description: string }>> = {
