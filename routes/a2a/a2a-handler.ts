@@ -18,14 +18,15 @@ import {
   type ListTaskPushNotificationConfigsResponse,
   TaskState,
 } from "@a2a-js/sdk";
-import { A2AError, PushNotificationNotSupportedError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
+import { A2AError, PushNotificationNotSupportedError, TaskNotCancelableError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
-import { type Actor, ID_PATTERN, projectEvent, type RuntimeError, type RuntimeEvent, runtimeSequence, SEQUENCE_STRIDE, sequencePosition, type WalEvent } from "../../src/core/index.js";
+import { type Actor, ID_PATTERN, projectEvent, type RuntimeEvent, runtimeSequence, SEQUENCE_STRIDE, sequencePosition, type WalEvent } from "../../src/core/index.js";
 import { type Env, readConfig, taskObjectName } from "../../durable-objects/shared/env.js";
 import { reportIncident } from "../../durable-objects/shared/incident.js";
 import { SseParser } from "../../src/lib/sse-parser.js";
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";
 import type { SubmittedTaskPage } from "../../durable-objects/session/session-rpc.js";
+import { a2aErrorOf, invalidParams, RuntimeFault, taskNotFound } from "./a2a-errors.js";
 import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
 import { a2aStreamStateOf, a2aUpdatesOf } from "./a2a-stream-map.js";
 import { requestHash, sha256DerivedId } from "../../src/lib/hash.js";
@@ -37,21 +38,6 @@ const SEND_POLL_MS = 200;
 const WAL_PAGE = 100;
 const WAL_POLL_MS = 500;
 
-/** -32602 with an ErrorInfo reason of ours (e.g. CONTEXT_MISMATCH) and string metadata. */
-export function invalidParams(message: string, reason?: string, metadata?: Record<string, string>): A2AError {
-  const e = new RequestMalformedError({ message, ...(metadata === undefined ? {} : { metadata }) });
-  if (reason !== undefined) (e as { reason: string }).reason = reason;
-  return e;
-}
-
-/** -32001 for a task the caller cannot see: unknown and someone else's look the same (spec §3.3.2). */
-function taskNotFound(id: string): A2AError {
-  return new TaskNotFoundError({ message: `Task not found: ${id.slice(0, 100)}`, metadata: { taskId: id.slice(0, 100) } });
-}
-
-/** A domain error of ours that means no A2A error: answered -32603 with its own message (ours, nothing leaked). */
-class RuntimeFault extends Error {}
-
 /**
  * The task id, thread id and create Idempotency-Key a new message's task gets, all derived from the caller's agent
  * and the message's messageId: a client retrying a send (same messageId) reaches the same task and gets it back,
@@ -61,24 +47,6 @@ async function createIdentityOf(agentId: string, messageId: string): Promise<{ t
   const digest = await sha256DerivedId("A2A", "create", JSON.stringify([agentId, messageId]));
   const key = messageId.length <= 200 ? `a2a:${messageId}` : `a2a:#${await sha256DerivedId("A2A", "messageId", messageId)}`;
   return { taskId: `a2a-${digest.slice(0, 26)}`, threadId: `ctx-${digest.slice(26, 52)}`, key };
-}
-
-/** A domain error of the task objects as the A2A error it means; anything unexpected keeps its own message. */
-function a2aErrorOf(error: RuntimeError, taskId: string): Error {
-  switch (error.code) {
-    case "not_found":
-    case "permission_denied":
-      return taskNotFound(taskId);
-    case "validation_error":
-      return invalidParams(error.message);
-    case "task_terminal":
-      return new UnsupportedOperationError({ message: `Task ${taskId} is in a terminal state`, metadata: { taskId } });
-    case "action_resolved":
-      return new UnsupportedOperationError({ message: error.message, metadata: { taskId } });
-    default:
-      // Our own messages (rate_limited, storage_error, internal_error with its incident id): -32603, nothing leaked.
-      return new RuntimeFault(`${error.code}: ${error.message}`);
-  }
 }
 
 /** Runs a handler method: an exception that is not an A2A error becomes -32603 with an incident id, never its JS message. */
@@ -169,8 +137,8 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
   }
 
   /**
-   * Blocking SendMessage (design decision 10), bounded by A2A_SEND_WAIT_MS (default 10 s): for now a re-read
-   * loop on the task until it leaves SUBMITTED (planned, interrupted or ended); then the task as it is.
+   * Blocking SendMessage, bounded by A2A_SEND_WAIT_MS (default 10 s): for now a re-read loop on the task until
+   * it leaves SUBMITTED (planned, interrupted or ended); then the task as it is.
    */
   private async waitWhileSubmitted(taskId: string): Promise<TaskViewJson> {
     const deadline = Date.now() + readConfig(this.env).a2aSendWaitMs;
@@ -222,7 +190,7 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     throw a2aErrorOf(result.error, taskId);
   }
 
-  /** A message naming a task (design decision 9): it answers that task's oldest open action. */
+  /** A message naming a task is no new task: it answers that task's oldest open action. */
   private async continueTask(message: Message): Promise<string> {
     const taskId = message.taskId;
     const view = await this.view(taskId);
@@ -292,7 +260,7 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
   }
 
   /**
-   * The task's stream (design decision 8): its Task at WAL position N first, then the updates its runtime events
+   * The task's stream: its Task at WAL position N first, then the updates its runtime events
    * after N mean (a2aUpdatesOf: no re-read of the task), in WAL order, so every subscriber sends the same ones;
    * closed at a terminal state (and, for SendStreamingMessage, at INPUT_REQUIRED) with that status last.
    * Subscribing to a task that has ended is -32004. Ends, reading nothing more, when `gone` is aborted.

@@ -1,5 +1,5 @@
 /**
- * @module A2A mapping (API.md "A2A"), pure: the task object's view of a task → an A2A Task (the SDK's in-memory
+ * @module A2A mapping (docs/protocols/a2a.md), pure: the task object's view of a task → an A2A Task (the SDK's in-memory
  * shapes: numeric enums, `$case` oneofs; the transport serialises them to 1.0 ProtoJSON), and an A2A message's
  * parts → the objective, title and input_refs of the task it submits, or the answer to an open action.
  */
@@ -30,7 +30,7 @@ export function openActions(view: TaskViewJson): Action[] {
 }
 
 /**
- * The A2A state of a task (design decision 6): terminal statuses map one to one; a live task a person is asked
+ * The A2A state of a task: terminal statuses map one to one; a live task a person is asked
  * something on (any open action, the task's or a step's) is INPUT_REQUIRED; pending (not planned or not started)
  * is SUBMITTED; running, blocked and paused are WORKING (blocked and paused say why in the status message).
  */
@@ -107,7 +107,7 @@ export function statusMessage(view: TaskViewJson, state: TaskState): Message | u
   return undefined;
 }
 
-/** One artifact per completed step with a result (design decision 7), and `result` for the task's completion reason. */
+/** One artifact per completed step with a result, and `result` for the task's completion reason. */
 export function artifactsOf(view: TaskViewJson): Artifact[] {
   const out: Artifact[] = [];
   for (const step of view.steps) {
@@ -378,7 +378,7 @@ const APPROVE = new Set(["yes", "y", "approve", "approved", "ok", "accept", "acc
 const REJECT = new Set(["no", "n", "reject", "rejected", "deny", "denied", "decline"]);
 
 /**
- * The respond_action command a follow-up message means for an open action (design decision 9), or a string
+ * The respond_action command a follow-up message means for the open action it answers, or a string
  * saying why the message cannot answer it. Input: the data part, else `{text}`. Approval: a data part's
  * `decision`, else the text's yes/approve or no/reject.
  */

@@ -1,5 +1,5 @@
 /**
- * @module A2A stream mapping, pure (design decision 8): a stream's state at its Task snapshot, advanced by each
+ * @module A2A stream mapping, pure: a stream's state at its Task snapshot, advanced by each
  * runtime event read from the task's WAL into the status and artifact updates the client receives, never going
  * back in state. The snapshot itself is routes/a2a/a2a-map.ts's mapping of the task view.
  */
@@ -25,7 +25,7 @@ interface StreamStep {
 }
 
 /**
- * What a task stream knows of its task between runtime events (design decision 8): enough to say, after each
+ * What a task stream knows of its task between runtime events: enough to say, after each
  * event, the A2A state, status message and artifacts GetTask would answer, without reading the task again.
  * Built from the Task snapshot's view, advanced by `a2aUpdatesOf` (which updates it in place; no I/O).
  */
@@ -124,7 +124,7 @@ interface PatchOpLike {
 }
 
 /**
- * The A2A updates one runtime event means (design decisions 7 and 8), advancing `s`: an artifactUpdate for a
+ * The A2A updates one runtime event means, advancing `s`: an artifactUpdate for a
  * step that completed with a result (and `result` for the task's completion reason, before its terminal
  * status), a statusUpdate when the state or its message changes (an open action, blocked, paused, ended), and a
  * WORKING statusUpdate with a progress report's summary. The state never goes back: once past SUBMITTED (a

@@ -1,5 +1,5 @@
 /**
- * @module A2A protocol 1.0 over JSON-RPC (API.md "A2A"): the public Agent Card at `/.well-known/agent-card.json`
+ * @module A2A protocol 1.0 over JSON-RPC (docs/protocols/a2a.md): the public Agent Card at `/.well-known/agent-card.json`
  * and `POST /a2a`, which checks the request itself (token, Content-Type, JSON, envelope, A2A-Version), then hands
  * it to the official SDK's `JsonRpcTransportHandler` around our handler; streams are answered as SSE.
  */
@@ -24,7 +24,7 @@ const CARD_MAX_AGE_SECONDS = 300;
 /** The ErrorInfo domain of errors that are ours, not A2A's (authentication, permission, request envelope). */
 const OUR_DOMAIN = "agent-task-runtime";
 
-/** The Agent Card (design decision 13), its interface URL on the origin the request reached. */
+/** The Agent Card: public, the same for every caller, its interface URL on the origin the request reached. */
 export function agentCard(origin: string): AgentCard {
   return {
     name: "agent-task-runtime",
@@ -131,7 +131,7 @@ const encoder = new TextEncoder();
 const sseFrame = (value: unknown, event?: string) => encoder.encode(`${event === undefined ? "" : `event: ${event}\n`}data: ${JSON.stringify(value)}\n\n`);
 
 /**
- * POST /a2a. The ladder (design decision 1): bearer token (401; a token of another role or the admin's: 403),
+ * POST /a2a. Checked in this order, each refusal answered before the next check: bearer token (401; a token of another role or the admin's: 403),
  * Content-Type (415, -32005), JSON (-32700), envelope and id (-32600), A2A-Version (absent: 1.0; `1.0.x`: 1.0;
  * else -32009), a sent message's parts (-32602; raw ones rewritten, see prepareWireParts); then the SDK's transport
  * dispatches the method to our handler. Params the SDK cannot decode are -32602 with a message of ours.

@@ -27,6 +27,7 @@ import {
 } from "../../src/contract/index.js";
 import { BatchBody, EmptyBody } from "../../durable-objects/commands/command-schemas.js";
 import { EventsQueryParams, TaskGetQueryParams } from "./schemas.js";
+import { SchemaDefinitions } from "./schema-definitions.js";
 
 /** Who may call an operation. */
 export type Role = "admin" | "orchestrator" | "worker" | "observer" | "approver";
@@ -54,7 +55,7 @@ const T = `${S}/tasks/{tid}`;
 /** Every session token may read: an approver reads like an observer. */
 const inScope: readonly Role[] = ["orchestrator", "worker", "observer", "approver"];
 
-/** Every v1 operation (docs/api.md "Routes" describes them). */
+/** Every v1 operation, in the order OpenAPI, /v1/tools and MCP tools/list show them (docs/api.md "Routes" describes them). */
 export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: "/v1/sessions", operationId: "createSession", tool: "create_session", roles: ["admin"], summary: "Create a session; returns orchestrator and observer tokens.", body: CreateSessionBody },
   { method: "post", path: `${S}/tokens`, operationId: "mintToken", tool: "mint_token", roles: ["admin", "orchestrator"], summary: "Mint an orchestrator, observer or approver token.", body: MintTokenBody },
@@ -118,10 +119,12 @@ const LIMITS_TEXT = [
 /** The OpenAPI 3.1 document of the API, generated from the catalog. */
 export function openApiDocument(origin: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  // A recursive body's definitions become components: a $ref in the document resolves from its root.
+  const definitions = new SchemaDefinitions("#/components/schemas/");
   for (const op of OPERATIONS) {
     const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
     if (op.query !== undefined) {
-      const q = jsonSchemaOf(op.query) as { properties?: Record<string, unknown>; required?: string[] };
+      const q = definitions.take(jsonSchemaOf(op.query)) as { properties?: Record<string, unknown>; required?: string[] };
       for (const [name, schema] of Object.entries(q.properties ?? {})) params.push({ name, in: "query", required: (q.required ?? []).includes(name), schema } as never);
     }
     const auth = op.roles.length === 0 ? [] : [{ bearer: [] }];
@@ -130,7 +133,7 @@ export function openApiDocument(origin: string): Record<string, unknown> {
       summary: op.summary,
       description: `Tool: ${op.tool}. Roles: ${op.roles.join(", ")}. Mutating calls accept an Idempotency-Key header.`,
       parameters: params,
-      ...(op.body === undefined ? {} : { requestBody: { required: false, content: { "application/json": { schema: jsonSchemaOf(op.body) } } } }),
+      ...(op.body === undefined ? {} : { requestBody: { required: false, content: { "application/json": { schema: definitions.take(jsonSchemaOf(op.body)) } } } }),
       security: auth,
       responses: {
         ...(op.stream === "websocket"
@@ -190,6 +193,7 @@ export function openApiDocument(origin: string): Record<string, unknown> {
           required: ["error"],
           properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string", enum: [...ERROR_CODES] }, message: { type: "string" }, details: { type: "object" } } } },
         },
+        ...definitions.defs,
       },
     },
   };

@@ -1,15 +1,19 @@
 /**
- * @module The short text an MCP tool result carries next to its structuredContent (003 "Tool Return Shape"):
- * what a model reads first. A write says the task's state after it and the WAL events it wrote; a read of a
- * large DAG stays within a budget and says how to read more; an error names its code and what to do next.
+ * @module The short text an MCP tool result carries next to its structuredContent (the whole answer): what a
+ * model reads first. A write says the task's DAG summary after it and the WAL event ids it wrote; a read of a
+ * DAG too large for the context budget gives a summary and says how to query the rest (the whole DAG is
+ * agent.task_get's structuredContent); an error names its code and what to do next. See docs/protocols/mcp.md.
  */
 import { type Action, clipText, type ErrorCode, type Step, type TaskSummary } from "../../src/core/index.js";
 
 /** Characters of one result's text: about 1,000 tokens. */
 export const TEXT_BUDGET = 4_000;
 
-/** What a model can do about each error it can recover from. */
-const NEXT_MOVE: Partial<Record<ErrorCode, string>> = {
+/**
+ * What a model can do about each error code: every code says, so a new one does not compile until it does.
+ * null: the error's message is all a model needs (a conflict the arguments must fix, or a fault of ours).
+ */
+export const NEXT_MOVE: Readonly<Record<ErrorCode, string | null>> = {
   step_already_claimed: "Another run holds it: query ready steps again (agent.task_query_steps) and claim another, or call agent.task_claim_next.",
   step_already_claimed_by_run: "This run already holds a step: finish it (agent.task_update_step) before claiming another.",
   task_not_completeable: "Read diagnostics with agent.task_get: every required step must be completed and none held.",
@@ -22,6 +26,17 @@ const NEXT_MOVE: Partial<Record<ErrorCode, string>> = {
   invalid_transition: "The step's status does not allow this change: read it with agent.task_get.",
   rate_limited: "Wait a moment (details.retry_after_ms) and call again.",
   storage_error: "Nothing was changed: call again.",
+  unauthorized: null,
+  path_conflict: null,
+  task_id_conflict: null,
+  dependency_cycle: null,
+  unknown_dependency: null,
+  duplicate_step: null,
+  step_has_dependents: null,
+  action_resolved: null,
+  payload_too_large: null,
+  idempotency_conflict: null,
+  internal_error: null,
 };
 
 function counts(summary: TaskSummary): string {
@@ -136,6 +151,6 @@ export function resultText(tool: string, answer: Answer): string {
 
 /** The text of an error result: the code, the message, and what to do next. */
 export function errorText(code: string, message: string): string {
-  const next = NEXT_MOVE[code as ErrorCode];
-  return `Error ${code}: ${message}${next === undefined ? "" : `\n${next}`}`;
+  const next = Object.hasOwn(NEXT_MOVE, code) ? NEXT_MOVE[code as ErrorCode] : null;
+  return `Error ${code}: ${message}${next === null ? "" : `\n${next}`}`;
 }

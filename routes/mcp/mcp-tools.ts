@@ -8,6 +8,7 @@ import type { z } from "zod";
 import { ACTION_ID_PATTERN } from "../../src/contract/index.js";
 import { ID_PATTERN } from "../../src/core/index.js";
 import { jsonSchemaOf, OPERATIONS, type Operation, type Role } from "../http/catalog.js";
+import { SchemaDefinitions } from "../http/schema-definitions.js";
 import { ACTOR_FIELDS } from "../../durable-objects/commands/command-json.js";
 
 /** A session role: MCP serves session tokens only (the admin creates sessions over REST). */
@@ -27,7 +28,7 @@ export interface McpTool {
 const NOT_TOOLS = new Set(["createSession", "mintToken", "listTools", "batch"]);
 
 /**
- * `agent.request_action` is one tool over MCP, as API.md names it: with `step_id` it asks about that step,
+ * `agent.request_action` is one tool over MCP, the name agents know: with `step_id` it asks about that step,
  * without it about the whole task (the REST catalog keeps the two routes under their own names).
  */
 const MERGED: Readonly<Record<string, { name: string; description: string }>> = {
@@ -127,6 +128,8 @@ type JsonSchema = { type?: string; properties?: Record<string, unknown>; require
 function inputSchemaOf(tool: McpTool, role: SessionRole): JsonSchema {
   const properties: Record<string, unknown> = {};
   const required = new Set<string>();
+  // Fields keep their refs; the definitions they point to sit at the root, where a client resolves them.
+  const definitions = new SchemaDefinitions("#/$defs/");
   const everyOp = (arg: string) => tool.operations.every((op) => pathParams(op).some((p) => PATH_ARGS[p] === arg));
   for (const op of tool.operations) {
     for (const param of pathParams(op)) {
@@ -136,8 +139,8 @@ function inputSchemaOf(tool: McpTool, role: SessionRole): JsonSchema {
       if (everyOp(arg) && !impliedByToken) required.add(arg);
     }
     const parts: JsonSchema[] = [];
-    if (op.query !== undefined) parts.push(jsonSchemaOf(op.query, "output") as JsonSchema);
-    if (op.body !== undefined) parts.push(jsonSchemaOf(op.body) as JsonSchema);
+    if (op.query !== undefined) parts.push(definitions.take(jsonSchemaOf(op.query, "output")));
+    if (op.body !== undefined) parts.push(definitions.take(jsonSchemaOf(op.body)));
     for (const part of parts) {
       for (const [key, schema] of Object.entries(part.properties ?? {})) {
         if (key === "access_token") continue;
@@ -148,7 +151,8 @@ function inputSchemaOf(tool: McpTool, role: SessionRole): JsonSchema {
     }
   }
   if (!tool.readOnly) properties.idempotency_key = IDEMPOTENCY_ARG;
-  return { type: "object", properties, ...(required.size === 0 ? {} : { required: [...required] }) };
+  const defs = Object.keys(definitions.defs).length === 0 ? {} : { $defs: definitions.defs };
+  return { type: "object", properties, ...(required.size === 0 ? {} : { required: [...required] }), ...defs };
 }
 
 /** A tool as `tools/list` shows it. */

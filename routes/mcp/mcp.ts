@@ -9,13 +9,14 @@ import { type AuthInfo, type CallToolResult, createMcpHandler, isLegacyRequest, 
 import type { Context } from "hono";
 import { z } from "zod";
 import type { TokenClaims } from "../../durable-objects/shared/tokens.js";
+import type { ErrorCode } from "../../src/core/index.js";
 import { MAX_WAL_PAGE_LIMIT } from "../../src/contract/limits.js";
 import { readConfig } from "../../durable-objects/shared/env.js";
 import type { AppEnv } from "../http/auth.js";
 import { parseJsonTextIfValid } from "../../durable-objects/commands/command-json.js";
 import { readBodyText } from "../http/body.js";
 import { parseCorsOrigins } from "../http/cors.js";
-import { fail } from "../../durable-objects/shared/http-errors.js";
+import { fail, STATUS_OF } from "../../durable-objects/shared/http-errors.js";
 import { mcpTool, type McpCaller, restCallOf, ToolArgumentError, toolAvailable, toolsFor } from "./mcp-tools.js";
 import { errorText, resultText } from "./mcp-text.js";
 import { TASK_TEMPLATE } from "../rest/task-template.js";
@@ -66,25 +67,26 @@ async function toolResult(tool: string, response: Response, extra: Record<string
   return { isError: true, content: [{ type: "text", text: errorText(error.code, error.message) }], structuredContent: { status: response.status, error } };
 }
 
-function refusal(code: string, message: string, status: number, details: Record<string, unknown> = {}): CallToolResult {
-  return { isError: true, content: [{ type: "text", text: errorText(code, message) }], structuredContent: { status, error: { code, message, details } } };
+/** A call refused before it reaches its route, answered as the route would: the code's HTTP status and the envelope. */
+function refusal(code: ErrorCode, message: string, details: Record<string, unknown> = {}): CallToolResult {
+  return { isError: true, content: [{ type: "text", text: errorText(code, message) }], structuredContent: { status: STATUS_OF[code], error: { code, message, details } } };
 }
 
 /** Runs a tool call as its REST operation. Unknown and role-forbidden tools are tool_not_available results. */
 async function callTool(scope: McpRequestScope, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
   const tool = mcpTool(name);
   if (tool === undefined || !toolAvailable(tool, scope.caller.role)) {
-    return refusal("tool_not_available", `${name} is not available to the ${scope.caller.role} role`, 403, { role: scope.caller.role, tool: name });
+    return refusal("tool_not_available", `${name} is not available to the ${scope.caller.role} role`, { role: scope.caller.role, tool: name });
   }
   // A tool result is one JSON value held whole in memory: the WAL comes to MCP clients in pages, never streamed whole.
   if (name === "task_wal" && args.limit === "all") {
-    return refusal("validation_error", `task_wal answers a page: page through the WAL with after_seq and a limit of at most ${MAX_WAL_PAGE_LIMIT}`, 400, { issues: [{ path: "limit", message: `"all" is for GET .../wal only` }] });
+    return refusal("validation_error", `task_wal answers a page: page through the WAL with after_seq and a limit of at most ${MAX_WAL_PAGE_LIMIT}`, { issues: [{ path: "limit", message: `"all" is for GET .../wal only` }] });
   }
   let call;
   try {
     call = restCallOf(tool, args, scope.caller);
   } catch (e) {
-    if (e instanceof ToolArgumentError) return refusal("validation_error", e.message, 400, { issues: [{ path: e.argument, message: e.problem }] });
+    if (e instanceof ToolArgumentError) return refusal("validation_error", e.message, { issues: [{ path: e.argument, message: e.problem }] });
     throw e;
   }
   const headers: Record<string, string> = { authorization: `Bearer ${scope.token}` };
@@ -107,7 +109,7 @@ async function readAs(scope: McpRequestScope, path: string): Promise<Record<stri
 const summaryPath = (scope: McpRequestScope, taskId: string, budget?: string) =>
   `/v1/sessions/${encodeURIComponent(scope.caller.sessionId)}/tasks/${encodeURIComponent(taskId)}/summary${budget === undefined ? "" : `?token_budget=${encodeURIComponent(budget)}`}`;
 
-/** A task's prompt summary (003 "Prompt Context") as the caller sees it; a refusal throws with its code, which the SDK answers as an error. */
+/** A task's prompt summary (its held, blocked, running and ready steps, open actions and recent changes, within a token budget) as the caller sees it; a refusal throws with its code, which the SDK answers as an error. */
 async function summaryText(scope: McpRequestScope, taskId: string, budget?: string): Promise<string> {
   const response = await getAs(scope, summaryPath(scope, taskId, budget));
   const body = (await response.json()) as { text?: string; error?: { code: string; message: string } };
@@ -133,7 +135,7 @@ function buildServer(scope: McpRequestScope): McpServer {
     "agent.task_context",
     {
       title: "Task context",
-      description: "A task's compact DAG summary for your context (003 \"Prompt Context\"): your held steps, blocked, running and ready steps, open actions and recent changes, within token_budget.",
+      description: "A task's compact DAG summary for your context (what a model needs in its prompt): your held steps, blocked, running and ready steps, open actions and recent changes, within token_budget.",
       argsSchema: z.object({ task_id: z.string().describe("The task."), token_budget: z.string().regex(/^\d+$/).optional().describe("Tokens the summary may use (100 to 100,000; default 2,000).") }),
     },
     async ({ task_id, token_budget }) => ({
@@ -151,7 +153,7 @@ function buildServer(scope: McpRequestScope): McpServer {
         return { resources: tasks.map((t) => ({ uri: `agent-task://tasks/${t.task_id}/summary`, name: `${t.task_id} summary`, title: t.title, mimeType: "text/markdown" })) };
       },
     }),
-    { title: "Task summary", description: "A task's compact DAG summary (003 \"Prompt Context\") as you see it.", mimeType: "text/markdown" },
+    { title: "Task summary", description: "A task's compact DAG summary (held, blocked, running and ready steps, open actions, recent changes) as you see it.", mimeType: "text/markdown" },
     async (uri, variables) => {
       const taskId = String(variables.task_id);
       return { contents: [{ uri: uri.href, mimeType: "text/markdown", text: await summaryText(scope, taskId) }] };

@@ -4,7 +4,8 @@
  */
 import { Hono } from "hono";
 import { type AppEnv } from "../http/auth.js";
-import { jsonSchemaOf, OPERATIONS, openApiDocument, type Role } from "../http/catalog.js";
+import { jsonSchemaOf, type Operation, OPERATIONS, openApiDocument, type Role } from "../http/catalog.js";
+import { type JsonSchema, SchemaDefinitions } from "../http/schema-definitions.js";
 import { fail } from "../../durable-objects/shared/http-errors.js";
 import { TASK_TEMPLATE } from "./task-template.js";
 
@@ -26,14 +27,18 @@ metaRoutes.get("/tools", (c) => {
     name: op.tool,
     description: op.summary,
     http: { method: op.method.toUpperCase(), path: op.path },
-    input_schema: {
-      type: "object",
-      properties: {
-        ...Object.fromEntries([...op.path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1], { type: "string" }])),
-        ...(op.body === undefined ? {} : { body: jsonSchemaOf(op.body) }),
-        ...(op.query === undefined ? {} : { query: jsonSchemaOf(op.query) }),
-      },
-    },
+    input_schema: toolInputSchema(op),
   }));
   return c.json({ role, tools });
 });
+
+/** A tool's input: its path parameters, `body` and `query`, whole (the definitions of body and query sit at its root). */
+function toolInputSchema(op: Operation): JsonSchema {
+  const definitions = new SchemaDefinitions("#/$defs/");
+  const properties = {
+    ...Object.fromEntries([...op.path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1], { type: "string" }])),
+    ...(op.body === undefined ? {} : { body: definitions.take(jsonSchemaOf(op.body)) }),
+    ...(op.query === undefined ? {} : { query: definitions.take(jsonSchemaOf(op.query)) }),
+  };
+  return { type: "object", properties, ...(Object.keys(definitions.defs).length === 0 ? {} : { $defs: definitions.defs }) };
+}
