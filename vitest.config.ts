@@ -56,6 +56,7 @@ export default defineConfig({
       {
         test: {
           name: "e2e",
+          globalSetup: ["test/e2e/support/shared-server.ts"],
           include: ["test/e2e/**/*.test.ts"],
           environment: "node",
           // Starting `wrangler dev` takes a few seconds; the test itself bounds every wait.

@@ -4,25 +4,16 @@
  * plans and runs it, answer its input-required question, and see it completed with its artifacts; the Agent Card
  * is cacheable; /a2a refuses a call without a valid token.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { Role, TaskState } from "@a2a-js/sdk";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "../../scripts/dev-server.js";
+import { beforeAll, describe, expect, it, inject } from "vitest";
+import { defaultAdminToken } from "../../scripts/dev-server.js";
 import { type A2aDemoSummary, type A2aUpdate, runA2aDemo } from "../../scripts/demo-a2a.js";
 
-let server: DevServer;
-let workDir: string;
+/** The e2e project's shared dev server (test/e2e/support/shared-server.ts). */
+let server: { base: string };
 
 beforeAll(async () => {
-  workDir = mkdtempSync(path.join(os.tmpdir(), "a2a-e2e-"));
-  server = await startDevServer({ workDir, logLevel: "warn", startupTimeoutMs: 90_000 });
-});
-
-afterAll(async () => {
-  if (server !== undefined) await stopDevServer(server);
-  if (workDir !== undefined) rmSync(workDir, { recursive: true, force: true });
+  server = { base: inject("sharedDevServerBase") };
 });
 
 /** How far along a state is: a stream may stay or move on, never go back (INPUT_REQUIRED ↔ WORKING are both "live"). */

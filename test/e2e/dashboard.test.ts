@@ -9,14 +9,12 @@
  *
  * Needs Chromium: `CHROMIUM_PATH`, else /usr/bin/chromium (Debian's `chromium`, which `.ci/run` installs).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
+import { existsSync, readFileSync } from "node:fs";
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { normalizedStepStatus, normalizedTaskStatus, replay, type WalEvent } from "../../src/core/index.js";
 import { OPERATIONS } from "../../routes/http/catalog.js";
-import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "../../scripts/dev-server.js";
+import { defaultAdminToken } from "../../scripts/dev-server.js";
 import {
   ANY_STEP_NODE,
   CHROMIUM,
@@ -37,23 +35,20 @@ import {
 /** How long the page may take to show something (a bound on a wait, not a timed assertion). */
 const SHOWN = { timeout: 15_000 };
 
-let server: DevServer;
+/** The e2e project's shared dev server (test/e2e/support/shared-server.ts). */
+let server: { base: string };
 let browser: Browser;
-let workDir: string;
 const pages: WatchedPage[] = [];
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
-  workDir = mkdtempSync(path.join(os.tmpdir(), "dashboard-e2e-"));
-  server = await startDevServer({ workDir, logLevel: "warn", startupTimeoutMs: 90_000 });
+  server = { base: inject("sharedDevServerBase") };
   browser = await launchChromium();
 });
 
 afterAll(async () => {
   for (const p of pages) await p.context.close().catch(() => undefined);
   await browser?.close();
-  if (server !== undefined) await stopDevServer(server);
-  if (workDir !== undefined) rmSync(workDir, { recursive: true, force: true });
 });
 
 /** A fresh page whose requests are watched (closed after the suite). */

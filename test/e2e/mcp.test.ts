@@ -4,27 +4,18 @@
  * works as a worker; tokens are checked as on REST; a plain 2025 JSON-RPC POST is answered and GET has no stream.
  */
 import { createHmac } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "../../scripts/dev-server.js";
+import { beforeAll, describe, expect, it, inject } from "vitest";
+import { defaultAdminToken } from "../../scripts/dev-server.js";
 import { runMcpExample } from "../../scripts/mcp-example.js";
 
-let server: DevServer;
-let workDir: string;
+/** The e2e project's shared dev server (test/e2e/support/shared-server.ts). */
+let server: { base: string };
 
 beforeAll(async () => {
-  workDir = mkdtempSync(path.join(os.tmpdir(), "mcp-e2e-"));
-  server = await startDevServer({ workDir, logLevel: "warn", startupTimeoutMs: 90_000 });
-});
-
-afterAll(async () => {
-  if (server !== undefined) await stopDevServer(server);
-  if (workDir !== undefined) rmSync(workDir, { recursive: true, force: true });
+  server = { base: inject("sharedDevServerBase") };
 });
 
 /** Rejects after `ms` with `what`. */

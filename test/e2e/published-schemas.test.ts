@@ -6,19 +6,16 @@
  * (Ajv generates code, which workerd refuses) against `wrangler dev`. A schema whose $ref points at nothing fails
  * to compile; the recursive step schema (a step whose delegate holds steps) is checked to be followed, not dropped.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, defaultAdminToken, startDevServer, stopDevServer } from "../../scripts/dev-server.js";
+import { beforeAll, describe, expect, it, inject } from "vitest";
+import { defaultAdminToken } from "../../scripts/dev-server.js";
 
 type Json = Record<string, any>;
 
-let server: DevServer;
-let workDir: string;
+/** The e2e project's shared dev server (test/e2e/support/shared-server.ts). */
+let server: { base: string };
 /** A session's token of each role, and the admin's. */
 const tokens: Record<"admin" | "orchestrator" | "worker" | "observer" | "approver", string> = { admin: defaultAdminToken(), orchestrator: "", worker: "", observer: "", approver: "" };
 const SESSION_ROLES = ["orchestrator", "worker", "observer", "approver"] as const;
@@ -36,8 +33,7 @@ async function rest(method: string, url: string, token: string, body?: unknown):
 }
 
 beforeAll(async () => {
-  workDir = mkdtempSync(path.join(os.tmpdir(), "schemas-e2e-"));
-  server = await startDevServer({ workDir, logLevel: "warn", startupTimeoutMs: 90_000 });
+  server = { base: inject("sharedDevServerBase") };
   const session = await rest("POST", "/v1/sessions", tokens.admin, {});
   const S = `/v1/sessions/${session.session_id}`;
   tokens.orchestrator = session.orchestrator.token;
@@ -45,11 +41,6 @@ beforeAll(async () => {
   tokens.approver = (await rest("POST", `${S}/tokens`, tokens.orchestrator, { role: "approver" })).token;
   await rest("POST", `${S}/tasks`, tokens.orchestrator, { task_id: "schemas", wal_name: "schemas", title: "Schemas", steps: [{ step_id: "a", title: "A", summary: "A", depends_on_step_ids: [] }] });
   tokens.worker = (await rest("POST", `${S}/tasks/schemas/workers`, tokens.orchestrator, { agent_id: "schema-worker" })).token;
-});
-
-afterAll(async () => {
-  if (server !== undefined) await stopDevServer(server);
-  if (workDir !== undefined) rmSync(workDir, { recursive: true, force: true });
 });
 
 /** A strict 2020-12 validator with the standard formats: an unknown keyword or format, or a $ref to nothing, throws. */
