@@ -103,7 +103,7 @@ export class CommitShell {
     this.storage = parts.storage;
     this.idempotency = new IdempotencyStore(() => this.storage.sql, parts.idempotencyIndexKeys);
     this.index = new IndexOutbox(parts.storage.sql, () => this.current, parts.pushIndex);
-    this.outbound = new OutboundCalls(() => this.current, parts.outbound, (command) => this.commitSystem(command));
+    this.outbound = new OutboundCalls(() => this.current, parts.outbound, (command) => this.commitSystem(command), () => this.scheduleAlarm());
   }
 
   /** The task's memory, as the WAL replays (replaced wholesale when it is rebuilt: read it through this). */
