@@ -87,6 +87,13 @@ export class CommitShell {
   /** The delegated steps' outbound calls, owed by the WAL and covered by the alarm. */
   readonly outbound: OutboundCalls;
   private alarmAt: number | null = null;
+  /**
+   * While the alarm runs: the earliest time it may be set for, just after the run began. The platform takes an
+   * alarm set during its run for the very time that run is for as no change, and retires it when the run ends (the
+   * stored time then names a moment nothing will run, and memory, believing it pending, never arms an earlier one):
+   * a run that leaves work due at once re-arms for the next millisecond instead.
+   */
+  private alarmFloor: number | null = null;
   /** The wal_seq of the stored snapshot (0: none). */
   private snapshotAt = 0;
   /** ULIDs that sort in creation order even within one millisecond. */
@@ -96,7 +103,7 @@ export class CommitShell {
     this.storage = parts.storage;
     this.idempotency = new IdempotencyStore(() => this.storage.sql, parts.idempotencyIndexKeys);
     this.index = new IndexOutbox(parts.storage.sql, () => this.current, parts.pushIndex);
-    this.outbound = new OutboundCalls(() => this.current, parts.outbound, (command) => this.commitSystem(command));
+    this.outbound = new OutboundCalls(() => this.current, parts.outbound, (command) => this.commitSystem(command), () => this.scheduleAlarm());
   }
 
   /** The task's memory, as the WAL replays (replaced wholesale when it is rebuilt: read it through this). */
@@ -346,7 +353,8 @@ export class CommitShell {
    */
   private async scheduleAlarm(exact = false): Promise<void> {
     const candidates = [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt].filter((t): t is number => t !== null);
-    const target = candidates.length === 0 ? null : Math.min(...candidates);
+    const earliest = candidates.length === 0 ? null : Math.min(...candidates);
+    const target = earliest !== null && this.alarmFloor !== null ? Math.max(earliest, this.alarmFloor) : earliest;
     if (target === this.alarmAt) return;
     if (!exact && (target === null || (this.alarmAt !== null && this.alarmAt <= target))) return;
     this.alarmAt = target;
@@ -357,10 +365,15 @@ export class CommitShell {
   /** The single alarm: expire due leases and run deadlines, push a due index change, re-arm. Idempotent. */
   async alarm(): Promise<void> {
     this.alarmAt = null;
-    if (this.guard() !== null) return;
-    if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
-    this.outbound.refresh();
-    await Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now())]);
-    await this.scheduleAlarm(true);
+    this.alarmFloor = Date.now() + 1;
+    try {
+      if (this.guard() !== null) return;
+      if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
+      this.outbound.refresh();
+      await Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now())]);
+      await this.scheduleAlarm(true);
+    } finally {
+      this.alarmFloor = null;
+    }
   }
 }

@@ -48,6 +48,8 @@ export interface OutboundPorts {
 
 /** How the task object commits a report (a command of the runtime's own, through its commit path). */
 export type CommitReport = (command: Record<string, unknown>) => Promise<boolean>;
+/** How the task object sets its alarm at or before `dueAt` (it only ever moves it earlier). */
+export type ArmAlarm = () => Promise<void>;
 
 /** The first wait between two reads of a peer's task that did not change, doubling up to FOLLOW_MAX_MS. */
 export const FOLLOW_MIN_MS = 250;
@@ -93,6 +95,7 @@ export class OutboundCalls {
     /** The calls it makes (a field: the fault tests gate them to stop the outbox between two of its steps). */
     public ports: OutboundPorts,
     private readonly commit: CommitReport,
+    private readonly armAlarm: ArmAlarm,
   ) {}
 
   /** The calls owed now or later, with the times this object adds (peer follow pacing, report backoff). */
@@ -129,7 +132,9 @@ export class OutboundCalls {
   /**
    * Starts every call due by `now` that is not already under way, and returns when those started now have
    * settled (the alarm awaits it; after a commit it is not awaited, so the caller's answer does not wait for a
-   * peer).
+   * peer). A call that settles sets the alarm for what its delegation owes next: the alarm may have run and been
+   * re-armed while it was under way (leaving it out), and its outcome may commit nothing that would set it (a
+   * peer's task read unchanged, a report that could not be delivered).
    */
   async flush(now: number): Promise<void> {
     const started: Promise<void>[] = [];
@@ -139,9 +144,14 @@ export class OutboundCalls {
         .catch((e) => {
           reportIncident(e, `task object: outbound ${work.intent}`);
         })
-        .finally(() => {
+        .finally(async () => {
           this.inFlight.delete(key);
           this.refresh();
+          try {
+            await this.armAlarm();
+          } catch (e) {
+            reportIncident(e, "task object: setting the alarm after an outbound call");
+          }
         });
       this.inFlight.set(key, call);
       started.push(call);
