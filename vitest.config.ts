@@ -6,10 +6,14 @@ export default defineConfig({
   test: {
     // The dashboard's assets must exist before the Workers pool reads wrangler.toml's [assets].
     globalSetup: ["test/global-setup.ts"],
+    // Two at a time: the core's Node tests beside the Workers pool (group 0), then the live e2e files one at a time
+    // (group 1), so a Chromium page or a wrangler dev start never shares the machine with a busy workerd.
+    maxWorkers: 2,
     projects: [
       {
         test: {
           name: "core",
+          sequence: { groupOrder: 0 },
           include: ["test/core/**/*.test.ts", "test/conformance/core.test.ts", "test/scripts/**/*.test.ts", "test/dashboard/**/*.test.ts"],
           environment: "node",
         },
@@ -43,6 +47,7 @@ export default defineConfig({
         ],
         test: {
           name: "worker",
+          sequence: { groupOrder: 0 },
           // One module graph and one Worker for every file: importing the Worker per file cost about as long as the
           // tests themselves. Every test makes its own session (a fresh ULID), so the objects files touch are apart.
           isolate: false,
@@ -56,6 +61,8 @@ export default defineConfig({
       {
         test: {
           name: "e2e",
+          sequence: { groupOrder: 1 },
+          maxWorkers: 1,
           globalSetup: ["test/e2e/support/shared-server.ts"],
           include: ["test/e2e/**/*.test.ts"],
           environment: "node",
