@@ -14,7 +14,7 @@ export default defineConfig({
         test: {
           name: "core",
           sequence: { groupOrder: 0 },
-          include: ["test/core/**/*.test.ts", "test/conformance/core.test.ts", "test/scripts/**/*.test.ts", "test/dashboard/**/*.test.ts"],
+          include: ["test/core/**/*.test.ts", "test/repo/**/*.test.ts", "test/conformance/core.test.ts", "test/scripts/**/*.test.ts", "test/dashboard/**/*.test.ts"],
           environment: "node",
         },
       },
