@@ -6,7 +6,7 @@ import { copyFileSync, existsSync } from "node:fs";
 
 if (!existsSync(".dev.vars")) {
   copyFileSync(".dev.vars.example", ".dev.vars");
-  console.log("Created .dev.vars with local development secrets (see README: never use them in production).");
+  console.log("Created .dev.vars with local development secrets (see docs/deploy.md: never use them in production).");
 }
 const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", process.env.PORT ?? "8787", ...process.argv.slice(2)];
 const child = spawn("npx", args, {

@@ -1,6 +1,6 @@
 /** @module `npm run bench`: every section in one command and one process, so every ratio it reports is measured in the same run on the same machine; writes bench/results.json. */
 // One `wrangler dev` (restarted on the same storage for recovery), then, once it is stopped, `redis-server` for BullMQ; what each section
-// measures and how is in README.md's Benchmarks section. CPU of other processes is recorded: on a 2-core machine it skews every figure.
+// measures and how is in docs/benchmarks.md. CPU of other processes is recorded: on a 2-core machine it skews every figure.
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, reloadCount, startDevServer, stopDevServer, stopOnSignal } from "../dev-server.js";
