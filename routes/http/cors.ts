@@ -8,6 +8,8 @@ import type { AppEnv } from "./auth.js";
 
 /** Request headers a browser may send: the bearer token, JSON bodies, SSE resume, idempotent retries, MCP's own. */
 const ALLOW_HEADERS = ["Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key", "Mcp-Protocol-Version", "Mcp-Session-Id", "Mcp-Method", "Mcp-Name"];
+/** Methods a browser may use: every method of the route catalog (DELETE unlinks tasks), and the preflight's. */
+const ALLOW_METHODS = ["GET", "POST", "PATCH", "DELETE", "OPTIONS"];
 /** Response headers a browser script may read. */
 const EXPOSE_HEADERS = ["X-Last-Wal-Seq", "Mcp-Session-Id", "WWW-Authenticate"];
 
@@ -30,7 +32,7 @@ export const corsFromEnv: MiddlewareHandler<AppEnv> = async (c, next) => {
     const handler =
       origins !== "*" && origins.length === 0
         ? null
-        : cors({ origin: origins, allowHeaders: ALLOW_HEADERS, exposeHeaders: EXPOSE_HEADERS, allowMethods: ["GET", "POST", "PATCH", "OPTIONS"], maxAge: 600 });
+        : cors({ origin: origins, allowHeaders: ALLOW_HEADERS, exposeHeaders: EXPOSE_HEADERS, allowMethods: ALLOW_METHODS, maxAge: 600 });
     cached = { raw, handler };
   }
   return cached.handler === null ? next() : cached.handler(c, next);

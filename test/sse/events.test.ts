@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { projectEvent, SEQUENCE_STRIDE, type WalEvent } from "../../src/core/index.js";
 import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
 import type { SessionObject } from "../../durable-objects/session/session-object.js";
+import { OPERATIONS } from "../../routes/http/catalog.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "../support/helpers.js";
 import { eventOf, openStream, type SseFrame, type SseReader } from "../support/sse.js";
 import { bindings, eventually, expectError, expectOk, sleep, taskStub, uniqueId, walOf } from "../support/support.js";
@@ -416,6 +417,19 @@ describe("CORS on /v1/* (CORS_ORIGINS=https://dash.example in the test configura
     expect(res.headers.get("access-control-allow-origin")).toBe("https://dash.example");
     const allowed = res.headers.get("access-control-allow-headers")!.toLowerCase();
     for (const h of ["authorization", "last-event-id", "idempotency-key", "content-type"]) expect(allowed).toContain(h);
+  });
+
+  it("Should allow every method of the route catalog in a preflight, DELETE (unlink_tasks) among them", async () => {
+    const res = await call("OPTIONS", "/v1/sessions/x/links/l", undefined, undefined, {
+      origin: "https://dash.example",
+      "access-control-request-method": "DELETE",
+      "access-control-request-headers": "authorization",
+    });
+    expect(res.status).toBe(204);
+    const allowed = res.headers.get("access-control-allow-methods")!.split(",").map((m) => m.trim());
+    const catalogMethods = new Set(OPERATIONS.map((op) => op.method.toUpperCase()));
+    expect(catalogMethods.has("DELETE")).toBe(true);
+    for (const method of catalogMethods) expect(allowed).toContain(method);
   });
 
   it("Should add the CORS header to answers for an allowed origin (errors too) and none for another origin", async () => {
