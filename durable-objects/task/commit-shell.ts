@@ -367,7 +367,13 @@ export class CommitShell {
     this.alarmAt = null;
     this.alarmFloor = Date.now() + 1;
     try {
-      if (this.guard() !== null) return;
+      if (this.guard() !== null) {
+        // Broken: it cannot serve, but it must not sleep without an alarm (its leases, expiries, outbox and index
+        // push would wait for a client). It wakes again when it next tries to replay its WAL (the rebuild backoff).
+        this.alarmAt = this.rebuildRetryAt;
+        await this.parts.alarms.setAlarm(this.rebuildRetryAt);
+        return;
+      }
       if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
       this.outbound.refresh();
       await Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now())]);

@@ -5,7 +5,7 @@
  * nothing written, memory equal to a replay of the WAL, and the next command succeeds — or, in the double
  * fault, storage_error on every call until the object restarts, and the WAL's state after it.
  */
-import { evictDurableObject, runInDurableObject, SELF } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { apply, type DagState, decide, replay, taskView } from "../../src/core/index.js";
 import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
@@ -221,6 +221,31 @@ describe("a broken object heals when its storage does", () => {
     expectOk(await call("POST", `${t}/steps/a/status`, w.token, { status: "completed" }));
     const { memory, replayed } = await memoryAndWal(stub);
     expect(memory).toEqual(replayed);
+  });
+});
+
+describe("a broken object keeps its alarm", () => {
+  it("Should re-arm the alarm it woke broken with, so its leases, outbox and index push resume once storage heals, with no client", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const { t, stub } = await claimedTask();
+    const viewBefore = expectOk(await call("GET", t, S.orch));
+    // The held step's lease keeps an alarm set; the object breaks (a failed write whose rebuild fails too).
+    const restore = await injectStorage(stub, { walInsert: 1, rebuild: true });
+    expectError(await call("POST", `${t}/workers`, S.orch, { agent_id: "w2" }), 503, "storage_error");
+    const alarmOf = () => runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
+    expect(await alarmOf()).not.toBeNull();
+    // The alarm wakes the broken object: it cannot serve, but it must not go back to sleep with no alarm.
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const retryAt = await alarmOf();
+    expect(retryAt).not.toBeNull();
+    expect(retryAt!).toBeLessThanOrEqual(Date.now() + 60_000);
+    await restore();
+    // The re-armed alarm replays the WAL (no request touches the object meanwhile) and arms the lease's deadline.
+    await sleep(Math.max(0, retryAt! - Date.now()) + 500);
+    const leaseAlarm = await alarmOf();
+    expect(leaseAlarm).not.toBeNull();
+    expect(leaseAlarm!).toBeGreaterThan(Date.now());
+    expect(expectOk(await call("GET", t, S.orch))).toEqual(viewBefore);
   });
 });
 
