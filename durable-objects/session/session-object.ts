@@ -373,8 +373,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
       if (session === null) break;
       const stub = this.env.TASK_GRAPHS.get(this.env.TASK_GRAPHS.idFromName(taskObjectName(session.session_id, row.task_id)));
       const entry = await stub.indexEntry();
-      if (entry === null) await this.release(row.task_id);
-      else await this.upsertTask(entry);
+      // A task object that cannot read its WAL may hold the task: its id stays reserved and is checked again later.
+      if (!entry.ok) continue;
+      if (entry.value === null) await this.release(row.task_id);
+      else await this.upsertTask(entry.value);
     }
     const remaining = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'reserved'").one().n;
     if (remaining > 0) await this.armAt(Date.now() + RESERVATION_CHECK_MS);

@@ -144,8 +144,11 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     return this.reads.getAction(actor, actionId, waitMs);
   }
 
-  /** The session index entry, for the session's clean-up of reservations; null when no task was created. */
-  async indexEntry(): Promise<IndexEntry | null> {
+  /**
+   * The session index entry, for the session's clean-up of reservations: null when no task was created,
+   * storage_error while the object is broken (its task may exist).
+   */
+  async indexEntry(): Promise<RpcResult<IndexEntry | null>> {
     return this.reads.indexEntry();
   }
 

@@ -46,7 +46,7 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   /** agent.task_action: one action; with `waitMs` > 0 it answers once the action is resolved or the wait ends. */
   getAction(actor: Actor, actionId: string, waitMs: number): Promise<RpcResult<{ action: Action }>>;
   /** The session index entry; null when no task was created. */
-  indexEntry(): Promise<IndexEntry | null>;
+  indexEntry(): Promise<RpcResult<IndexEntry | null>>;
   /** A parent's delegation creates its child task here (idempotent). */
   createChildTask(sessionId: string, request: ChildTaskRequest, createdByAgentId: string): Promise<ChildCreateAnswer>;
   /** A parent's delegation ended: the child task here is cancelled (or, not created yet, never will be). */

@@ -215,8 +215,11 @@ export class TaskReads {
   }
 
   /** The session index entry, for the session's clean-up of reservations; null when no task was created. */
-  indexEntry(): IndexEntry | null {
-    return this.shell.guard() !== null || this.shell.state.task === null ? null : indexEntryOf(this.shell.state);
+  indexEntry(): RpcResult<IndexEntry | null> {
+    // A broken object cannot say whether its task exists: storage_error, never "no task" (which frees its id).
+    const broken = this.shell.guard();
+    if (broken !== null) return err(broken);
+    return ok(this.shell.state.task === null ? null : indexEntryOf(this.shell.state));
   }
 
   /** Reads need a task, a caller in scope, and (unless `reconcile` is false) reconciled leases first. */

@@ -328,7 +328,7 @@ describe("a crash between two steps of a child delegation that is cancelled", { 
     const late = await (childStub as unknown as TaskGraphObject).createChildTask(s.sid, request, createdBy);
     expect(late).toMatchObject({ ok: false, retryable: false });
     expect((await call("GET", childPath, s.orch)).status).toBe(404);
-    expect(await runInDurableObject(childStub, (instance: TaskGraphObject) => instance.indexEntry())).toBeNull();
+    expect(await runInDurableObject(childStub, (instance: TaskGraphObject) => instance.indexEntry())).toEqual({ ok: true, value: null });
     await eventually(async () => expect(await sessionTaskIds(s)).toEqual(["plan"]));
 
     const parentWal = await walOf(path, s.orch);

@@ -7,7 +7,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "../support/helpers.js";
-import { editStoredEvent, expectError, expectOk, sleep, storedEventCount, taskStub, uniqueId, walOf } from "../support/support.js";
+import { bindings, editStoredEvent, expectError, expectOk, sleep, storedEventCount, taskStub, uniqueId, walOf } from "../support/support.js";
 
 let S: TestSession;
 beforeAll(async () => {
@@ -131,7 +131,7 @@ describe("a WAL that does not replay", () => {
     ["a commit row's range does not match its events", (sql) => sql.exec("UPDATE wal_commits SET first_seq = first_seq + 1 WHERE seq_key = (SELECT MIN(seq_key) FROM wal_commits WHERE seq_key >= 6)")],
   ];
   it.each(damages)("Should answer 503 storage_error on every call and never a half-built DAG when %s", async (_name, damage) => {
-    const { t, stub } = await task([step("a"), step("b", ["a"]), step("c")]);
+    const { t, id, stub } = await task([step("a"), step("b", ["a"]), step("c")]);
     const w = await dispatch(S, t, { max_steps: 2 });
     // wal_seq 6 is the claim of a.
     expectOk(await call("POST", `${t}/steps/a/claim`, w.token));
@@ -160,11 +160,23 @@ describe("a WAL that does not replay", () => {
     for (const [method, path, token, body] of calls) {
       expectError(await call(method, path, token, body), 503, "storage_error");
     }
-    // Nothing was appended behind the broken row, and the object tells the session index nothing.
+    // Nothing was appended behind the broken row, and the object tells the session index nothing: not an entry,
+    // and not "no task" either (which would free the task's id), but storage_error.
     expect(await runInDurableObject(stub, (_i, state) => storedEventCount(state.storage.sql))).toBe(stored);
-    expect(await runInDurableObject(stub, (instance: TaskGraphObject) => instance.indexEntry())).toBeNull();
+    expect(await runInDurableObject(stub, (instance: TaskGraphObject) => instance.indexEntry())).toMatchObject({ ok: false, error: { code: "storage_error" } });
     expect(await runDurableObjectAlarm(stub)).toBeTypeOf("boolean");
     expectError(await call("GET", t, S.orch), 503, "storage_error");
+    // The session's clean-up of a reservation never confirmed (made stale here) asks the broken object, which
+    // cannot say: the task's id stays reserved rather than freed for another task.
+    const session = bindings.SESSIONS.get(bindings.SESSIONS.idFromName(S.sid));
+    await runInDurableObject(session, (_i, state) => {
+      state.storage.sql.exec("UPDATE tasks SET state = 'reserved', reserved_at_ms = 0 WHERE task_id = ?", id);
+      // Later than anything else the session owes, so it is not already running by itself; run now below.
+      return state.storage.setAlarm(Date.now() + 60_000);
+    });
+    expect(await runDurableObjectAlarm(session)).toBe(true);
+    const rows = await runInDurableObject(session, (_i, state) => state.storage.sql.exec("SELECT state FROM tasks WHERE task_id = ?", id).toArray());
+    expect(rows).toEqual([{ state: "reserved" }]);
   });
 });
 

@@ -101,7 +101,7 @@ describe("a task stopped with runs in flight", () => {
     expect(final.runs[0]).toMatchObject({ status: "cancelled", status_reason: "child_agent_cancel_timeout", result: { transcript: "late" } });
     expect(final.task.updated_at).toBe(endedAt);
     const entry = await runInDurableObject(stub, (instance: TaskGraphObject) => instance.indexEntry());
-    expect(entry).toMatchObject({ terminal: true, updated_at: endedAt, next_deadline_at: null });
+    expect(entry).toMatchObject({ ok: true, value: { terminal: true, updated_at: endedAt, next_deadline_at: null } });
   });
 
   it("Should have the SDK's worker loop acknowledge the cancellation by finishing its run when its task is failed mid-step", async () => {
