@@ -10,7 +10,7 @@ import { type FetchLike, RuntimeClient } from "../../src/client/index.js";
 import { call, dispatch, newSession, newTask, step } from "../support/helpers.js";
 import { MAX_QUEUED_FRAMES } from "../../durable-objects/task/command-sockets.js";
 import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
-import { BASE, eventually, expectError, socketFrameRecorder, taskStub, walOf } from "../support/support.js";
+import { BASE, eventually, expectError, mintRole, socketFrameRecorder, taskStub, walOf } from "../support/support.js";
 import { openSocket } from "../support/test-socket.js";
 
 describe("GET .../socket (command socket)", () => {
@@ -99,6 +99,13 @@ describe("GET .../socket (command socket)", () => {
     expect(none.webSocket ?? null).toBeNull();
     expect((await upgrade(w.token)).status).toBe(403);
     expectError(await call("GET", `${t}/socket`, s.orch), 400, "validation_error");
+    // An observer sends no commands, so it may not hold a socket (and one of the object's slots); an approver may.
+    const observed = await upgrade(s.observer);
+    expect(observed.webSocket ?? null).toBeNull();
+    expectError({ status: observed.status, body: await observed.json(), headers: observed.headers }, 403, "permission_denied");
+    const held = await openSocket(t, await mintRole(s, "approver"));
+    held.ws.close(1000, "done");
+    expect((await held.closed).code).toBe(1000);
     // A task that does not exist has no object to hold the socket.
     const missing = await SELF.fetch(`${BASE}/v1/sessions/${s.sid}/tasks/no-such-task/socket`, { headers: { upgrade: "websocket", authorization: `Bearer ${s.orch}` } });
     expect(missing.status).toBe(404);
