@@ -28,7 +28,8 @@ async function send(carrier: Carrier, t: string, token: string, method: string, 
     const res = expectOk(await call("POST", `${t}/batch`, token, { commands: [command] }));
     return { status: res.results[0].status, body: res.results[0].body };
   }
-  const frame = await socketFrame(t, token, [command]);
+  // The socket is the orchestrator's (an observer may not hold one); the command still carries its own token.
+  const frame = await socketFrame(t, S.orch, [command]);
   return { status: frame.results[0].status, body: frame.results[0].body };
 }
 
