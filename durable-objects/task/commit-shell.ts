@@ -352,7 +352,9 @@ export class CommitShell {
    * Re-setting it on every write cost about a quarter of the steps/s under load.
    */
   private async scheduleAlarm(exact = false): Promise<void> {
-    const candidates = [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt].filter((t): t is number => t !== null);
+    // A broken object's one deadline is its next try to replay the WAL: what it owes otherwise waits for that.
+    const owed = this.broken !== null ? [this.rebuildRetryAt] : [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt];
+    const candidates = owed.filter((t): t is number => t !== null);
     const earliest = candidates.length === 0 ? null : Math.min(...candidates);
     const target = earliest !== null && this.alarmFloor !== null ? Math.max(earliest, this.alarmFloor) : earliest;
     if (target === this.alarmAt) return;
@@ -367,16 +369,13 @@ export class CommitShell {
     this.alarmAt = null;
     this.alarmFloor = Date.now() + 1;
     try {
-      if (this.guard() !== null) {
-        // Broken: it cannot serve, but it must not sleep without an alarm (its leases, expiries, outbox and index
-        // push would wait for a client). It wakes again when it next tries to replay its WAL (the rebuild backoff).
-        this.alarmAt = this.rebuildRetryAt;
-        await this.parts.alarms.setAlarm(this.rebuildRetryAt);
-        return;
+      // Broken, it cannot serve, but it must not sleep without an alarm (its leases, expiries, outbox and index push
+      // would wait for a client): scheduleAlarm arms it for its next try to replay the WAL.
+      if (this.guard() === null) {
+        if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
+        this.outbound.refresh();
+        await Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now())]);
       }
-      if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
-      this.outbound.refresh();
-      await Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now())]);
       await this.scheduleAlarm(true);
     } finally {
       this.alarmFloor = null;
