@@ -25,6 +25,7 @@ export const STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   task_not_completeable: 409,
   action_resolved: 409,
   payload_too_large: 413,
+  limit_exceeded: 409,
   idempotency_conflict: 422,
   storage_error: 503,
   internal_error: 500,

@@ -55,6 +55,7 @@ export const A2A_ERROR_OF: Readonly<Record<ErrorCode, A2aErrorOf>> = {
   task_not_completeable: fault,
   action_resolved: alreadyAnswered,
   payload_too_large: fault,
+  limit_exceeded: fault,
   idempotency_conflict: fault,
   storage_error: fault,
   internal_error: fault,

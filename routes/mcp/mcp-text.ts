@@ -26,6 +26,7 @@ export const NEXT_MOVE: Readonly<Record<ErrorCode, string | null>> = {
   invalid_transition: "The step's status does not allow this change: read it with agent.task_get.",
   rate_limited: "Wait a moment (details.retry_after_ms) and call again.",
   storage_error: "Nothing was changed: call again.",
+  limit_exceeded: "A counted cap is reached (details.limit, details.setting): nothing was changed; end or remove something first.",
   unauthorized: null,
   path_conflict: null,
   task_id_conflict: null,

@@ -2,7 +2,7 @@
  * @module A malformed Content-Length (negative, fractional, hex, a list, not a number) is `400
  * validation_error` with the error envelope on every /v1 route, and nothing is written; digits are read as
  * they are. (In front of the service, workerd's own HTTP server answers a bare 500 to such a request before
- * the Worker runs: see docs/api.md "Limits".)
+ * the Worker runs: see docs/limits.md.)
  */
 import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";

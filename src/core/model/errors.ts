@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   "task_not_completeable",
   "action_resolved",
   "payload_too_large",
+  "limit_exceeded",
   "idempotency_conflict",
   "storage_error",
   "internal_error",
@@ -45,4 +46,12 @@ export function runtimeError(code: ErrorCode, message: string, details?: Record<
 /** A per-object bound is reached (`rate_limited`); `retry_after_ms` in the details becomes the Retry-After header. */
 export function rateLimited(message: string, retryAfterMs: number, details: Record<string, unknown> = {}): RuntimeError {
   return runtimeError("rate_limited", message, { ...details, retry_after_ms: retryAfterMs });
+}
+
+/**
+ * A counted cap is reached (`limit_exceeded`, 409): which limit, the count the request would make, and the
+ * wrangler.toml var that sets it (docs/limits.md).
+ */
+export function limitExceeded(message: string, limit: number, value: number, setting: string): RuntimeError {
+  return runtimeError("limit_exceeded", message, { limit, value, setting });
 }

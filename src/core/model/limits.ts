@@ -1,4 +1,4 @@
-/** @module Input limits of the core (all limits: docs/api.md); the service may override the configurable ones. */
+/** @module Input limits of the core (all limits: docs/limits.md); the service may override the configurable ones. */
 
 /** Ids and wal names: lowercase safe characters, so an id never has path semantics (`/`, `..`, a hidden name). */
 export const ID_PATTERN = /^[a-z0-9_-]{1,64}$/;
