@@ -42,7 +42,7 @@ function faulty(real: CommitStorage, plan: FaultPlan): CommitStorage {
   const sql = {
     exec(query: string, ...bindings: unknown[]) {
       if (query.startsWith("INSERT INTO wal_commits") && ++walInserts === plan.walInsert) throw new Error("injected: WAL insert failed");
-      if (query.startsWith("SELECT seq_key, first_seq, events FROM wal_commits") && plan.rebuild === true) throw new Error("injected: WAL read failed");
+      if (query.startsWith("SELECT seq_key, first_seq, events") && plan.rebuild === true) throw new Error("injected: WAL read failed");
       return (real.sql.exec as (q: string, ...b: unknown[]) => ReturnType<SqlStorage["exec"]>)(query, ...bindings);
     },
   } as CommitStorage["sql"];

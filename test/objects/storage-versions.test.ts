@@ -1,9 +1,9 @@
 /**
  * Every stored format of a task object's WAL loads: the committed golden WAL (test/fixtures/golden.wal.jsonl) is
- * (but its last event) stored as schema versions 1 (ten columns per event), 2 (one JSON row per event) and 3 (version 2 with snapshot
- * tables), with an idempotency record of its time, and the object migrates it in place to version 4 (one row per
- * commit, answers in the commit's row): the same DAG, the same export line by line, the old key's answer replayed,
- * and new commits on top.
+ * (but its last event) stored as schema versions 1 (ten columns per event), 2 (one JSON row per event), 3 (version 2 with snapshot
+ * tables) and 4 (one row per commit, answers in the commit's row), with an idempotency record of its time, and the
+ * object migrates it in place to the current version (a commit too large for one row in parts; the rows before stay
+ * whole): the same DAG, the same export line by line, the old key's answer replayed, and new commits on top.
  */
 import { evictDurableObject, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -21,8 +21,8 @@ const SID = events[0]!.session_id;
 const TID = events[0]!.task_id;
 const TASK = `/v1/sessions/${SID}/tasks/${TID}`;
 
-/** The version-4 tables and the ones before them, dropped so a version's own tables can be laid down. */
-const STORAGE_TABLES = ["wal_commits", "idempotency_spill", "wal_events", "wal", "idempotency", "snapshots", "snapshot_parts", "meta", "schema_version"];
+/** The current tables and the ones before them, dropped so a version's own tables can be laid down. */
+const STORAGE_TABLES = ["wal_commit_parts", "wal_commits", "idempotency_spill", "wal_events", "wal", "idempotency", "snapshots", "snapshot_parts", "meta", "schema_version"];
 
 /** Lays `events` (and one idempotency record) down in the task object's storage exactly as schema `version` stored them. */
 function storeAsVersion(sql: SqlStorage, version: number, record: { key: string; hash: string; answer: string; at: number }): void {
@@ -30,6 +30,12 @@ function storeAsVersion(sql: SqlStorage, version: number, record: { key: string;
   for (const statements of MIGRATIONS.slice(0, version)) for (const statement of statements) sql.exec(statement);
   sql.exec("CREATE TABLE schema_version (version INTEGER NOT NULL)");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", version);
+  if (version === 4) {
+    // One commit per event, and the record as an answer-only commit (as migration 4 converts them).
+    for (const e of events) sql.exec("INSERT INTO wal_commits (seq_key, first_seq, at_ms, keys, answers, events) VALUES (?, ?, 0, NULL, NULL, ?)", e.wal_seq, e.wal_seq, JSON.stringify([e]));
+    sql.exec("INSERT INTO wal_commits (seq_key, first_seq, at_ms, keys, answers, events) VALUES (-1, 0, ?, ?, ?, '[]')", record.at, JSON.stringify([[record.key, record.hash]]), `[${record.answer}]`);
+    return;
+  }
   for (const e of events) {
     if (version === 1) {
       sql.exec("INSERT INTO wal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", e.wal_seq, e.session_id, e.event_id, e.event_type, e.actor_agent_id, e.actor_run_id, e.task_id, e.step_id, JSON.stringify(e.payload), e.created_at);
@@ -45,8 +51,8 @@ async function tokenOf(role: "orchestrator" | "observer", sub: string, run: stri
   return signClaims({ role, sid: SID, sub, run, iat: now, exp: now + 3600 });
 }
 
-describe("schema versions 1, 2 and 3 of the WAL", () => {
-  it.each([1, 2, 3])("Should migrate the golden WAL stored as version %i to version 4 in place: same DAG, same export, the stored answer replayed, new commits on top", async (version) => {
+describe("schema versions 1 to 4 of the WAL", () => {
+  it.each([1, 2, 3, 4])("Should migrate the golden WAL stored as version %i to the current version in place: same DAG, same export, the stored answer replayed, new commits on top", async (version) => {
     const stub = taskStub(SID, TID);
     const orch = await tokenOf("orchestrator", "orch", "orch_run");
     const observer = await tokenOf("observer", "observer", null);
@@ -74,7 +80,7 @@ describe("schema versions 1, 2 and 3 of the WAL", () => {
       tables: state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('wal', 'wal_events', 'idempotency', 'wal_commits') ORDER BY name").toArray().map((r) => r.name),
       commits: state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM wal_commits WHERE seq_key > 0").one().n,
     }));
-    expect(stored).toEqual({ version: 4, tables: ["wal_commits"], commits: events.length });
+    expect(stored).toEqual({ version: MIGRATIONS.length, tables: ["wal_commits"], commits: events.length });
 
     // The key answered before the upgrade still gets its first answer, whatever the body (its hash predates the cheap one).
     const body = { ops: [{ op: "update_task", title: "Renamed" }] };

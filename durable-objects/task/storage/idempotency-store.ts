@@ -5,7 +5,7 @@
 import { type Actor, runtimeError } from "../../../src/core/index.js";
 import { hashLanes } from "../../../src/lib/hash.js";
 import { err, ok, type RpcResult } from "../../shared/rpc-result.js";
-import type { Sql } from "./wal-store.js";
+import { partedText, type Sql } from "./wal-store.js";
 
 /** An Idempotency-Key and the hash of the request it came with. */
 export interface Idempotency {
@@ -72,7 +72,7 @@ const spillKeepSql = "INSERT OR IGNORE INTO idempotency_spill (fingerprint, seq_
 
 /**
  * The idempotency records of one task object. An answer is written in its commit's WAL row (wal-store.ts
- * `appendCommit`), never in a row of its own. The keys of the last 24 hours are found through a fingerprint of each
+ * `appendCommit`; in that commit's parts when it is too large for one row), never in a row of its own. The keys of the last 24 hours are found through a fingerprint of each
  * and the row of its commit: in memory for the newest (up to `maxKeys`), in the `idempotency_spill` table for the
  * rest. The memory index is built from the WAL rows the first time a key is looked up after a start; a lookup reads
  * a WAL row only when a fingerprint is found (a retry), and the spill table only while it holds keys.
@@ -104,14 +104,15 @@ export class IdempotencyStore {
     const rows = new Map<string, IdempotencyRow>();
     const recent = this.index();
     const misses: string[] = [];
+    const commits: CommitAnswers = new Map();
     for (const key of keys) {
       if (rows.has(key)) continue;
       const seqKey = recent.get(keyFingerprint(key));
-      const row = seqKey === undefined ? null : this.storedAnswer(seqKey, key);
+      const row = seqKey === undefined ? null : this.storedAnswer(seqKey, key, commits);
       if (row !== null) rows.set(key, row);
       else if (this.spilled) misses.push(key);
     }
-    if (misses.length > 0) this.readSpilled(misses, rows);
+    if (misses.length > 0) this.readSpilled(misses, rows, commits);
     return rows;
   }
 
@@ -201,31 +202,41 @@ export class IdempotencyStore {
   }
 
   /** The answers of keys found in the spill table, one query per 100 keys. */
-  private readSpilled(keys: readonly string[], rows: Map<string, IdempotencyRow>): void {
+  private readSpilled(keys: readonly string[], rows: Map<string, IdempotencyRow>, commits: CommitAnswers): void {
     for (let start = 0; start < keys.length; start += MAX_BOUND_PARAMS) {
       const chunk = keys.slice(start, start + MAX_BOUND_PARAMS);
       const byFingerprint = new Map(chunk.map((key) => [keyFingerprint(key), key]));
       const found = this.sql().exec<{ fingerprint: number; seq_key: number }>(`SELECT fingerprint, seq_key FROM idempotency_spill WHERE fingerprint IN (${chunk.map(() => "?").join(", ")})`, ...byFingerprint.keys());
       for (const { fingerprint, seq_key } of found) {
         const key = byFingerprint.get(fingerprint)!;
-        const row = this.storedAnswer(seq_key, key);
+        const row = this.storedAnswer(seq_key, key, commits);
         if (row !== null) rows.set(key, row);
       }
     }
   }
 
-  /** The answer to `key` in the commit row `seqKey`, or null when the row does not hold it (another key's fingerprint). */
-  private storedAnswer(seqKey: number, key: string): IdempotencyRow | null {
-    const row = this.sql().exec<{ at_ms: number; keys: string; answers: string }>("SELECT at_ms, keys, answers FROM wal_commits WHERE seq_key = ?", seqKey).toArray()[0];
-    if (row === undefined) return null;
-    const keys = JSON.parse(row.keys) as [string, string][];
-    const index = keys.findIndex(([stored]) => stored === key);
+  /**
+   * The answer to `key` in the commit row `seqKey`, or null when the row does not hold it (another key's fingerprint).
+   * `commits` keeps each row read for the rest of one lookup: a retried batch finds all its keys in one commit.
+   */
+  private storedAnswer(seqKey: number, key: string, commits: CommitAnswers): IdempotencyRow | null {
+    let commit = commits.get(seqKey);
+    if (commit === undefined) {
+      const row = this.sql().exec<{ at_ms: number; keys: string; answers: string; parts: number | null }>("SELECT at_ms, keys, answers, parts FROM wal_commits WHERE seq_key = ?", seqKey).toArray()[0];
+      commit = row === undefined ? null : { at: row.at_ms, keys: JSON.parse(row.keys) as [string, string][], answers: row.parts === null ? row.answers : partedText(this.sql(), seqKey, row.parts, "answers"), parsed: null };
+      commits.set(seqKey, commit);
+    }
+    if (commit === null) return null;
+    const index = commit.keys.findIndex(([stored]) => stored === key);
     if (index < 0) return null;
-    const answers = JSON.parse(row.answers) as unknown[];
-    if (answers.length <= index) throw new Error(`the answer of an Idempotency-Key is missing from WAL commit ${seqKey}`);
-    return { body_hash: keys[index]![1], answer: JSON.stringify(answers[index]), created_at_ms: row.at_ms };
+    commit.parsed ??= JSON.parse(commit.answers) as unknown[];
+    if (commit.parsed.length <= index) throw new Error(`the answer of an Idempotency-Key is missing from WAL commit ${seqKey}`);
+    return { body_hash: commit.keys[index]![1], answer: JSON.stringify(commit.parsed[index]), created_at_ms: commit.at };
   }
 }
+
+/** Commit rows read during one lookup, by seq_key (null: no such row); answers parsed when first needed. */
+type CommitAnswers = Map<number, { at: number; keys: [string, string][]; answers: string; parsed: unknown[] | null } | null>;
 
 /** Most `?` parameters one statement may bind: Durable Object SQLite allows 100. */
 const MAX_BOUND_PARAMS = 100;

@@ -4,10 +4,8 @@
  * another format, one that fails its checksum or does not fit the WAL, is ignored and the whole WAL replayed.
  */
 import { type DagSnapshot, type DagState, replay, restoreSnapshot, SNAPSHOT_FORMAT, takeSnapshot } from "../../../src/core/index.js";
+import { textParts } from "./row-text.js";
 import { lastStoredSeq, loadEvents, type Sql } from "./wal-store.js";
-
-/** Characters of snapshot JSON per row (a Durable Object SQLite value holds at most 2 MB). */
-const PART_CHARS = 500_000;
 
 /** FNV-1a over the text's UTF-16 code units: a guard against a torn or altered snapshot, not against an attacker. */
 export function checksumOf(text: string): string {
@@ -24,9 +22,10 @@ export function saveSnapshot(sql: Sql, state: DagState): void {
   const text = JSON.stringify(takeSnapshot(state));
   sql.exec("DELETE FROM snapshot_parts");
   sql.exec("DELETE FROM snapshots");
-  const parts = Math.max(1, Math.ceil(text.length / PART_CHARS));
-  for (let part = 0; part < parts; part++) sql.exec("INSERT INTO snapshot_parts (part, data) VALUES (?, ?)", part, text.slice(part * PART_CHARS, (part + 1) * PART_CHARS));
-  sql.exec("INSERT INTO snapshots (wal_seq, format, parts, length, checksum) VALUES (?, ?, ?, ?, ?)", state.last_wal_seq, SNAPSHOT_FORMAT, parts, text.length, checksumOf(text));
+  // In parts that each fit a row (row-text.ts), never cut inside a surrogate pair.
+  const parts = textParts(text);
+  parts.forEach((data, part) => sql.exec("INSERT INTO snapshot_parts (part, data) VALUES (?, ?)", part, data));
+  sql.exec("INSERT INTO snapshots (wal_seq, format, parts, length, checksum) VALUES (?, ?, ?, ?, ?)", state.last_wal_seq, SNAPSHOT_FORMAT, parts.length, text.length, checksumOf(text));
 }
 
 type SnapshotRow = { wal_seq: number; format: number; parts: number; length: number; checksum: string };

@@ -1,5 +1,9 @@
-/** @module The WAL of a task object: schema migrations, one row per commit (its events and idempotency answers), ordered load and paging. */
+/**
+ * @module The WAL of a task object: schema migrations, one row per commit (its events and idempotency answers; a commit
+ * too large for one row has its text in parts), ordered load and paging.
+ */
 import { type WalEvent, WalEventSchema } from "../../../src/core/index.js";
+import { ROW_TEXT_CHARS, textParts } from "./row-text.js";
 
 /** Storage a WAL store needs (tests may pass a fake with just this). */
 export type Sql = Pick<SqlStorage, "exec">;
@@ -69,6 +73,13 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     // The fingerprints of keys a busy task's memory has no room for (idempotency-store.ts), each to its commit's row.
     `CREATE TABLE idempotency_spill (fingerprint INTEGER PRIMARY KEY, seq_key INTEGER NOT NULL, at_ms INTEGER NOT NULL)`,
   ],
+  // A commit too large for one row (SQLite refuses a row past about 2 MB): its row keeps its keys and holds no text
+  // ('' for events, and for answers when keyed), `parts` counts its rows in wal_commit_parts, which hold the events'
+  // and answers' JSON text in order (row-text.ts). Rows written before have parts NULL and stay whole.
+  [
+    `ALTER TABLE wal_commits ADD COLUMN parts INTEGER`,
+    `CREATE TABLE wal_commit_parts (seq_key INTEGER NOT NULL, field TEXT NOT NULL, part INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (seq_key, field, part))`,
+  ],
 ];
 
 /**
@@ -102,18 +113,42 @@ export interface CommitRow {
   readonly atMs: number;
 }
 
-/** Appends one commit as one row; the caller's transaction covers it with anything else the commit writes. */
+/**
+ * Appends one commit: as one row when its text fits one (`ROW_TEXT_CHARS`), else its row and its text in parts. The
+ * caller's transaction covers it with anything else the commit writes. The keys always stay in the commit's row (the
+ * idempotency index reads them from there); they are bounded by the batch cap: 256 keys of at most 255 characters
+ * with their caller scope and request hash, well under a row.
+ */
 export function appendCommit(sql: Sql, row: CommitRow): void {
-  const keyed = row.keys.length > 0;
-  sql.exec(
-    "INSERT INTO wal_commits (seq_key, first_seq, at_ms, keys, answers, events) VALUES (?, ?, ?, ?, ?, ?)",
-    row.seqKey,
-    row.events[0]?.wal_seq ?? 0,
-    row.atMs,
-    keyed ? JSON.stringify(row.keys) : null,
-    keyed ? `[${row.answers.join(",")}]` : null,
-    JSON.stringify(row.events),
-  );
+  const keys = row.keys.length > 0 ? JSON.stringify(row.keys) : null;
+  const answers = keys !== null ? `[${row.answers.join(",")}]` : null;
+  const events = JSON.stringify(row.events);
+  const firstSeq = row.events[0]?.wal_seq ?? 0;
+  if (events.length + (answers?.length ?? 0) + (keys?.length ?? 0) <= ROW_TEXT_CHARS) {
+    sql.exec("INSERT INTO wal_commits (seq_key, first_seq, at_ms, keys, answers, events) VALUES (?, ?, ?, ?, ?, ?)", row.seqKey, firstSeq, row.atMs, keys, answers, events);
+    return;
+  }
+  const fields = answers === null ? { events } : { events, answers };
+  let parts = 0;
+  for (const [field, text] of Object.entries(fields)) {
+    for (const data of textParts(text)) {
+      sql.exec("INSERT INTO wal_commit_parts (seq_key, field, part, data) VALUES (?, ?, ?, ?)", row.seqKey, field, parts, data);
+      parts++;
+    }
+  }
+  sql.exec("INSERT INTO wal_commits (seq_key, first_seq, at_ms, keys, answers, events, parts) VALUES (?, ?, ?, ?, ?, ?, ?)", row.seqKey, firstSeq, row.atMs, keys, answers === null ? null : "", "", parts);
+}
+
+/**
+ * A commit's field ("events" or "answers") whose text is in parts, joined. Its parts are numbered on from the events'
+ * (0 to `parts` - 1); throws when the field's parts are not all there.
+ */
+export function partedText(sql: Sql, seqKey: number, parts: number, field: "events" | "answers"): string {
+  const rows = sql.exec<{ part: number; data: string }>("SELECT part, data FROM wal_commit_parts WHERE seq_key = ? AND field = ? ORDER BY part", seqKey, field).toArray();
+  const first = rows[0]?.part ?? -1;
+  const whole = rows.length > 0 && rows.every((r, i) => r.part === first + i) && (field === "events" ? first === 0 : first + rows.length === parts);
+  if (!whole) throw new Error(`WAL commit ${seqKey} lacks parts of its ${field}`);
+  return rows.map((r) => r.data).join("");
 }
 
 /** The key for the next commit without events: below every key in use (and so below every WAL read). */
@@ -121,13 +156,15 @@ export function nextAnswerOnlyKey(sql: Sql): number {
   return Math.min(0, sql.exec<{ k: number | null }>("SELECT MIN(seq_key) AS k FROM wal_commits").one().k ?? 0) - 1;
 }
 
-type CommitEvents = { seq_key: number; first_seq: number; events: string };
+type CommitEvents = { seq_key: number; first_seq: number; events: string; parts: number | null };
+const commitEventsColumns = "seq_key, first_seq, events, parts";
 
-/** A commit row's events, decoded and validated (zod at the storage edge), checked against the row's range. */
-function eventsOf(row: CommitEvents): WalEvent[] {
+/** A commit's events, decoded and validated (zod at the storage edge), checked against the row's range. */
+function eventsOf(sql: Sql, row: CommitEvents): WalEvent[] {
+  const text = row.parts === null ? row.events : partedText(sql, row.seq_key, row.parts, "events");
   let candidates: unknown;
   try {
-    candidates = JSON.parse(row.events);
+    candidates = JSON.parse(text);
   } catch {
     throw new Error(`WAL commit ${row.seq_key} is not JSON`);
   }
@@ -145,8 +182,8 @@ export function readWal(sql: Sql, afterSeq: number, limit: number): WalEvent[] {
   const out: WalEvent[] = [];
   if (limit <= 0) return out;
   let expected = afterSeq + 1;
-  for (const row of sql.exec<CommitEvents>("SELECT seq_key, first_seq, events FROM wal_commits WHERE seq_key > ? ORDER BY seq_key", Math.max(0, afterSeq))) {
-    for (const event of eventsOf(row)) {
+  for (const row of sql.exec<CommitEvents>(`SELECT ${commitEventsColumns} FROM wal_commits WHERE seq_key > ? ORDER BY seq_key`, Math.max(0, afterSeq))) {
+    for (const event of eventsOf(sql, row)) {
       if (event.wal_seq <= afterSeq) continue;
       if (event.wal_seq !== expected) throw new Error(`WAL event ${expected} is missing`);
       expected++;
@@ -166,12 +203,12 @@ export function loadEvents(sql: Sql, afterSeq = 0): WalEvent[] {
 export function readWalTail(sql: Sql, count: number): WalEvent[] {
   const rows: CommitEvents[] = [];
   let held = 0;
-  for (const row of sql.exec<CommitEvents>("SELECT seq_key, first_seq, events FROM wal_commits WHERE seq_key > 0 ORDER BY seq_key DESC")) {
+  for (const row of sql.exec<CommitEvents>(`SELECT ${commitEventsColumns} FROM wal_commits WHERE seq_key > 0 ORDER BY seq_key DESC`)) {
     rows.push(row);
     held += row.seq_key - row.first_seq + 1;
     if (held >= count) break;
   }
-  return rows.reverse().flatMap(eventsOf).slice(-count);
+  return rows.reverse().flatMap((row) => eventsOf(sql, row)).slice(-count);
 }
 
 /** The last wal_seq stored (0: none). */
