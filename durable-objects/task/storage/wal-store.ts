@@ -159,8 +159,11 @@ export function nextAnswerOnlyKey(sql: Sql): number {
 type CommitEvents = { seq_key: number; first_seq: number; events: string; parts: number | null };
 const commitEventsColumns = "seq_key, first_seq, events, parts";
 
-/** A commit's events, decoded and validated (zod at the storage edge), checked against the row's range. */
-function eventsOf(sql: Sql, row: CommitEvents): WalEvent[] {
+/**
+ * A commit's events, decoded and validated (zod at the storage edge), checked against the row's range: all of them, or
+ * `count` from index `from` (a page that starts or ends inside a large commit decodes only the events it returns).
+ */
+function eventsOf(sql: Sql, row: CommitEvents, from = 0, count = Number.MAX_SAFE_INTEGER): WalEvent[] {
   const text = row.parts === null ? row.events : partedText(sql, row.seq_key, row.parts, "events");
   let candidates: unknown;
   try {
@@ -169,10 +172,11 @@ function eventsOf(sql: Sql, row: CommitEvents): WalEvent[] {
     throw new Error(`WAL commit ${row.seq_key} is not JSON`);
   }
   if (!Array.isArray(candidates) || candidates.length !== row.seq_key - row.first_seq + 1) throw new Error(`WAL commit ${row.seq_key} does not hold events ${row.first_seq}..${row.seq_key}`);
-  return candidates.map((candidate, i) => {
+  return candidates.slice(from, from + count).map((candidate, i) => {
+    const seq = row.first_seq + from + i;
     const parsed = WalEventSchema.safeParse(candidate);
-    if (!parsed.success) throw new Error(`WAL event ${row.first_seq + i} does not decode: ${parsed.error.issues[0]?.message ?? "invalid"}`);
-    if (parsed.data.wal_seq !== row.first_seq + i) throw new Error(`WAL commit ${row.seq_key} holds event ${parsed.data.wal_seq} in place of ${row.first_seq + i}`);
+    if (!parsed.success) throw new Error(`WAL event ${seq} does not decode: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    if (parsed.data.wal_seq !== seq) throw new Error(`WAL commit ${row.seq_key} holds event ${parsed.data.wal_seq} in place of ${seq}`);
     return parsed.data;
   });
 }
@@ -183,13 +187,12 @@ export function readWal(sql: Sql, afterSeq: number, limit: number): WalEvent[] {
   if (limit <= 0) return out;
   let expected = afterSeq + 1;
   for (const row of sql.exec<CommitEvents>(`SELECT ${commitEventsColumns} FROM wal_commits WHERE seq_key > ? ORDER BY seq_key`, Math.max(0, afterSeq))) {
-    for (const event of eventsOf(sql, row)) {
-      if (event.wal_seq <= afterSeq) continue;
+    for (const event of eventsOf(sql, row, Math.max(0, expected - row.first_seq), limit - out.length)) {
       if (event.wal_seq !== expected) throw new Error(`WAL event ${expected} is missing`);
       expected++;
       out.push(event);
-      if (out.length >= limit) return out;
     }
+    if (out.length >= limit) return out;
   }
   return out;
 }
