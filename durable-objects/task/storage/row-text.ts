@@ -22,7 +22,8 @@ export function textParts(text: string, maxChars = ROW_TEXT_CHARS): string[] {
   const parts: string[] = [];
   for (let start = 0; start < text.length; ) {
     let end = Math.min(start + maxChars, text.length);
-    if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--;
+    // One unit short (a part of at least 2 units always keeps at least one), so the pair goes whole into the next.
+    if (end < text.length && end - start > 1 && isHighSurrogate(text.charCodeAt(end - 1))) end--;
     parts.push(text.slice(start, end));
     start = end;
   }
