@@ -23,7 +23,7 @@ import {
 import { delegationHandlers } from "./apply-delegation.js";
 import { acceptanceOf, TASK_RECORD_FIELDS, type TaskRecordFields } from "../model/records.js";
 import type { DagState } from "../model/state.js";
-import { emptyState, setStepStatus } from "../model/state.js";
+import { countAttemptAction, emptyState, setStepStatus } from "../model/state.js";
 
 type Handlers = { [K in WalEventType]: (s: DagState, e: WalEventOf<K>) => void };
 
@@ -191,6 +191,7 @@ const handlers: Handlers = {
     });
     s.index.openActions.add(p.action_id);
     if (e.step_id !== null) s.index.stepActions.set(e.step_id, p.action_id);
+    if (p.attempt_id !== null) countAttemptAction(s.index, p.attempt_id);
     touchTask(s, e.created_at);
   },
   action_resolved(s, e) {

@@ -42,6 +42,8 @@ export interface DagIndex {
   readonly openActions: Set<string>;
   /** step id → its open action: while there is one, the step's lease does not expire. */
   readonly stepActions: Map<string, string>;
+  /** attempt id → actions asked in that attempt, open and resolved (the per-attempt cap counts them). */
+  readonly attemptActions: Map<string, number>;
   /** Steps waiting for a retry their policy scheduled (retry_at set). */
   readonly retrying: Set<string>;
   /** Ready delegated steps: the runtime takes them up itself (they are in no worker pool's ready queue). */
@@ -94,6 +96,7 @@ export function emptyState(): DagState {
       cancellingRuns: new Set(),
       openActions: new Set(),
       stepActions: new Map(),
+      attemptActions: new Map(),
       retrying: new Set(),
       readyDelegated: new Set(),
       openDelegations: new Set(),
@@ -236,6 +239,11 @@ export function isTerminalTask(task: Task): boolean {
   return TERMINAL_TASK_STATUSES.has(task.status);
 }
 
+/** Counts one more action asked in `attemptId`. */
+export function countAttemptAction(index: DagIndex, attemptId: string): void {
+  index.attemptActions.set(attemptId, (index.attemptActions.get(attemptId) ?? 0) + 1);
+}
+
 /** Rebuilds the indexes from the records; tests compare it with the live indexes. */
 export function rebuildIndex(state: DagState): DagIndex {
   const fresh = emptyState();
@@ -255,6 +263,7 @@ export function rebuildIndex(state: DagState): DagIndex {
     if (run.status === "cancelling") fresh.index.cancellingRuns.add(run.run_id);
   }
   for (const action of state.actions.values()) {
+    if (action.attempt_id !== null) countAttemptAction(fresh.index, action.attempt_id);
     if (action.status !== "open") continue;
     fresh.index.openActions.add(action.action_id);
     if (action.step_id !== null) fresh.index.stepActions.set(action.step_id, action.action_id);
