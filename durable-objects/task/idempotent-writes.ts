@@ -60,7 +60,7 @@ export class IdempotentWrites {
     const walName = String(body.wal_name);
     if (shell.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));
     const session = this.session(actor.session_id);
-    const reserved = (await session.reserve(taskId, walName, idem)) as RpcResult<null>;
+    const reserved = (await session.reserve(taskId, walName, idem, actor.role === "a2a_client" ? actor.agent_id : null)) as RpcResult<null>;
     if (!reserved.ok) return err(reserved.error);
     // Another create may have committed while we waited on the session.
     if (shell.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));
