@@ -11,6 +11,7 @@ import type { Actor } from "../../src/core/index.js";
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";
 import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "../support/helpers.js";
+import { connectMcp } from "../support/mcp-clients.js";
 import { BASE, expectError, expectOk, taskStub, uniqueId } from "../support/support.js";
 
 let S: TestSession;
@@ -147,6 +148,15 @@ describe("GET .../tasks/{tid} in pages", () => {
     const whole = expectOk(await call("GET", t, S.orch));
     expect(whole.actions.map((a: any) => a.action_id)).toEqual(asked);
     expect(await client.getWholeTask(t, { limit: 2 })).toEqual(whole);
+    // MCP's agent.task_get is the same read.
+    const mcp = await connectMcp(S.orch);
+    try {
+      const page = (await mcp.callTool({ name: "agent.task_get", arguments: { task_id: t.split("/").at(-1)!, limit: 2, cursor: ps[0].page.next_cursor } })).structuredContent;
+      expect(page.actions.map((a: any) => a.action_id)).toEqual(asked.slice(2, 4));
+      expect(page.page.totals.actions).toBe(5);
+    } finally {
+      await mcp.close();
+    }
   });
 
   it("Should answer a task of more than 1,000 actions in pages of 1,000, as it does steps", { timeout: 60_000 }, async () => {
