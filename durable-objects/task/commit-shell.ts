@@ -32,6 +32,7 @@ import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import { endFrame, runtimeFrames } from "../shared/sse-frames.js";
 import type { SseHub } from "../shared/sse-hub.js";
 import { UnitOfWork } from "./unit-of-work.js";
+import { fullAction } from "./action-text.js";
 import { loadState, saveSnapshot } from "./storage/snapshot-store.js";
 import { appendCommit, type CommitStorage, migrate, nextAnswerOnlyKey, type Sql } from "./storage/wal-store.js";
 
@@ -272,7 +273,7 @@ export class CommitShell {
     for (const e of events) {
       if (e.event_type !== "action_resolved") continue;
       const action = this.current.actions.get(e.payload.action_id);
-      if (action !== undefined) (resolved ??= []).push(action);
+      if (action !== undefined) (resolved ??= []).push(fullAction(this.sql, this.current, action));
     }
     if (resolved === null) return;
     try {

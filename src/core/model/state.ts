@@ -58,8 +58,14 @@ export interface DagState {
   readonly steps: Map<string, Step>;
   readonly runs: Map<string, WorkerRun>;
   readonly attempts: Map<string, Attempt>;
-  /** Human actions, open and resolved, in the order they were asked. */
+  /**
+   * Human actions, open and resolved, in the order they were asked. A resolved action is kept slim: its `prompt` is
+   * "" and its `input_schema` null (nothing decides on them any more); a read serves them from the action's
+   * action_requested event in the WAL (see `actionRequests` and `withRequestText`).
+   */
   readonly actions: Map<string, Action>;
+  /** action id → wal_seq of its action_requested event, where a resolved action's prompt and input_schema are read back. */
+  readonly actionRequests: Map<string, number>;
   /** Delegations of delegated steps, one per attempt, in the order they started. */
   readonly delegations: Map<string, Delegation>;
   /** Latest progress per step id; the key "" holds task-level progress. */
@@ -81,6 +87,7 @@ export function emptyState(): DagState {
     runs: new Map(),
     attempts: new Map(),
     actions: new Map(),
+    actionRequests: new Map(),
     delegations: new Map(),
     progress: new Map(),
     last_wal_seq: 0,
