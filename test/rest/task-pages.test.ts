@@ -172,6 +172,8 @@ describe("GET .../tasks/{tid} in pages", () => {
     expect(ps.map((p) => p.actions.length)).toEqual([1_000, 1]);
     expect(ps[0].page).toEqual({ limit: 1_000, next_cursor: expect.any(String), totals: { steps: 1, runs: 0, attempts: 0, actions: 1_001 } });
     expect(new Set(ps.flatMap((p) => p.actions.map((a: any) => a.action_id))).size).toBe(1_001);
+    // The answered ones are served whole, their text read back from the WAL.
+    expect(ps[0].actions.slice(0, 256).map((a: any) => [a.status, a.prompt])).toEqual(Array.from({ length: 256 }, (_, i) => ["resolved", `question ${i}`]));
   });
 
   it.each([
