@@ -41,6 +41,10 @@ export default defineConfig({
                 SNAPSHOT_EVERY_EVENTS: "40",
                 // Small, so that every service test's task objects move keys to the spill table as a busy task does.
                 IDEMPOTENCY_INDEX_KEYS: "16",
+                // Counted caps too large to reach quickly through every surface: actions per attempt and children
+                // per delegated step (the defaults' own tests read readConfig; the other caps are tested at their defaults).
+                MAX_ACTIONS_PER_ATTEMPT: "4",
+                MAX_CHILDREN_PER_STEP: "2",
               },
             },
           }),

@@ -7,10 +7,10 @@
  */
 import { ulidFactory } from "../../src/lib/ids.js";
 import type { IndexEntry, LinkTasksInput, TaskGraphNode, TaskGraphPage, TaskLink } from "../../src/contract/index.js";
-import { type Actor, runtimeError } from "../../src/core/index.js";
+import { type Actor, limitExceeded, type RuntimeError, runtimeError } from "../../src/core/index.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, sameRequest, scopeIdempotency } from "../task/storage/idempotency-store.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
-import { type Env, taskObjectName } from "../shared/env.js";
+import { type Env, readConfig, taskObjectName } from "../shared/env.js";
 import type { TaskGraphRpc } from "../task/task-graph-rpc.js";
 
 /** The first re-send of an unacknowledged push waits this long; each later one twice as long, up to the cap. */
@@ -151,6 +151,8 @@ export class SessionLinks {
       this.rememberKey(scoped, existing.link_id, false, now);
       return ok({ link: linkOf(existing), created: false });
     }
+    const capped = this.linkCapReached([body.from_task_id, ...(to === null ? [] : [to])]);
+    if (capped !== null) return err(capped);
     if (body.kind === "blocks" && this.reaches(to!, body.from_task_id)) {
       return err(runtimeError("dependency_cycle", `task ${to} already blocks task ${body.from_task_id}, directly or through other tasks: this link would close a cycle`, { from_task_id: body.from_task_id, to_task_id: to }));
     }
@@ -166,6 +168,19 @@ export class SessionLinks {
     const link = linkOf(this.row(linkId)!);
     if (body.kind === "blocks" && status === "active") await this.pushNow([this.enqueue(to!, now)]);
     return ok({ link, created: true });
+  }
+
+  /**
+   * MAX_LINKS_PER_TASK against one more link at each of these ends: the links a task is an end of (from or to),
+   * removed ones included, since their tombstones stay in the graph's history.
+   */
+  private linkCapReached(taskIds: readonly string[]): RuntimeError | null {
+    const limit = readConfig(this.env).caps.linksPerTask;
+    for (const taskId of new Set(taskIds)) {
+      const links = this.sql.exec<{ n: number }>("SELECT (SELECT COUNT(*) FROM links WHERE from_task_id = ?1) + (SELECT COUNT(*) FROM links WHERE to_task_id = ?1) AS n", taskId).one().n + 1;
+      if (links > limit) return limitExceeded(`task ${taskId} is an end of at most ${limit} links (removed ones count: their history is kept)`, limit, links, "MAX_LINKS_PER_TASK");
+    }
+    return null;
   }
 
   /** unlink_tasks: the link becomes a `removed` tombstone (kept for the graph's history); removing it again changes nothing. */

@@ -20,6 +20,7 @@ import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import type { PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
 import { SessionPeers } from "./session-peers.js";
 import { createSessionTables } from "./session-schema.js";
+import { TaskCaps } from "./task-caps.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
 const RESERVATION_CHECK_MS = 60_000;
@@ -44,6 +45,8 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private readonly peers: SessionPeers;
   /** The task graph: links, the graph read, and the blockers pushed to blocked tasks. */
   private readonly links = new SessionLinks(this.ctx, this.env, (at) => this.armAt(at));
+  /** Tasks per session and per A2A client. */
+  private readonly taskCaps = new TaskCaps(this.ctx.storage.sql, readConfig(this.env).caps);
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -93,9 +96,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   /**
    * Reserves a task id and a wal name atomically (task_id_conflict, path_conflict), and the create's
    * Idempotency-Key: a key that created (or is creating) a task with another request is
-   * idempotency_conflict, whichever task_id the new request names.
+   * idempotency_conflict, whichever task_id the new request names. Past the session's task cap, or an A2A
+   * client's (`submittedBy`, the client's agent id), it is limit_exceeded and nothing is reserved.
    */
-  async reserve(taskId: string, walName: string, idem: Idempotency | null = null): Promise<RpcResult<null>> {
+  async reserve(taskId: string, walName: string, idem: Idempotency | null = null, submittedBy: string | null = null): Promise<RpcResult<null>> {
     const now = Date.now();
     if (idem !== null) {
       this.sql.exec("DELETE FROM create_keys WHERE created_at_ms <= ?", now - IDEMPOTENCY_TTL_MS);
@@ -107,8 +111,12 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const taken = this.sql.exec<{ task_id: string; wal_name: string }>("SELECT task_id, wal_name FROM tasks WHERE task_id = ? OR wal_name = ?", taskId, walName).toArray();
     if (taken.some((r) => r.task_id === taskId)) return err(runtimeError("task_id_conflict", `task_id ${taskId} is already used in this session`, { task_id: taskId }));
     if (taken.length > 0) return err(runtimeError("path_conflict", `wal_name ${walName} is already used in this session; choose another`, { wal_name: walName }));
+    const capped = this.taskCaps.refusal(submittedBy);
+    if (capped !== null) return err(capped);
     const seq = (this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n);
-    this.sql.exec("INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, seq) VALUES (?, ?, 'reserved', ?, ?)", taskId, walName, now, seq);
+    // An A2A client's task is its own from the reservation on, so its cap counts tasks still being created.
+    this.sql.exec("INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, seq, origin_client_agent_id) VALUES (?, ?, 'reserved', ?, ?, ?)", taskId, walName, now, seq, submittedBy);
+    this.taskCaps.reserved();
     if (idem !== null) this.sql.exec("INSERT OR REPLACE INTO create_keys (key, hash, task_id, created_at_ms) VALUES (?, ?, ?, ?)", idem.key, idem.hash, taskId, now);
     await this.armAt(Date.now() + RESERVATION_CHECK_MS);
     return ok(null);
@@ -124,7 +132,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   /** Drops a reservation whose create failed, and its Idempotency-Key (nothing was created under it). */
   async release(taskId: string): Promise<void> {
     const dropped = this.sql.exec("DELETE FROM tasks WHERE task_id = ? AND state = 'reserved'", taskId).rowsWritten;
-    if (dropped > 0) this.sql.exec("DELETE FROM create_keys WHERE task_id = ?", taskId);
+    if (dropped > 0) {
+      this.taskCaps.changed();
+      this.sql.exec("DELETE FROM create_keys WHERE task_id = ?", taskId);
+    }
   }
 
   /**
@@ -148,6 +159,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
         "INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, entry, terminal, native_status, status, updated_at, origin_client_agent_id, thread_id, parent_task_id, root_task_id, seq) VALUES (?, ?, 'confirmed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         entry.task_id, entry.wal_name, Date.now(), ...values, seq,
       );
+      this.taskCaps.changed();
     } else {
       this.sql.exec(
         "UPDATE tasks SET state = 'confirmed', entry = ?, terminal = ?, native_status = ?, status = ?, updated_at = ?, origin_client_agent_id = ?, thread_id = ?, parent_task_id = ?, root_task_id = ? WHERE task_id = ?",

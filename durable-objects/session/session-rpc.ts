@@ -56,8 +56,11 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   create(sessionId: string, createdAt: string, info: Record<string, unknown>, answer: unknown, idem: Idempotency | null): Promise<RpcResult<{ answer: unknown; created: boolean }>>;
   /** The session record, or null when no session of this id was created. */
   describe(): Promise<{ session_id: string; created_at: string } | null>;
-  /** Reserves a task id, a wal name and a create's Idempotency-Key atomically. */
-  reserve(taskId: string, walName: string, idem?: Idempotency | null): Promise<RpcResult<null>>;
+  /**
+   * Reserves a task id, a wal name and a create's Idempotency-Key atomically; `submittedBy` is the A2A client's agent
+   * id when one creates the task (limit_exceeded: past the session's task cap or that client's).
+   */
+  reserve(taskId: string, walName: string, idem?: Idempotency | null, submittedBy?: string | null): Promise<RpcResult<null>>;
   /** Drops a reservation whose create failed. */
   release(taskId: string): Promise<void>;
   /**

@@ -23,6 +23,20 @@ export interface Env {
   readonly DELEGATE_TIMEOUT_MS?: string;
   readonly DELEGATE_RETRY_MS?: string;
   readonly DELEGATE_MAX_TRIES?: string;
+  /** Actions open at once in one task (default 1,000); one more is 409 limit_exceeded. */
+  readonly MAX_OPEN_ACTIONS_PER_TASK?: string;
+  /** Actions one attempt of a step may ask, open and resolved (default 100). */
+  readonly MAX_ACTIONS_PER_ATTEMPT?: string;
+  /** Child tasks one delegated step may create over its attempts (default 100). */
+  readonly MAX_CHILDREN_PER_STEP?: string;
+  /** Tasks one session holds, reserved and created (default 100,000). */
+  readonly MAX_TASKS_PER_SESSION?: string;
+  /** Tasks one A2A client may submit to a session (default 10,000). */
+  readonly MAX_TASKS_PER_A2A_CLIENT?: string;
+  /** Links a task may be an end of, removed ones included (default 1,000). */
+  readonly MAX_LINKS_PER_TASK?: string;
+  /** Messages in one JSON-RPC batch POSTed to /mcp (default 16). */
+  readonly MCP_MAX_BATCH?: string;
   readonly SNAPSHOT_EVERY_EVENTS?: string;
   readonly IDEMPOTENCY_INDEX_KEYS?: string;
   readonly MAX_BODY_BYTES?: string;
@@ -53,9 +67,22 @@ export interface Env {
   readonly A2A_PEER_MAX_RESPONSE_BYTES?: string;
 }
 
+/** Counted caps the objects and routes hold (docs/limits.md "Counted caps"); the core's are in `limits`. */
+export interface CountedCaps {
+  /** MAX_TASKS_PER_SESSION: the session's tasks, reserved and created. */
+  readonly tasksPerSession: number;
+  /** MAX_TASKS_PER_A2A_CLIENT: the tasks one A2A client submitted to the session. */
+  readonly tasksPerA2aClient: number;
+  /** MAX_LINKS_PER_TASK: the links a task is an end of. */
+  readonly linksPerTask: number;
+  /** MCP_MAX_BATCH: messages in one JSON-RPC batch to /mcp. */
+  readonly mcpBatch: number;
+}
+
 /** Runtime configuration with the documented defaults. */
 export interface RuntimeConfig {
   readonly limits: CoreLimits;
+  readonly caps: CountedCaps;
   readonly maxBodyBytes: number;
   readonly tokenTtlSeconds: number;
   readonly sse: SseConfig;
@@ -105,6 +132,15 @@ export function readConfig(env: Env): RuntimeConfig {
       delegateTimeoutMs: positiveInt(env.DELEGATE_TIMEOUT_MS, 3_600_000),
       delegateRetryMs: positiveInt(env.DELEGATE_RETRY_MS, 1_000),
       delegateMaxTries: positiveInt(env.DELEGATE_MAX_TRIES, 6),
+      maxOpenActionsPerTask: positiveInt(env.MAX_OPEN_ACTIONS_PER_TASK, 1_000),
+      maxActionsPerAttempt: positiveInt(env.MAX_ACTIONS_PER_ATTEMPT, 100),
+      maxChildrenPerStep: positiveInt(env.MAX_CHILDREN_PER_STEP, 100),
+    },
+    caps: {
+      tasksPerSession: positiveInt(env.MAX_TASKS_PER_SESSION, 100_000),
+      tasksPerA2aClient: positiveInt(env.MAX_TASKS_PER_A2A_CLIENT, 10_000),
+      linksPerTask: positiveInt(env.MAX_LINKS_PER_TASK, 1_000),
+      mcpBatch: positiveInt(env.MCP_MAX_BATCH, 16),
     },
     maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1_048_576),
     tokenTtlSeconds: positiveInt(env.TOKEN_TTL_SECONDS, 86_400),

@@ -32,6 +32,7 @@ import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import { endFrame, runtimeFrames } from "../shared/sse-frames.js";
 import type { SseHub } from "../shared/sse-hub.js";
 import { UnitOfWork } from "./unit-of-work.js";
+import { fullActions } from "./action-text.js";
 import { loadState, saveSnapshot } from "./storage/snapshot-store.js";
 import { appendCommit, type CommitStorage, migrate, nextAnswerOnlyKey, type Sql } from "./storage/wal-store.js";
 
@@ -264,7 +265,7 @@ export class CommitShell {
     if (task !== null && isTerminalTask(task)) hub.endAll(endFrame(task.status, this.current.last_wal_seq));
   }
 
-  /** The actions these committed events resolved, as memory now holds them, to the shell's listener. */
+  /** The actions these committed events resolved, whole (their text read back from the WAL), to the shell's listener. */
   private publishResolvedActions(events: readonly WalEvent[]): void {
     const listener = this.parts.actionsResolved;
     if (listener === undefined) return;
@@ -276,7 +277,7 @@ export class CommitShell {
     }
     if (resolved === null) return;
     try {
-      listener(resolved);
+      listener(fullActions(this.sql, this.current, resolved));
     } catch (e) {
       // The commit stands; a listener's fault must not turn it into an error answer.
       reportIncident(e, "task object: publishing resolved actions");

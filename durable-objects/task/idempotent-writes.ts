@@ -11,6 +11,7 @@ import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import type { SessionRpc } from "../session/session-rpc.js";
 import type { BatchItem } from "./task-graph-rpc.js";
 import type { UnitOfWork } from "./unit-of-work.js";
+import { fullAction } from "./action-text.js";
 
 /** The writes of one task object. */
 export class IdempotentWrites {
@@ -60,7 +61,7 @@ export class IdempotentWrites {
     const walName = String(body.wal_name);
     if (shell.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));
     const session = this.session(actor.session_id);
-    const reserved = (await session.reserve(taskId, walName, idem)) as RpcResult<null>;
+    const reserved = (await session.reserve(taskId, walName, idem, actor.role === "a2a_client" ? actor.agent_id : null)) as RpcResult<null>;
     if (!reserved.ok) return err(reserved.error);
     // Another create may have committed while we waited on the session.
     if (shell.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));
@@ -116,12 +117,12 @@ export class IdempotentWrites {
     const result = this.shell.decideAndApply(unit, item.actor, item.command, now);
     if (!result.ok) return result;
     const events = [...result.value.events];
-    const extra = this.describeValue(result.value.value);
+    const extra = this.describeValue(result.value.value, unit.events);
     if (item.claimNext && item.command.type === "update_step" && releasesClaim(item.command.status)) {
       const next = this.shell.decideAndApply(unit, item.actor, { type: "claim_next" }, now);
       if (next.ok) {
         events.push(...next.value.events);
-        extra.next = this.describeValue(next.value.value);
+        extra.next = this.describeValue(next.value.value, unit.events);
       } else {
         extra.next = { error: next.error };
       }
@@ -131,7 +132,8 @@ export class IdempotentWrites {
     return ok(answer);
   }
 
-  private describeValue(value: DecisionValue): Record<string, unknown> {
+  /** `pending`: the unit's events not written yet (an action asked and answered in one unit is read from them). */
+  private describeValue(value: DecisionValue, pending: readonly WalEvent[]): Record<string, unknown> {
     const state = this.shell.state;
     switch (value.kind) {
       case "claimed":
@@ -142,7 +144,7 @@ export class IdempotentWrites {
         // The worker token is minted by the route from this run record (signing is async; the commit is not).
         return { run_id: value.run_id, agent_id: value.agent_id, run: structuredClone(state.runs.get(value.run_id)) };
       case "action": {
-        const action = structuredClone(state.actions.get(value.action_id)!);
+        const action = fullAction(this.shell.sql, state, state.actions.get(value.action_id)!, pending);
         return { action_id: action.action_id, status: action.status, expires_at: action.expires_at, action };
       }
       case "none":

@@ -27,6 +27,7 @@ import { DEFAULT_ACTION_PAGE_LIMIT, MAX_ACTION_PAGE_LIMIT, MAX_ACTION_WAIT_MS } 
 import { type ActionWaiters, type PollAnswer } from "./action-waiters.js";
 import type { CommitShell } from "./commit-shell.js";
 import { indexEntryOf } from "./index-entry.js";
+import { fullAction, fullActions } from "./action-text.js";
 import type { LargeReads } from "./large-reads.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import { endFrame, runtimeFrames, type TaskCursor } from "../shared/sse-frames.js";
@@ -78,7 +79,8 @@ export class TaskReads {
     const state = this.shell.state;
     const paged = taskGetPage(state, request);
     if (!paged.ok) return paged;
-    const page = paged.value;
+    const items = { ...paged.value.items, actions: fullActions(this.shell.sql, state, paged.value.items.actions) };
+    const page = { ...paged.value, items };
     const large = pageItemCount(page.items) > LARGE_PAGE_ITEMS;
     const full = large ? this.largeReads.full() : null;
     if (full !== null) return err(full);
@@ -186,7 +188,7 @@ export class TaskReads {
     const offset = Math.max(Math.trunc(query.offset ?? 0), 0);
     const matching: Action[] = [];
     for (const action of this.shell.state.actions.values()) if (query.status === undefined || action.status === query.status) matching.push(action);
-    const actions = matching.slice(offset, offset + limit).map((a) => structuredClone(a));
+    const actions = fullActions(this.shell.sql, this.shell.state, matching.slice(offset, offset + limit));
     const total = matching.length;
     return ok({ actions, total, limit, offset, next_offset: offset + actions.length < total ? offset + actions.length : null });
   }
@@ -211,7 +213,7 @@ export class TaskReads {
     if (ready !== null) return err(ready);
     const action = this.shell.state.actions.get(actionId);
     if (action === undefined) return err(runtimeError("not_found", `no action ${actionId}`, { action_id: actionId }));
-    return ok({ action: structuredClone(action) });
+    return ok({ action: fullAction(this.shell.sql, this.shell.state, action) });
   }
 
   /** The session index entry, for the session's clean-up of reservations; null when no task was created. */

@@ -2,7 +2,8 @@
  * @module What each domain error code means to an A2A client: one table over every code, as STATUS_OF is for
  * HTTP, so a new code does not compile until it says which A2A error it is. A task the caller may not see is
  * TaskNotFoundError (-32001) whether it is unknown or someone else's; a refused argument is -32602; a change
- * to a task that has ended is UnsupportedOperationError (-32004); every other code is -32603 with our own
+ * to a task that has ended is UnsupportedOperationError (-32004); a counted cap is -32602 with reason
+ * LIMIT_EXCEEDED and its details as metadata; every other code is -32603 with our own
  * message, nothing of the runtime's internals leaked. A method may answer a code more precisely than this table
  * (CancelTask answers task_terminal with TaskNotCancelableError, -32002).
  */
@@ -31,6 +32,14 @@ const hiddenTask: A2aErrorOf = (_error, taskId) => taskNotFound(taskId);
 const badParams: A2aErrorOf = (error) => invalidParams(error.message);
 const taskEnded: A2aErrorOf = (_error, taskId) => new UnsupportedOperationError({ message: `Task ${taskId} is in a terminal state`, metadata: { taskId } });
 const alreadyAnswered: A2aErrorOf = (error, taskId) => new UnsupportedOperationError({ message: error.message, metadata: { taskId } });
+/**
+ * -32602 with reason LIMIT_EXCEEDED and the cap's {limit, value, setting} as ErrorInfo metadata: a counted cap is
+ * the client's to respect (not a fault of ours, and a retry gets the same answer), and A2A has no error of its own for it.
+ */
+const capReached: A2aErrorOf = (error) => {
+  const details = error.details ?? {};
+  return invalidParams(error.message, "LIMIT_EXCEEDED", { limit: String(details.limit), value: String(details.value), setting: String(details.setting) });
+};
 /** -32603 with the code and our message (rate_limited, storage_error, internal_error with its incident id, …). */
 const fault: A2aErrorOf = (error) => new RuntimeFault(`${error.code}: ${error.message}`);
 
@@ -55,7 +64,7 @@ export const A2A_ERROR_OF: Readonly<Record<ErrorCode, A2aErrorOf>> = {
   task_not_completeable: fault,
   action_resolved: alreadyAnswered,
   payload_too_large: fault,
-  limit_exceeded: fault,
+  limit_exceeded: capReached,
   idempotency_conflict: fault,
   storage_error: fault,
   internal_error: fault,

@@ -213,10 +213,21 @@ export async function serveMcp(c: Context<AppEnv>, dispatch: Dispatch): Promise<
   // goes to the SDK as it came, which answers JSON-RPC's parse error.
   const text = await readBodyText(c);
   const message = parseJsonTextIfValid(text, "the MCP message");
+  refuseLongBatch(message, readConfig(c.env).caps.mcpBatch);
   if (message === undefined) return handler.fetch(new Request(c.req.url, { method: "POST", headers: c.req.raw.headers, body: text }), { authInfo: authInfoOf(scope, claims) });
   const authInfo = authInfoOf({ ...scope, toolsOnly: isToolsTraffic(message) }, claims);
   if (await isLegacyRequest(c.req.raw, message)) return serveLegacyAsJson(c.req.raw, message, authInfo);
   return handler.fetch(c.req.raw, { authInfo, parsedBody: message });
+}
+
+/**
+ * A JSON-RPC batch of more than MCP_MAX_BATCH messages is refused whole, before any of it runs: each message may be
+ * a tool call, so a batch is that many REST operations for one POST. The revisions served have no batches
+ * (2025-06-18 removed them); the cap bounds what an older client's batch may ask (docs/protocols/mcp.md).
+ */
+function refuseLongBatch(message: unknown, limit: number): void {
+  if (!Array.isArray(message) || message.length <= limit) return;
+  fail("limit_exceeded", `a JSON-RPC batch to /mcp holds at most ${limit} messages; send them in separate requests`, { limit, value: message.length, setting: "MCP_MAX_BATCH" });
 }
 
 /**

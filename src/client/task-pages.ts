@@ -3,7 +3,7 @@ import { RECENT_ATTEMPTS } from "../core/browser.js";
 import type { TaskView } from "./types.js";
 
 /**
- * The whole task from its pages, first to last: their steps, runs and attempts one after another; the task, its
+ * The whole task from its pages, first to last: their steps, runs, attempts and actions one after another; the task, its
  * diagnostics and wal_seq of the last page (the newest); progress by step, the latest record of each; the
  * snapshot's lists joined, its attempts cut again to the active ones and the 50 most recent others. Pages read
  * while the task was written may show a step, run or attempt as it was at different moments, none twice.
@@ -23,6 +23,7 @@ export function joinTaskPages(pages: readonly TaskView[]): TaskView {
     steps: all((p) => p.steps),
     attempts: all((p) => p.attempts),
     runs: all((p) => p.runs),
+    actions: all((p) => p.actions),
     progress: [...progress.values()],
     snapshot: {
       ...last.snapshot,

@@ -11,6 +11,7 @@ import type { Actor } from "../../src/core/index.js";
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";
 import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "../support/helpers.js";
+import { connectMcp } from "../support/mcp-clients.js";
 import { BASE, expectError, expectOk, taskStub, uniqueId } from "../support/support.js";
 
 let S: TestSession;
@@ -31,7 +32,7 @@ async function pages(t: string, limit: number | null, between: (pageIndex: numbe
     if (cursor !== null) query.set("cursor", cursor);
     const page = expectOk(await call("GET", `${t}${query.size === 0 ? "" : `?${query}`}`, S.orch));
     const max = limit ?? 1_000;
-    for (const list of [page.steps, page.runs, page.attempts, page.snapshot.taskGraph.nodes, page.snapshot.taskGraph.spawnedWorkers, page.snapshot.attempts]) expect(list.length).toBeLessThanOrEqual(max);
+    for (const list of [page.steps, page.runs, page.attempts, page.actions, page.snapshot.taskGraph.nodes, page.snapshot.taskGraph.spawnedWorkers, page.snapshot.attempts]) expect(list.length).toBeLessThanOrEqual(max);
     out.push(page);
     cursor = page.page.next_cursor;
     await between(out.length);
@@ -64,7 +65,7 @@ describe("GET .../tasks/{tid} in pages", () => {
     expect([whole.steps.length, whole.runs.length, whole.attempts.length]).toEqual([23, 10, 12]);
     const asked = expectOk(await call("GET", `${t}?limit=1000`, S.orch));
     const { page, ...rest } = asked;
-    expect(page).toEqual({ limit: 1_000, next_cursor: null, totals: { steps: 23, runs: 10, attempts: 12 } });
+    expect(page).toEqual({ limit: 1_000, next_cursor: null, totals: { steps: 23, runs: 10, attempts: 12, actions: 0 } });
     expect(rest).toEqual(whole);
   });
 
@@ -84,7 +85,7 @@ describe("GET .../tasks/{tid} in pages", () => {
       expect(p.snapshot.taskGraph.spawnedWorkers.map((w: any) => w.runId)).toEqual(p.runs.map((r: any) => r.run_id));
       expect(p.snapshot.attempts.map((a: any) => a.attemptId)).toEqual(p.attempts.map((a: any) => a.attempt_id));
       expect(p.task.root_step_ids).toEqual(p.steps.map((s: any) => s.step_id));
-      expect(p.page.totals).toEqual({ steps: 23, runs: 10, attempts: 12 });
+      expect(p.page.totals).toEqual({ steps: 23, runs: 10, attempts: 12, actions: 0 });
     }
   });
 
@@ -116,7 +117,7 @@ describe("GET .../tasks/{tid} in pages", () => {
     const t = await newTask(S, id, steps(1_203));
     const ps = await pages(t, null);
     expect(ps.map((p) => p.steps.length)).toEqual([1_000, 203]);
-    expect(ps[0].page).toEqual({ limit: 1_000, next_cursor: expect.any(String), totals: { steps: 1_203, runs: 0, attempts: 0 } });
+    expect(ps[0].page).toEqual({ limit: 1_000, next_cursor: expect.any(String), totals: { steps: 1_203, runs: 0, attempts: 0, actions: 0 } });
     expect(ids(ps, "steps", "step_id")).toEqual(steps(1_203).map((s) => s.step_id));
   });
 
@@ -130,6 +131,49 @@ describe("GET .../tasks/{tid} in pages", () => {
     for await (const page of client.taskPages(t, { limit: 10 })) seen.push(page.steps.length);
     expect(seen).toEqual([10, 10, 3]);
     expect((await client.getTask(t, { limit: 2 })).page?.next_cursor).toEqual(expect.any(String));
+  });
+
+  it("Should page actions on their own, each once across the pages in the order asked, and join them back with the SDK", async () => {
+    const { t } = await busyTask();
+    const w = await dispatch(S, t);
+    const held = expectOk(await call("POST", `${t}/steps/claim-next`, w.token)).step.step_id;
+    const asked: string[] = [];
+    for (let i = 0; i < 4; i++) asked.push(expectOk(await call("POST", `${t}/actions`, S.orch, { kind: "approval", prompt: `task question ${i}` }), 201).action_id);
+    asked.push(expectOk(await call("POST", `${t}/steps/${held}/actions`, w.token, { kind: "approval", prompt: "step question" }), 201).action_id);
+    const ps = await pages(t, 2);
+    expect(ps.map((p) => p.actions.length).slice(0, 3)).toEqual([2, 2, 1]);
+    expect(ps.flatMap((p) => p.actions.map((a: any) => a.action_id))).toEqual(asked);
+    for (const p of ps) expect(p.page.totals.actions).toBe(5);
+    const client = new RuntimeClient({ baseUrl: BASE, token: S.orch, fetch: SELF.fetch.bind(SELF) });
+    const whole = expectOk(await call("GET", t, S.orch));
+    expect(whole.actions.map((a: any) => a.action_id)).toEqual(asked);
+    expect(await client.getWholeTask(t, { limit: 2 })).toEqual(whole);
+    // MCP's agent.task_get is the same read.
+    const mcp = await connectMcp(S.orch);
+    try {
+      const page = (await mcp.callTool({ name: "agent.task_get", arguments: { task_id: t.split("/").at(-1)!, limit: 2, cursor: ps[0].page.next_cursor } })).structuredContent;
+      expect(page.actions.map((a: any) => a.action_id)).toEqual(asked.slice(2, 4));
+      expect(page.page.totals.actions).toBe(5);
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it("Should answer a task of more than 1,000 actions in pages of 1,000, as it does steps", { timeout: 60_000 }, async () => {
+    const t = await newTask(S, uniqueId("acts"), steps(1));
+    const ask = (i: number) => ({ token: S.orch, method: "POST", path: `${t}/actions`, body: { kind: "approval", prompt: `question ${i}` } });
+    const first = expectOk(await call("POST", `${t}/batch`, S.orch, { commands: Array.from({ length: 256 }, (_, i) => ask(i)) }));
+    // Answered, so the task's open actions stay within their cap while it asks 1,001 in all.
+    expectOk(await call("POST", `${t}/batch`, S.orch, { commands: first.results.map((r: any) => ({ token: S.orch, method: "POST", path: `${t}/actions/${r.body.action_id}/respond`, body: { decision: "approved" } })) }));
+    for (let from = 256; from < 1_001; from += 256) {
+      expectOk(await call("POST", `${t}/batch`, S.orch, { commands: Array.from({ length: Math.min(256, 1_001 - from) }, (_, i) => ask(from + i)) }));
+    }
+    const ps = await pages(t, null);
+    expect(ps.map((p) => p.actions.length)).toEqual([1_000, 1]);
+    expect(ps[0].page).toEqual({ limit: 1_000, next_cursor: expect.any(String), totals: { steps: 1, runs: 0, attempts: 0, actions: 1_001 } });
+    expect(new Set(ps.flatMap((p) => p.actions.map((a: any) => a.action_id))).size).toBe(1_001);
+    // The answered ones are served whole, their text read back from the WAL.
+    expect(ps[0].actions.slice(0, 256).map((a: any) => [a.status, a.prompt])).toEqual(Array.from({ length: 256 }, (_, i) => ["resolved", `question ${i}`]));
   });
 
   it.each([

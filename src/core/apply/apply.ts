@@ -21,9 +21,9 @@ import {
   writeResults,
 } from "./apply-shared.js";
 import { delegationHandlers } from "./apply-delegation.js";
-import { acceptanceOf, TASK_RECORD_FIELDS, type TaskRecordFields } from "../model/records.js";
+import { acceptanceOf, type Action, TASK_RECORD_FIELDS, type TaskRecordFields } from "../model/records.js";
 import type { DagState } from "../model/state.js";
-import { emptyState, setStepStatus } from "../model/state.js";
+import { countAttemptAction, emptyState, setStepStatus } from "../model/state.js";
 
 type Handlers = { [K in WalEventType]: (s: DagState, e: WalEventOf<K>) => void };
 
@@ -189,8 +189,10 @@ const handlers: Handlers = {
       resolved_by: null,
       resolved_at: null,
     });
+    s.actionRequests.set(p.action_id, e.wal_seq);
     s.index.openActions.add(p.action_id);
     if (e.step_id !== null) s.index.stepActions.set(e.step_id, p.action_id);
+    if (p.attempt_id !== null) countAttemptAction(s.index, p.attempt_id);
     touchTask(s, e.created_at);
   },
   action_resolved(s, e) {
@@ -203,6 +205,9 @@ const handlers: Handlers = {
     action.comment = p.comment;
     action.resolved_by = { agent_id: e.actor_agent_id, role: p.resolved_by_role };
     action.resolved_at = e.created_at;
+    // The asker's text stays in the WAL only: memory keeps what open actions and summaries need.
+    action.prompt = "";
+    action.input_schema = null;
     s.index.openActions.delete(action.action_id);
     if (action.step_id !== null && s.index.stepActions.get(action.step_id) === action.action_id) s.index.stepActions.delete(action.step_id);
     if (p.lease_expires_at !== null && action.step_id !== null) {
@@ -269,4 +274,20 @@ export function replay(events: Iterable<WalEvent>, into: DagState = emptyState()
     apply(into, event);
   }
   return into;
+}
+
+/**
+ * The action as it was answered, text included: a resolved action is kept slim in memory, and `requested` (its
+ * action_requested event, at `state.actionRequests`) gives back its prompt and input_schema. An open action is
+ * whole already. Always a copy.
+ */
+export function withRequestText(action: Action, requested: WalEvent | undefined): Action {
+  const copy = structuredClone(action);
+  if (action.status === "open") return copy;
+  if (requested?.event_type !== "action_requested" || requested.payload.action_id !== action.action_id) {
+    throw new Error(`the WAL holds no action_requested event for action ${action.action_id}`);
+  }
+  copy.prompt = requested.payload.prompt;
+  copy.input_schema = requested.payload.input_schema;
+  return copy;
 }

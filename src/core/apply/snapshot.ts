@@ -7,7 +7,7 @@ import type { Action, Attempt, Delegation, Step, Task, WorkerRun } from "../mode
 import { type DagIndex, type DagState, emptyState, type ProgressRecord, rebuildIndex } from "../model/state.js";
 
 /** The snapshot format this core writes and reads; a snapshot of another format is ignored (the WAL is replayed). */
-export const SNAPSHOT_FORMAT = 1;
+export const SNAPSHOT_FORMAT = 2;
 
 /** The index sets whose iteration order decisions depend on, saved in their live order. */
 const ORDERED_SETS = ["held", "activeRuns", "cancellingRuns", "openActions", "retrying", "readyDelegated", "openDelegations"] as const;
@@ -23,6 +23,8 @@ export interface DagSnapshot {
   readonly runs: WorkerRun[];
   readonly attempts: Attempt[];
   readonly actions: Action[];
+  /** Each action's action_requested wal_seq (format 2: resolved actions are slim). */
+  readonly action_requests: [string, number][];
   readonly delegations: Delegation[];
   readonly progress: [string, ProgressRecord][];
   readonly order: Record<OrderedSet, string[]>;
@@ -39,6 +41,7 @@ export function takeSnapshot(state: DagState): DagSnapshot {
     runs: [...state.runs.values()],
     attempts: [...state.attempts.values()],
     actions: [...state.actions.values()],
+    action_requests: [...state.actionRequests.entries()],
     delegations: [...state.delegations.values()],
     progress: [...state.progress.entries()],
     order: Object.fromEntries(ORDERED_SETS.map((name) => [name, [...state.index[name]]])) as Record<OrderedSet, string[]>,
@@ -65,6 +68,7 @@ export function restoreSnapshot(snapshot: DagSnapshot): DagState {
   for (const r of snapshot.runs) state.runs.set(r.run_id, r);
   for (const a of snapshot.attempts) state.attempts.set(a.attempt_id, a);
   for (const a of snapshot.actions) state.actions.set(a.action_id, a);
+  for (const [id, seq] of snapshot.action_requests) state.actionRequests.set(id, seq);
   for (const d of snapshot.delegations) state.delegations.set(d.delegation_id, d);
   for (const [key, p] of snapshot.progress) state.progress.set(key, p);
   state.last_wal_seq = snapshot.last_wal_seq;

@@ -78,6 +78,11 @@ export class Emitter {
     return this.ctx.now;
   }
 
+  /** The deployment's limits the decision checks. */
+  get limits(): CoreLimits {
+    return this.ctx.limits;
+  }
+
   /** The decision's timestamp as stored in records. */
   get timestamp(): string {
     return this.at;

@@ -9,7 +9,8 @@ import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
 import { CLAIM_ENDING_EVENTS } from "./decide-shared.js";
 import { accept, refuse } from "./decision.js";
-import { type RuntimeError, runtimeError } from "../model/errors.js";
+import { limitExceeded, type RuntimeError, runtimeError } from "../model/errors.js";
+import { LIMIT_SETTINGS } from "../model/limits.js";
 import type { WalEvent } from "../events/events.js";
 import { checkScope, requireActiveWorkerRun, requireLiveTaskFor } from "./guards.js";
 import { type Action, HELD_STEP_STATUSES } from "../model/records.js";
@@ -93,6 +94,8 @@ export function decideRequestAction(state: DagState, cmd: CommandOf<"request_act
     attemptId = step.current_attempt_id;
     runId = step.claimed_by_run_id;
   }
+  const capped = actionCapReached(state, attemptId, ctx);
+  if (capped !== null) return refuse(capped);
   const actionId = `act_${ctx.newId().toLowerCase()}`;
   const em = new Emitter(state, ctx);
   em.emit("action_requested", stepId, {
@@ -105,6 +108,24 @@ export function decideRequestAction(state: DagState, cmd: CommandOf<"request_act
     run_id: runId,
   });
   return accept(em, { kind: "action", action_id: actionId });
+}
+
+/**
+ * The counted caps on asking (docs/limits.md "Counted caps"): actions open at once in the task, and actions one
+ * attempt asked, open or resolved. The value is the count the request would make.
+ */
+function actionCapReached(state: DagState, attemptId: string | null, ctx: DecideContext): RuntimeError | null {
+  const { maxOpenActionsPerTask, maxActionsPerAttempt } = ctx.limits;
+  const open = state.index.openActions.size + 1;
+  if (open > maxOpenActionsPerTask) {
+    return limitExceeded(`a task has at most ${maxOpenActionsPerTask} open actions; answer or let one expire first`, maxOpenActionsPerTask, open, LIMIT_SETTINGS.maxOpenActionsPerTask);
+  }
+  if (attemptId === null) return null;
+  const asked = (state.index.attemptActions.get(attemptId) ?? 0) + 1;
+  if (asked > maxActionsPerAttempt) {
+    return limitExceeded(`one attempt of a step asks at most ${maxActionsPerAttempt} actions`, maxActionsPerAttempt, asked, LIMIT_SETTINGS.maxActionsPerAttempt);
+  }
+  return null;
 }
 
 /** The lease a resolution restarts: the step's, from now, when the claim that asked still holds it. */

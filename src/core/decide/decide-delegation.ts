@@ -10,9 +10,9 @@ import { Emitter, systemActor } from "./context.js";
 import { blockedBy } from "./decide-links.js";
 import { CLAIM_ENDING_EVENTS, closing, emitDependantsReady, emitRunningIfFirstActive, snapshotOf } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
-import { runtimeError } from "../model/errors.js";
+import { limitExceeded, type RuntimeError, runtimeError } from "../model/errors.js";
 import type { WalEvent } from "../events/events.js";
-import { MAX_ARTIFACTS, MAX_TEXT } from "../model/limits.js";
+import { LIMIT_SETTINGS, MAX_ARTIFACTS, MAX_TEXT } from "../model/limits.js";
 import { clipText } from "../model/text.js";
 import {
   type AttemptStatus,
@@ -47,6 +47,24 @@ export function startsDelegations(state: DagState): boolean {
 /** The wait before try number `tries` + 1 of an outbound call. */
 export function delegateRetryDelay(limits: { delegateRetryMs: number }, tries: number): number {
   return Math.min(limits.delegateRetryMs * 2 ** Math.max(0, tries - 1), MAX_RETRY_MS);
+}
+
+/** How many child tasks the step's attempts created (delegations of kind task, one child each). */
+export function childrenOfStep(state: DagState, stepId: string): number {
+  let n = 0;
+  for (const d of state.delegations.values()) if (d.step_id === stepId && d.kind === "task") n += 1;
+  return n;
+}
+
+/**
+ * The children-per-step cap when `stepId` would be taken up again (reopen_step): its delegate creates a child
+ * each attempt, and `maxChildrenPerStep` were created already. The value is the count one more attempt would make.
+ */
+export function childCapReached(state: DagState, stepId: string, limits: { maxChildrenPerStep: number }): RuntimeError | null {
+  if (state.steps.get(stepId)?.delegate?.kind !== "task") return null;
+  const children = childrenOfStep(state, stepId) + 1;
+  if (children <= limits.maxChildrenPerStep) return null;
+  return limitExceeded(`a delegated step creates at most ${limits.maxChildrenPerStep} child tasks over its attempts`, limits.maxChildrenPerStep, children, LIMIT_SETTINGS.maxChildrenPerStep);
 }
 
 /** The id a child task of `step` gets: readable, unique, and fixed before it is created so every retry names it. */
@@ -134,7 +152,9 @@ function emitSettle(state: DagState, em: Emitter, d: Delegation, s: Settlement):
       emitRunningIfFirstActive(state, em, emitDependantsReady(state, em, step));
     } else {
       const attempt = RUN_END[s.outcome].attempt;
-      const retry = retryField(retryOutcome(state, step, attempt, s.reason, em.now));
+      // A child-task delegate past its children cap is not retried: the failure is final, as without a policy.
+      const capped = d.kind === "task" && childCapReached(state, step.step_id, em.limits) !== null;
+      const retry = capped ? {} : retryField(retryOutcome(state, step, attempt, s.reason, em.now));
       em.emit("task_step_failed", step.step_id, { reason: s.reason, result_summary: s.result_summary ?? s.reason, artifact_ids: null, attempt_status: attempt, ...closing(step), ...retry });
     }
   }

@@ -7,6 +7,7 @@ import type { PatchOp } from "../model/commands.js";
 import type { DecideContext } from "./context.js";
 import { findDelegateError } from "../model/dag.js";
 import { recordedStep } from "./decide-shared.js";
+import { childCapReached } from "./decide-delegation.js";
 import { type RuntimeError, runtimeError } from "../model/errors.js";
 import type { PatchScratch, ScratchStep } from "./patch-scratch.js";
 import { HELD_STEP_STATUSES, type StepStatus } from "../model/records.js";
@@ -124,13 +125,15 @@ const deciders: PatchOpDeciders = {
     return ok(op);
   },
 
-  reopen_step(scratch, op, index) {
+  reopen_step(scratch, op, index, ctx) {
     const found = scratch.existing(op.step_id);
     if (!found.ok) return found;
     const step = found.value;
     if (step.status !== "blocked" && step.status !== "failed") {
       return err(runtimeError("invalid_transition", `only blocked or failed steps can be reopened, not ${step.status}`, { step_id: step.step_id, status: step.status }));
     }
+    const capped = childCapReached(scratch.recorded, step.step_id, ctx.limits);
+    if (capped !== null) return err(capped);
     scratch.setStatus(step, "pending", { index, op: "reopen_step", reason: op.reason ?? null });
     return ok(op);
   },

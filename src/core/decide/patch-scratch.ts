@@ -43,7 +43,9 @@ export class PatchScratch {
   private readonly dependants = new Map<string, Set<string>>();
   private nextOrdinal: number;
 
-  constructor(state: DagState) {
+  /** `state`: the recorded DAG the patch starts from, never changed here. */
+  constructor(readonly recorded: DagState) {
+    const state = recorded;
     for (const s of state.steps.values()) {
       this.steps.set(s.step_id, {
         step_id: s.step_id,

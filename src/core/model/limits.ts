@@ -28,6 +28,15 @@ export interface CoreLimits {
   readonly delegateRetryMs: number;
   /** Tries of one outbound call (create the child, send to the peer, follow it) before the attempt fails. */
   readonly delegateMaxTries: number;
+  /** Actions open at once in one task, task- and step-level (MAX_OPEN_ACTIONS_PER_TASK); one more is limit_exceeded. */
+  readonly maxOpenActionsPerTask: number;
+  /**
+   * Actions one attempt (one claim of a step) may ask, open and resolved together (MAX_ACTIONS_PER_ATTEMPT): a step
+   * has one open action at a time, so this bounds a claim that asks again and again, each asked action kept in the WAL.
+   */
+  readonly maxActionsPerAttempt: number;
+  /** Child tasks one delegated step may create over all its attempts (MAX_CHILDREN_PER_STEP). */
+  readonly maxChildrenPerStep: number;
 }
 
 /** The documented defaults. */
@@ -39,4 +48,14 @@ export const DEFAULT_LIMITS: CoreLimits = {
   delegateTimeoutMs: 3_600_000,
   delegateRetryMs: 1_000,
   delegateMaxTries: 6,
+  maxOpenActionsPerTask: 1_000,
+  maxActionsPerAttempt: 100,
+  maxChildrenPerStep: 100,
 };
+
+/** The wrangler.toml var behind each counted cap of the core, named in a limit_exceeded's details. */
+export const LIMIT_SETTINGS = {
+  maxOpenActionsPerTask: "MAX_OPEN_ACTIONS_PER_TASK",
+  maxActionsPerAttempt: "MAX_ACTIONS_PER_ATTEMPT",
+  maxChildrenPerStep: "MAX_CHILDREN_PER_STEP",
+} as const satisfies Partial<Record<keyof CoreLimits, string>>;

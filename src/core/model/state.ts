@@ -42,6 +42,8 @@ export interface DagIndex {
   readonly openActions: Set<string>;
   /** step id → its open action: while there is one, the step's lease does not expire. */
   readonly stepActions: Map<string, string>;
+  /** attempt id → actions asked in that attempt, open and resolved (the per-attempt cap counts them). */
+  readonly attemptActions: Map<string, number>;
   /** Steps waiting for a retry their policy scheduled (retry_at set). */
   readonly retrying: Set<string>;
   /** Ready delegated steps: the runtime takes them up itself (they are in no worker pool's ready queue). */
@@ -56,8 +58,14 @@ export interface DagState {
   readonly steps: Map<string, Step>;
   readonly runs: Map<string, WorkerRun>;
   readonly attempts: Map<string, Attempt>;
-  /** Human actions, open and resolved, in the order they were asked. */
+  /**
+   * Human actions, open and resolved, in the order they were asked. A resolved action is kept slim: its `prompt` is
+   * "" and its `input_schema` null (nothing decides on them any more); a read serves them from the action's
+   * action_requested event in the WAL (see `actionRequests` and `withRequestText`).
+   */
   readonly actions: Map<string, Action>;
+  /** action id → wal_seq of its action_requested event, where a resolved action's prompt and input_schema are read back. */
+  readonly actionRequests: Map<string, number>;
   /** Delegations of delegated steps, one per attempt, in the order they started. */
   readonly delegations: Map<string, Delegation>;
   /** Latest progress per step id; the key "" holds task-level progress. */
@@ -79,6 +87,7 @@ export function emptyState(): DagState {
     runs: new Map(),
     attempts: new Map(),
     actions: new Map(),
+    actionRequests: new Map(),
     delegations: new Map(),
     progress: new Map(),
     last_wal_seq: 0,
@@ -94,6 +103,7 @@ export function emptyState(): DagState {
       cancellingRuns: new Set(),
       openActions: new Set(),
       stepActions: new Map(),
+      attemptActions: new Map(),
       retrying: new Set(),
       readyDelegated: new Set(),
       openDelegations: new Set(),
@@ -236,6 +246,11 @@ export function isTerminalTask(task: Task): boolean {
   return TERMINAL_TASK_STATUSES.has(task.status);
 }
 
+/** Counts one more action asked in `attemptId`. */
+export function countAttemptAction(index: DagIndex, attemptId: string): void {
+  index.attemptActions.set(attemptId, (index.attemptActions.get(attemptId) ?? 0) + 1);
+}
+
 /** Rebuilds the indexes from the records; tests compare it with the live indexes. */
 export function rebuildIndex(state: DagState): DagIndex {
   const fresh = emptyState();
@@ -255,6 +270,7 @@ export function rebuildIndex(state: DagState): DagIndex {
     if (run.status === "cancelling") fresh.index.cancellingRuns.add(run.run_id);
   }
   for (const action of state.actions.values()) {
+    if (action.attempt_id !== null) countAttemptAction(fresh.index, action.attempt_id);
     if (action.status !== "open") continue;
     fresh.index.openActions.add(action.action_id);
     if (action.step_id !== null) fresh.index.stepActions.set(action.step_id, action.action_id);

@@ -86,8 +86,8 @@ export function orderedSteps(state: DagState): Step[] {
 }
 
 /**
- * agent.task_get: the DAG with attempts, runs, progress and diagnostics, as plain JSON; the whole of it, or
- * one page's steps, runs and attempts (`root_step_ids` and `progress` then cover the page's steps, the task's
+ * agent.task_get: the DAG with attempts, runs, actions, progress and diagnostics, as plain JSON; the whole of it, or
+ * one page's steps, runs, attempts and actions (`root_step_ids` and `progress` then cover the page's steps, the task's
  * own progress included).
  */
 export function taskView(state: DagState, items: TaskPageItems = allItems(state)) {
@@ -99,7 +99,8 @@ export function taskView(state: DagState, items: TaskPageItems = allItems(state)
     attempts: items.attempts,
     runs: items.runs,
     progress: steps.length === state.steps.size ? [...state.progress.values()] : pageProgress(state, steps),
-    actions: steps.length === state.steps.size ? [...state.actions.values()] : pageActions(state, steps),
+    /** The page's actions: paged on their own, in the order they were asked (task- and step-level alike). */
+    actions: items.actions,
     /** Delegated steps' attempts with the remote task's refs (child task, A2A peer task), oldest first. */
     delegations: steps.length === state.steps.size ? [...state.delegations.values()] : pageDelegations(state, steps),
     diagnostics: diagnostics(state),
@@ -111,12 +112,6 @@ export function taskView(state: DagState, items: TaskPageItems = allItems(state)
 function pageDelegations(state: DagState, steps: readonly Step[]) {
   const ids = new Set(steps.map((s) => s.step_id));
   return [...state.delegations.values()].filter((d) => ids.has(d.step_id));
-}
-
-/** The actions of these steps and the task's own, in the order they were asked. */
-function pageActions(state: DagState, steps: readonly Step[]) {
-  const ids = new Set(steps.map((s) => s.step_id));
-  return [...state.actions.values()].filter((a) => a.step_id === null || ids.has(a.step_id));
 }
 
 /** The progress records of these steps and the task's own, in the order they were first reported. */
