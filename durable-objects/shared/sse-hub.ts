@@ -20,21 +20,38 @@
  * with Last-Event-ID.
  */
 import { rateLimited, type RuntimeError } from "../../src/core/index.js";
+import { TokenSlots, tokenShareReached } from "./token-slots.js";
 
-/** Limits of the hub's streams (SSE_HEARTBEAT_MS, SSE_MAX_STREAM_MS, SSE_MAX_QUEUED_BYTES, SSE_MAX_SUBSCRIBERS). */
+/** Limits of the hub's streams (SSE_HEARTBEAT_MS, SSE_MAX_STREAM_MS, SSE_MAX_QUEUED_BYTES, SSE_MAX_SUBSCRIBERS, and a token's share of them). */
 export interface HubLimits {
   readonly heartbeatMs: number;
   readonly maxStreamMs: number;
   readonly maxQueuedBytes: number;
   readonly maxSubscribers: number;
+  readonly maxPerToken: number;
 }
 
-/** Why a new subscriber was not taken: the hub is full; try again after `retryAfterMs`. */
+/**
+ * Who a subscriber is: the identity of its token (its share is counted by it), and, when the Worker that
+ * serves the client holds the stream (routes/http/subscriber-relay.ts), an id by which it reports the client
+ * gone (`dropSubscriber`) and a probe the hub calls when a slot is wanted: true while the client is there.
+ */
+export interface SubscriberHolder {
+  readonly token: string;
+  readonly id?: string;
+  readonly probe?: () => Promise<boolean>;
+}
+
+/** Why a new subscriber was not taken: the hub (scope "object") or the token's share ("token") is full; try again after `retryAfterMs`. */
 export interface HubFull {
+  readonly scope: "object" | "token";
   readonly open: number;
   readonly max: number;
   readonly retryAfterMs: number;
 }
+
+/** How long a probe may take to answer before its subscriber is taken as still there. */
+const PROBE_WAIT_MS = 250;
 
 /**
  * One step of a subscriber's catch-up, taken synchronously: the frames of the next page of history, and
@@ -56,6 +73,8 @@ export type CloseReason = "end" | "cancelled" | "lifetime" | "slow" | "gone";
 /** Counters of the hub, for tests and diagnostics. */
 export interface HubStats {
   open: number;
+  /** Probes of subscribers made to free a slot. */
+  probed: number;
   live: number;
   opened: number;
   closed: Record<CloseReason, number>;
@@ -63,6 +82,7 @@ export interface HubStats {
 
 /** The answer to a stream opened while the hub is full: 429 rate_limited, Retry-After when a slot may free. */
 export function subscribersFull(full: HubFull): RuntimeError {
+  if (full.scope === "token") return tokenShareReached("sse_subscribers", "subscribers", full.open, full.max, full.retryAfterMs);
   return rateLimited(`this stream already has ${full.open} subscribers (the most one object serves); retry later`, full.retryAfterMs, { limit: "sse_subscribers", max: full.max });
 }
 
@@ -82,6 +102,7 @@ class Subscriber {
   constructor(
     readonly controller: ReadableStreamDefaultController<Uint8Array>,
     readonly catchUp: CatchUp,
+    readonly holder: SubscriberHolder,
   ) {}
 }
 
@@ -99,10 +120,11 @@ class Subscriber {
  */
 export class SseHub {
   private readonly subscribers = new Set<Subscriber>();
+  private readonly byToken = new TokenSlots();
   private heartbeat: ReturnType<typeof setInterval> | null = null;
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly encoder = new TextEncoder();
-  readonly stats: HubStats = { open: 0, live: 0, opened: 0, closed: { end: 0, cancelled: 0, lifetime: 0, slow: 0, gone: 0 } };
+  readonly stats: HubStats = { open: 0, probed: 0, live: 0, opened: 0, closed: { end: 0, cancelled: 0, lifetime: 0, slow: 0, gone: 0 } };
 
   constructor(private readonly limits: HubLimits) {}
 
@@ -117,11 +139,52 @@ export class SseHub {
    * whichever comes first, in whole seconds. Each subscriber may hold maxQueuedBytes, so their number is what
    * bounds the memory of an object's streams.
    */
-  full(now = Date.now()): HubFull | null {
-    if (this.subscribers.size < this.limits.maxSubscribers) return null;
+  full(token: string, now = Date.now()): HubFull | null {
+    const objectFull = this.subscribers.size >= this.limits.maxSubscribers;
+    const held = this.byToken.of(token);
+    if (!objectFull && held < this.limits.maxPerToken) return null;
     let soonest = this.limits.heartbeatMs;
-    for (const sub of this.subscribers) soonest = Math.min(soonest, sub.openedAt + this.limits.maxStreamMs - now);
-    return { open: this.subscribers.size, max: this.limits.maxSubscribers, retryAfterMs: Math.max(1, Math.ceil(soonest / 1000)) * 1000 };
+    for (const sub of this.subscribers) if (objectFull || sub.holder.token === token) soonest = Math.min(soonest, sub.openedAt + this.limits.maxStreamMs - now);
+    const retryAfterMs = Math.max(1, Math.ceil(soonest / 1000)) * 1000;
+    if (objectFull) return { scope: "object", open: this.subscribers.size, max: this.limits.maxSubscribers, retryAfterMs };
+    return { scope: "token", open: held, max: this.limits.maxPerToken, retryAfterMs };
+  }
+
+  /**
+   * Null when a new subscriber of `token` may open, else the answer to give. When the object or the token's
+   * share is full, the subscribers in the way (the token's own, or all) are probed first and those whose
+   * clients are gone are dropped, so a client that went away never keeps anyone out: the object cannot
+   * tell by itself (see the header), the Worker that serves the client can.
+   */
+  async admit(token: string): Promise<RuntimeError | null> {
+    const full = this.full(token);
+    if (full === null) return null;
+    await this.reclaim(full.scope === "token" ? token : null);
+    const still = this.full(token);
+    return still === null ? null : subscribersFull(still);
+  }
+
+  /** Probes the subscribers (of `token`, or all) that can be probed; those whose clients are gone are dropped. */
+  private async reclaim(token: string | null): Promise<void> {
+    const probes: Promise<void>[] = [];
+    for (const sub of this.subscribers) {
+      const probe = sub.holder.probe;
+      if (probe === undefined || (token !== null && sub.holder.token !== token)) continue;
+      const answer = Promise.race([probe().catch(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), PROBE_WAIT_MS))]);
+      probes.push(answer.then((there) => (there ? undefined : this.release(sub))));
+    }
+    await Promise.all(probes);
+    this.stats.probed += probes.length;
+  }
+
+  /** The Worker that serves subscriber `id` saw its client go: its slot is freed now. */
+  dropById(id: string): boolean {
+    for (const sub of this.subscribers) {
+      if (sub.holder.id !== id) continue;
+      this.release(sub);
+      return true;
+    }
+    return false;
   }
 
   /**
@@ -129,14 +192,17 @@ export class SseHub {
    * `catchUp` each time the reader asks (pull), one page at a time, so a long history never sits in memory;
    * published frames reach it only once it is live.
    */
-  open(catchUp: CatchUp): ReadableStream<Uint8Array> {
-    if (this.subscribers.size >= this.limits.maxSubscribers) throw new RangeError(`the hub already serves ${this.subscribers.size} subscribers`);
+  open(catchUp: CatchUp, holder: SubscriberHolder): ReadableStream<Uint8Array> {
+    if (this.full(holder.token) !== null) throw new RangeError(`the hub already serves ${this.subscribers.size} subscribers, ${this.byToken.of(holder.token)} of them this token's`);
     let sub: Subscriber | null = null;
     return new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
-          sub = new Subscriber(controller, catchUp);
+          // A probe passed over RPC is a stub the callee must keep (dup) to call after the call that passed it.
+          const probe = (holder.probe as { dup?: () => () => Promise<boolean> } | undefined)?.dup?.() ?? holder.probe;
+          sub = new Subscriber(controller, catchUp, { ...holder, ...(probe === undefined ? {} : { probe }) });
           this.subscribers.add(sub);
+          this.byToken.take(holder.token);
           this.stats.open += 1;
           this.stats.opened += 1;
           const s = sub;
@@ -281,6 +347,20 @@ export class SseHub {
     this.forget(sub, reason);
   }
 
+  /**
+   * Frees the slot of a subscriber whose client is gone: nothing more is sent, and the stream is closed rather
+   * than errored (an error would only surface as an unhandled rejection in the pump of a stream no one reads).
+   */
+  private release(sub: Subscriber): void {
+    if (sub.done) return;
+    this.forget(sub, "gone");
+    try {
+      sub.controller.close();
+    } catch {
+      // already closed or errored
+    }
+  }
+
   private forget(sub: Subscriber, reason: CloseReason): void {
     if (sub.done) return;
     sub.done = true;
@@ -288,6 +368,9 @@ export class SseHub {
     sub.pendingBytes = 0;
     if (sub.lifetime !== null) clearTimeout(sub.lifetime);
     this.subscribers.delete(sub);
+    this.byToken.release(sub.holder.token);
+    // A probe passed over RPC is a stub that holds the Worker's side until it is released.
+    (sub.holder.probe as { [Symbol.dispose]?: () => void } | undefined)?.[Symbol.dispose]?.();
     this.stats.open -= 1;
     if (sub.live) this.stats.live -= 1;
     this.stats.closed[reason] += 1;
