@@ -233,18 +233,14 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     if (afterSeq > this.lastEventSeq) {
       return err(runtimeError("validation_error", `the resume point ${afterSeq} is after the end of the session's event log`, { after_seq: afterSeq, last_seq: this.lastEventSeq }));
     }
-    const refused = await this.hub.admit(holder.token);
-    if (refused !== null) return err(refused);
     let cursor = afterSeq;
-    return ok(
-      this.hub.open(() => {
-        const rows = this.sql.exec<{ seq: number; data: string }>("SELECT seq, data FROM session_events WHERE seq > ? ORDER BY seq LIMIT ?", cursor, STREAM_PAGE).toArray();
-        let frames = "";
-        for (const r of rows) frames += snapshotFrame(r.seq, r.data);
-        if (rows.length > 0) cursor = rows[rows.length - 1]!.seq;
-        return { frames, next: cursor < this.lastEventSeq ? "more" : "live" };
-      }, holder),
-    );
+    return this.hub.admit(() => {
+      const rows = this.sql.exec<{ seq: number; data: string }>("SELECT seq, data FROM session_events WHERE seq > ? ORDER BY seq LIMIT ?", cursor, STREAM_PAGE).toArray();
+      let frames = "";
+      for (const r of rows) frames += snapshotFrame(r.seq, r.data);
+      if (rows.length > 0) cursor = rows[rows.length - 1]!.seq;
+      return { frames, next: cursor < this.lastEventSeq ? "more" : "live" };
+    }, holder);
   }
 
   /** The Worker that serves subscriber `id` of the session's stream saw its client go: its slot is freed. */

@@ -1,8 +1,8 @@
 /**
  * @module The live Server-Sent Event subscribers of one Durable Object: each a ReadableStream of bytes that
  * first catches up on history (read synchronously from storage, one page per pull) and then receives the
- * frames the commit path publishes. Bounded on every side: subscribers per object, queued bytes per
- * subscriber, stream lifetime, heartbeats that find vanished clients.
+ * frames the commit path publishes. Bounded on every side: subscribers per object and per token, queued bytes
+ * per subscriber, stream lifetime, heartbeats and probes that find vanished clients.
  *
  * Platform facts this is built around (cited so the next reader knows why the belt and the braces):
  * - A client disconnect does not reliably reach the object. workerd stopped calling a JS ReadableStream's
@@ -15,11 +15,20 @@
  *   `wrangler dev` also logs "Network connection lost" and later an IoContext error (cloudflare/workers-sdk#11071).
  * - An open stream is an in-flight request of the object: a graceful eviction waits for it (in the test pool
  *   `evictDurableObject` gives up after 30 s: "it still has active references"), so streams must not be endless.
- * So `cancel()` is used when it comes, every heartbeat is a write that fails for a gone reader, and every
- * stream closes after SSE_MAX_STREAM_MS whatever happens: nothing outlives that, and the client resumes
- * with Last-Event-ID.
+ * - Measured under `wrangler dev` (workerd 2026-10-23): for a client that aborts its request, neither `cancel()`
+ *   nor a failing `enqueue` reaches the object, even with it writing every 200 ms; the Worker that relays the
+ *   stream does see it: its request's abort signal fires (with the `enable_request_signal` compatibility flag),
+ *   and its writes to the client fail from about the fourth write on. Some drops are seen neither way for
+ *   seconds under load.
+ * So the Worker relays each stream (routes/http/subscriber-relay.ts) and reports its client gone by id
+ * (`dropById`); before refusing a subscriber for want of a slot the hub probes the subscribers in the way
+ * through their relays (`admit`); one token holds at most its share of the slots (maxPerToken), so drops seen
+ * late never lock others out; `cancel()` is used when it comes, every heartbeat is a write that fails for a
+ * gone reader, and every stream closes after SSE_MAX_STREAM_MS whatever happens: nothing outlives that, and
+ * the client resumes with Last-Event-ID.
  */
 import { rateLimited, type RuntimeError } from "../../src/core/index.js";
+import { err, ok, type RpcResult } from "./rpc-result.js";
 import { TokenSlots, tokenShareReached } from "./token-slots.js";
 
 /** Limits of the hub's streams (SSE_HEARTBEAT_MS, SSE_MAX_STREAM_MS, SSE_MAX_QUEUED_BYTES, SSE_MAX_SUBSCRIBERS, and a token's share of them). */
@@ -50,8 +59,8 @@ export interface HubFull {
   readonly retryAfterMs: number;
 }
 
-/** How long a probe may take to answer before its subscriber is taken as still there. */
-const PROBE_WAIT_MS = 250;
+/** How long a probe may take to answer before its subscriber is taken as still there (a gone one answers in about 20 ms). */
+const PROBE_WAIT_MS = 1_000;
 
 /**
  * One step of a subscriber's catch-up, taken synchronously: the frames of the next page of history, and
@@ -98,6 +107,8 @@ class Subscriber {
   pending: Uint8Array[] = [];
   pendingBytes = 0;
   lifetime: ReturnType<typeof setTimeout> | null = null;
+  /** The probe in flight (see SseHub.reclaim), shared by every new subscriber that waits on it. */
+  probing: Promise<void> | null = null;
   readonly openedAt = Date.now();
   constructor(
     readonly controller: ReadableStreamDefaultController<Uint8Array>,
@@ -151,30 +162,47 @@ export class SseHub {
   }
 
   /**
-   * Null when a new subscriber of `token` may open, else the answer to give. When the object or the token's
-   * share is full, the subscribers in the way (the token's own, or all) are probed first and those whose
-   * clients are gone are dropped, so a client that went away never keeps anyone out: the object cannot
-   * tell by itself (see the header), the Worker that serves the client can.
+   * A new subscriber (`open`), or the answer to give when there is no slot for it. When the object or the
+   * token's share is full, the subscribers in the way (the token's own, or all) are probed first and those
+   * whose clients are gone are dropped, so a client that went away never keeps anyone out: the object cannot
+   * tell by itself (see the header), the Worker that serves the client can. The check after the probes and
+   * the opening happen in one turn, so two subscribers waiting on the same probes never take one slot.
    */
-  async admit(token: string): Promise<RuntimeError | null> {
-    const full = this.full(token);
-    if (full === null) return null;
-    await this.reclaim(full.scope === "token" ? token : null);
-    const still = this.full(token);
-    return still === null ? null : subscribersFull(still);
+  async admit(catchUp: CatchUp, holder: SubscriberHolder): Promise<RpcResult<ReadableStream<Uint8Array>>> {
+    const full = this.full(holder.token);
+    if (full !== null) {
+      await this.reclaim(full.scope === "token" ? holder.token : null);
+      const still = this.full(holder.token);
+      if (still !== null) return err(subscribersFull(still));
+    }
+    return ok(this.open(catchUp, holder));
   }
 
-  /** Probes the subscribers (of `token`, or all) that can be probed; those whose clients are gone are dropped. */
+  /**
+   * Probes the subscribers (of `token`, or all) that can be probed; those whose clients are gone are dropped.
+   * A subscriber already being probed (for another new subscriber waiting at the same time) is not probed
+   * twice: its answer is shared.
+   */
   private async reclaim(token: string | null): Promise<void> {
-    const probes: Promise<void>[] = [];
+    const answers: Promise<void>[] = [];
     for (const sub of this.subscribers) {
-      const probe = sub.holder.probe;
-      if (probe === undefined || (token !== null && sub.holder.token !== token)) continue;
-      const answer = Promise.race([probe().catch(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), PROBE_WAIT_MS))]);
-      probes.push(answer.then((there) => (there ? undefined : this.release(sub))));
+      if (sub.holder.probe === undefined || (token !== null && sub.holder.token !== token)) continue;
+      answers.push(this.probeOf(sub));
     }
-    await Promise.all(probes);
-    this.stats.probed += probes.length;
+    await Promise.all(answers);
+  }
+
+  private probeOf(sub: Subscriber): Promise<void> {
+    if (sub.probing !== null) return sub.probing;
+    this.stats.probed += 1;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const unanswered = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), PROBE_WAIT_MS)));
+    sub.probing = Promise.race([sub.holder.probe!().catch(() => false), unanswered]).then((there) => {
+      clearTimeout(timer);
+      sub.probing = null;
+      if (!there) this.release(sub);
+    });
+    return sub.probing;
   }
 
   /** The Worker that serves subscriber `id` saw its client go: its slot is freed now. */

@@ -145,9 +145,7 @@ export class TaskReads {
     if (cursor.seq > last) {
       return err(runtimeError("validation_error", `the resume point ${cursor.seq} is after the end of this task's WAL`, { after_seq: cursor.seq, last_wal_seq: last }));
     }
-    const refused = await this.hub.admit(holder.token);
-    if (refused !== null) return err(refused);
-    return ok(this.hub.open(this.catchUpFrom(cursor), holder));
+    return this.hub.admit(this.catchUpFrom(cursor), holder);
   }
 
   /** Catch-up for one subscriber: pages of the WAL after its cursor, then live (or `end` for a terminal task). */

@@ -1,15 +1,22 @@
 /**
  * @module The Worker's side of an event stream: it holds the client's response and relays the object's frames
- * into it, because only this side learns that the client went away. The object never reliably does (see
- * durable-objects/shared/sse-hub.ts); here a write to a gone client fails within a few writes (measured under
- * `wrangler dev`: the third or fourth write after the client's abort, so about four times the gap between
- * writes). So:
- * - when a write fails, the object is told at once (`dropSubscriber`) and frees the subscriber's slot;
- * - the object gets a probe with the subscriber: when it would refuse a new subscriber for want of a slot, it
- *   asks the subscribers in the way, and each writes a few bare comments (`:`), PROBE_GAP_MS apart, and
- *   answers whether its client is still there (about 20 ms for a gone one).
+ * into it, because only this side can learn that the client went away; the object never reliably does (see
+ * durable-objects/shared/sse-hub.ts). Three signs, whichever comes first, and then the object is told at once
+ * (`dropSubscriber`) and frees the subscriber's slot:
+ * - the request's signal aborts (the `enable_request_signal` compatibility flag): with no write needed;
+ * - a write fails: under `wrangler dev` the third or fourth write after the client's abort, so about four
+ *   times the gap between writes;
+ * - a probe: the object gets one with the subscriber and calls it when it would refuse a new subscriber for
+ *   want of a slot. The relay writes a few bare comments (`:`) PROBE_GAP_MS apart and answers whether the client
+ *   is still there: gone when a write fails. A client that only reads slowly is not gone (SSE_MAX_QUEUED_BYTES
+ *   deals with it).
  * A probe writes only between frames: every frame the object sends ends with a blank line, and the relay
  * tracks whether the bytes written so far do.
+ *
+ * Measured under `wrangler dev` (test/e2e/dropped-subscribers.test.ts, on a busy two-core machine): 300
+ * subscribers opened and dropped one after another were all served; the request's signal fired a median
+ * 150 ms after the client's abort (90th percentile 430 ms, worst of 888 about 1.4 s), a failing probe answered
+ * in 15 to 40 ms.
  */
 import type { Context } from "hono";
 import type { SubscriberHolder } from "../../durable-objects/shared/sse-hub.js";
@@ -20,8 +27,8 @@ import { type AppEnv, slotHolder } from "./auth.js";
 /** The headers of every event stream. */
 export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" } as const;
 
-/** Writes of one probe at most, and the gap between them: a gone client fails one of the first four. */
-const PROBE_WRITES = 6;
+/** Writes of one probe, PROBE_GAP_MS apart: a gone client usually fails one of the first four. */
+const PROBE_WRITES = 10;
 const PROBE_GAP_MS = 5;
 const PROBE_FRAME = new TextEncoder().encode(":\n\n");
 const LF = 10;
@@ -62,6 +69,12 @@ export async function relaySubscriber(c: Context<AppEnv>, source: SubscriberSour
     return errorResponse(c, opened.error);
   }
   const reader = opened.value.getReader();
+  // The request's signal aborts when the client disconnects (the enable_request_signal compatibility flag):
+  // the relay ends and tells the object, with no write needed.
+  c.req.raw.signal.addEventListener("abort", () => {
+    gone = true;
+    void reader.cancel().catch(() => undefined);
+  });
   const relay = async () => {
     let broken: unknown = null;
     try {
