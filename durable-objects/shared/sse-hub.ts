@@ -61,7 +61,6 @@ export interface HubFull {
 
 /** How long a probe may take to answer before its subscriber is taken as still there (a gone one answers in about 20 ms). */
 const PROBE_WAIT_MS = 1_000;
-
 /**
  * One step of a subscriber's catch-up, taken synchronously: the frames of the next page of history, and
  * what follows. "live" must be answered in the same synchronous turn that read the last stored event, so no
@@ -82,8 +81,6 @@ export type CloseReason = "end" | "cancelled" | "lifetime" | "slow" | "gone";
 /** Counters of the hub, for tests and diagnostics. */
 export interface HubStats {
   open: number;
-  /** Probes of subscribers made to free a slot. */
-  probed: number;
   live: number;
   opened: number;
   closed: Record<CloseReason, number>;
@@ -135,7 +132,7 @@ export class SseHub {
   private heartbeat: ReturnType<typeof setInterval> | null = null;
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly encoder = new TextEncoder();
-  readonly stats: HubStats = { open: 0, probed: 0, live: 0, opened: 0, closed: { end: 0, cancelled: 0, lifetime: 0, slow: 0, gone: 0 } };
+  readonly stats: HubStats = { open: 0, live: 0, opened: 0, closed: { end: 0, cancelled: 0, lifetime: 0, slow: 0, gone: 0 } };
 
   constructor(private readonly limits: HubLimits) {}
 
@@ -178,23 +175,16 @@ export class SseHub {
     return ok(this.open(catchUp, holder));
   }
 
-  /**
-   * Probes the subscribers (of `token`, or all) that can be probed; those whose clients are gone are dropped.
-   * A subscriber already being probed (for another new subscriber waiting at the same time) is not probed
-   * twice: its answer is shared.
-   */
+  /** Probes the subscribers (of `token`, or all) that can be; those whose clients are gone are dropped. */
   private async reclaim(token: string | null): Promise<void> {
     const answers: Promise<void>[] = [];
-    for (const sub of this.subscribers) {
-      if (sub.holder.probe === undefined || (token !== null && sub.holder.token !== token)) continue;
-      answers.push(this.probeOf(sub));
-    }
+    for (const sub of this.subscribers) if (sub.holder.probe !== undefined && (token === null || sub.holder.token === token)) answers.push(this.probeOf(sub));
     await Promise.all(answers);
   }
 
+  /** One probe per subscriber at a time: new subscribers waiting at once share its answer. */
   private probeOf(sub: Subscriber): Promise<void> {
     if (sub.probing !== null) return sub.probing;
-    this.stats.probed += 1;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const unanswered = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), PROBE_WAIT_MS)));
     sub.probing = Promise.race([sub.holder.probe!().catch(() => false), unanswered]).then((there) => {
@@ -206,13 +196,8 @@ export class SseHub {
   }
 
   /** The Worker that serves subscriber `id` saw its client go: its slot is freed now. */
-  dropById(id: string): boolean {
-    for (const sub of this.subscribers) {
-      if (sub.holder.id !== id) continue;
-      this.release(sub);
-      return true;
-    }
-    return false;
+  dropById(id: string): void {
+    for (const sub of this.subscribers) if (sub.holder.id === id) return this.release(sub);
   }
 
   /**
@@ -375,10 +360,7 @@ export class SseHub {
     this.forget(sub, reason);
   }
 
-  /**
-   * Frees the slot of a subscriber whose client is gone: nothing more is sent, and the stream is closed rather
-   * than errored (an error would only surface as an unhandled rejection in the pump of a stream no one reads).
-   */
+  /** Frees a gone client's slot: closed, not errored (an error would only be an unhandled rejection in its pump). */
   private release(sub: Subscriber): void {
     if (sub.done) return;
     this.forget(sub, "gone");
