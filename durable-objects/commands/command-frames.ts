@@ -7,6 +7,7 @@
 import type { AnyWriteAnswer as WriteAnswer } from "../../src/contract/index.js";
 import { rateLimited, type RuntimeError, runtimeError } from "../../src/core/index.js";
 import type { Env } from "../shared/env.js";
+import { tokenShareReached } from "../shared/token-slots.js";
 import { errorEnvelope, fail, retryAfterSeconds, STATUS_OF, toRuntimeError } from "../shared/http-errors.js";
 import type { RpcResult } from "../shared/rpc-result.js";
 import type { BatchItem } from "../task/task-graph-rpc.js";
@@ -19,6 +20,9 @@ export const SOCKET_RETRY_MS = 30_000;
 
 /** How the route tells the object which task a socket is for (the object only accepts a socket for itself). */
 export const SCOPE_HEADER = "x-task-scope";
+
+/** How the route names the token that opens a socket (its identity, tokens.ts `tokenIdentity`): its share is counted by it. */
+export const HOLDER_HEADER = "x-slot-holder";
 
 /** What each socket remembers across hibernation: the task the route authenticated it for. */
 export interface SocketScope {
@@ -47,6 +51,12 @@ export function upgradeNotFound(message: string): Response {
 /** The object's answer to an upgrade past SOCKET_MAX_CONNECTIONS: 429 rate_limited with Retry-After. */
 export function upgradeRefused(open: number, max: number): Response {
   const error = rateLimited(`this task already holds ${open} command sockets (the most it serves); send batches with POST .../batch meanwhile`, SOCKET_RETRY_MS, { limit: "sockets", max });
+  return Response.json(errorEnvelope(error), { status: STATUS_OF.rate_limited, headers: { "retry-after": String(retryAfterSeconds(error)) } });
+}
+
+/** The object's answer to an upgrade past the token's share of SOCKET_MAX_CONNECTIONS: 429 rate_limited with Retry-After. */
+export function upgradeRefusedForToken(held: number, share: number): Response {
+  const error = tokenShareReached("sockets", "command sockets", held, share, SOCKET_RETRY_MS);
   return Response.json(errorEnvelope(error), { status: STATUS_OF.rate_limited, headers: { "retry-after": String(retryAfterSeconds(error)) } });
 }
 

@@ -14,7 +14,7 @@ import { type Env, readConfig, taskObjectName } from "../shared/env.js";
 import { buildSessionSnapshot } from "./session-snapshot.js";
 import { snapshotFrame } from "../shared/sse-frames.js";
 import { decodePageToken, encodePageToken, MAX_SUBMITTED_PAGE_SIZE, type PageCursor } from "./submitted-page-token.js";
-import { SseHub, subscribersFull } from "../shared/sse-hub.js";
+import { SseHub, type SubscriberHolder } from "../shared/sse-hub.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, sameRequest } from "../task/storage/idempotency-store.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import type { PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
@@ -240,23 +240,24 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
    * GET /v1/sessions/{sid}/events: the log after `afterSeq` (from the oldest kept row when older), then live
    * rows; never ends on its own. A ReadableStream over RPC, like the task stream (see TaskGraphObject).
    */
-  async streamEvents(afterSeq: number): Promise<RpcResult<ReadableStream<Uint8Array>>> {
+  async streamEvents(afterSeq: number, holder: SubscriberHolder): Promise<RpcResult<ReadableStream<Uint8Array>>> {
     if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
     if (afterSeq > this.lastEventSeq) {
       return err(runtimeError("validation_error", `the resume point ${afterSeq} is after the end of the session's event log`, { after_seq: afterSeq, last_seq: this.lastEventSeq }));
     }
-    const full = this.hub.full();
-    if (full !== null) return err(subscribersFull(full));
     let cursor = afterSeq;
-    return ok(
-      this.hub.open(() => {
-        const rows = this.sql.exec<{ seq: number; data: string }>("SELECT seq, data FROM session_events WHERE seq > ? ORDER BY seq LIMIT ?", cursor, STREAM_PAGE).toArray();
-        let frames = "";
-        for (const r of rows) frames += snapshotFrame(r.seq, r.data);
-        if (rows.length > 0) cursor = rows[rows.length - 1]!.seq;
-        return { frames, next: cursor < this.lastEventSeq ? "more" : "live" };
-      }),
-    );
+    return this.hub.admit(() => {
+      const rows = this.sql.exec<{ seq: number; data: string }>("SELECT seq, data FROM session_events WHERE seq > ? ORDER BY seq LIMIT ?", cursor, STREAM_PAGE).toArray();
+      let frames = "";
+      for (const r of rows) frames += snapshotFrame(r.seq, r.data);
+      if (rows.length > 0) cursor = rows[rows.length - 1]!.seq;
+      return { frames, next: cursor < this.lastEventSeq ? "more" : "live" };
+    }, holder);
+  }
+
+  /** The Worker that serves subscriber `id` of the session's stream saw its client go: its slot is freed. */
+  async dropSubscriber(id: string): Promise<void> {
+    this.hub.dropById(id);
   }
 
   /** agent.task_list: active tasks in creation order; with include_terminal, terminal ones after them, newest first. */

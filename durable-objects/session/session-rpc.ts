@@ -6,6 +6,7 @@ import type { IndexEntry, LinkTasksInput, SessionActionPage, SessionSnapshot, Ta
 import type { Actor } from "../../src/core/index.js";
 import type { Idempotency } from "../task/storage/idempotency-store.js";
 import type { RpcResult } from "../shared/rpc-result.js";
+import type { SubscriberHolder } from "../shared/sse-hub.js";
 
 /** Filters of agent.task_list. */
 export interface TaskListQuery {
@@ -71,7 +72,9 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   /** Records what a task object says of its task (the session-index replica's push). */
   upsertTask(entry: IndexEntry): Promise<void>;
   /** GET /v1/sessions/{sid}/events: the session event log after `afterSeq`, then live rows. */
-  streamEvents(afterSeq: number): Promise<RpcResult<ReadableStream<Uint8Array>>>;
+  streamEvents(afterSeq: number, holder: SubscriberHolder): Promise<RpcResult<ReadableStream<Uint8Array>>>;
+  /** The Worker serving subscriber `id` saw its client go: free its slot. */
+  dropSubscriber(id: string): Promise<void>;
   /** agent.task_list. */
   listTasks(query: TaskListQuery): Promise<TaskListPage>;
   /** A2A ListTasks: the tasks one client submitted, newest first, a page at a time (validation_error: bad page size or token). */

@@ -3,6 +3,7 @@ import type { CoreLimits } from "../../src/core/index.js";
 import type { PeerLimits } from "../peers/a2a-peer.js";
 import type { SessionRpc } from "../session/session-rpc.js";
 import type { TaskGraphRpc } from "../task/task-graph-rpc.js";
+import { perTokenShare } from "./token-slots.js";
 
 /**
  * Bindings from wrangler.toml ([vars], secrets, Durable Object namespaces). The namespaces are typed by the
@@ -55,6 +56,8 @@ export interface Env {
   readonly SOCKET_MAX_CONNECTIONS?: string;
   /** Characters of command frames waiting in one task object, all its sockets together; past it, 1013 (default 16 MiB). */
   readonly SOCKET_MAX_QUEUED_BYTES?: string;
+  /** Percent of each slot pool of an object (subscribers, sockets, long-polls, large reads) one token may hold (default 25). */
+  readonly SLOT_SHARE_PER_TOKEN_PERCENT?: string;
   /** Origins allowed by CORS on /v1/*: comma-separated, or `*`; empty or unset: none. */
   readonly CORS_ORIGINS?: string;
   /** Longest wait of a blocking A2A SendMessage for its task to leave SUBMITTED (default 10,000). */
@@ -88,6 +91,8 @@ export interface RuntimeConfig {
   readonly sse: SseConfig;
   /** Large GET .../tasks/{tid} answers one task object streams at once (TASK_MAX_LARGE_READS). */
   readonly maxLargeReads: number;
+  /** Percent of each slot pool one token may hold (SLOT_SHARE_PER_TOKEN_PERCENT, 1 to 100); see token-slots.ts. */
+  readonly slotSharePercent: number;
   readonly socket: SocketConfig;
   /** How long a blocking A2A SendMessage waits for its task to leave SUBMITTED (A2A_SEND_WAIT_MS). */
   readonly a2aSendWaitMs: number;
@@ -114,6 +119,8 @@ export interface SseConfig {
   readonly maxQueuedBytes: number;
   /** Subscribers per object: with maxQueuedBytes, bounds what one object's streams may hold (64 × 256 KiB = 16 MiB). */
   readonly maxSubscribers: number;
+  /** Subscribers one token may hold of one object (its share of maxSubscribers). */
+  readonly maxPerToken: number;
 }
 
 function positiveInt(raw: string | undefined, fallback: number): number {
@@ -123,6 +130,8 @@ function positiveInt(raw: string | undefined, fallback: number): number {
 
 /** Reads the configuration from the bindings; a missing or malformed var falls back to its default. */
 export function readConfig(env: Env): RuntimeConfig {
+  const slotSharePercent = Math.min(positiveInt(env.SLOT_SHARE_PER_TOKEN_PERCENT, 25), 100);
+  const maxSubscribers = positiveInt(env.SSE_MAX_SUBSCRIBERS, 64);
   return {
     limits: {
       stepLeaseTimeoutMs: positiveInt(env.STEP_LEASE_TIMEOUT_MS, 60_000),
@@ -148,9 +157,11 @@ export function readConfig(env: Env): RuntimeConfig {
       heartbeatMs: positiveInt(env.SSE_HEARTBEAT_MS, 15_000),
       maxStreamMs: positiveInt(env.SSE_MAX_STREAM_MS, 300_000),
       maxQueuedBytes: positiveInt(env.SSE_MAX_QUEUED_BYTES, 262_144),
-      maxSubscribers: positiveInt(env.SSE_MAX_SUBSCRIBERS, 64),
+      maxSubscribers,
+      maxPerToken: perTokenShare(maxSubscribers, slotSharePercent),
     },
     maxLargeReads: positiveInt(env.TASK_MAX_LARGE_READS, 4),
+    slotSharePercent,
     socket: {
       maxConnections: positiveInt(env.SOCKET_MAX_CONNECTIONS, 64),
       maxQueuedBytes: positiveInt(env.SOCKET_MAX_QUEUED_BYTES, 16 * 1_048_576),

@@ -1,8 +1,8 @@
 /**
  * @module The live Server-Sent Event subscribers of one Durable Object: each a ReadableStream of bytes that
  * first catches up on history (read synchronously from storage, one page per pull) and then receives the
- * frames the commit path publishes. Bounded on every side: subscribers per object, queued bytes per
- * subscriber, stream lifetime, heartbeats that find vanished clients.
+ * frames the commit path publishes. Bounded on every side: subscribers per object and per token, queued bytes
+ * per subscriber, stream lifetime, heartbeats and probes that find vanished clients.
  *
  * Platform facts this is built around (cited so the next reader knows why the belt and the braces):
  * - A client disconnect does not reliably reach the object. workerd stopped calling a JS ReadableStream's
@@ -15,27 +15,52 @@
  *   `wrangler dev` also logs "Network connection lost" and later an IoContext error (cloudflare/workers-sdk#11071).
  * - An open stream is an in-flight request of the object: a graceful eviction waits for it (in the test pool
  *   `evictDurableObject` gives up after 30 s: "it still has active references"), so streams must not be endless.
- * So `cancel()` is used when it comes, every heartbeat is a write that fails for a gone reader, and every
- * stream closes after SSE_MAX_STREAM_MS whatever happens: nothing outlives that, and the client resumes
- * with Last-Event-ID.
+ * - Measured under `wrangler dev` (workerd 2026-10-23): for a client that aborts its request, neither `cancel()`
+ *   nor a failing `enqueue` reaches the object, even with it writing every 200 ms; the Worker that relays the
+ *   stream does see it: its request's abort signal fires (with the `enable_request_signal` compatibility flag),
+ *   and its writes to the client fail from about the fourth write on. Some drops are seen neither way for
+ *   seconds under load.
+ * So the Worker relays each stream (routes/http/subscriber-relay.ts) and reports its client gone by id
+ * (`dropById`); before refusing a subscriber for want of a slot the hub probes the subscribers in the way
+ * through their relays (`admit`); one token holds at most its share of the slots (maxPerToken), so drops seen
+ * late never lock others out; `cancel()` is used when it comes, every heartbeat is a write that fails for a
+ * gone reader, and every stream closes after SSE_MAX_STREAM_MS whatever happens: nothing outlives that, and
+ * the client resumes with Last-Event-ID.
  */
 import { rateLimited, type RuntimeError } from "../../src/core/index.js";
+import { err, ok, type RpcResult } from "./rpc-result.js";
+import { TokenSlots, tokenShareReached } from "./token-slots.js";
 
-/** Limits of the hub's streams (SSE_HEARTBEAT_MS, SSE_MAX_STREAM_MS, SSE_MAX_QUEUED_BYTES, SSE_MAX_SUBSCRIBERS). */
+/** Limits of the hub's streams (SSE_HEARTBEAT_MS, SSE_MAX_STREAM_MS, SSE_MAX_QUEUED_BYTES, SSE_MAX_SUBSCRIBERS, and a token's share of them). */
 export interface HubLimits {
   readonly heartbeatMs: number;
   readonly maxStreamMs: number;
   readonly maxQueuedBytes: number;
   readonly maxSubscribers: number;
+  readonly maxPerToken: number;
 }
 
-/** Why a new subscriber was not taken: the hub is full; try again after `retryAfterMs`. */
+/**
+ * Who a subscriber is: the identity of its token (its share is counted by it), and, when the Worker that
+ * serves the client holds the stream (routes/http/subscriber-relay.ts), an id by which it reports the client
+ * gone (`dropSubscriber`) and a probe the hub calls when a slot is wanted: true while the client is there.
+ */
+export interface SubscriberHolder {
+  readonly token: string;
+  readonly id?: string;
+  readonly probe?: () => Promise<boolean>;
+}
+
+/** Why a new subscriber was not taken: the hub (scope "object") or the token's share ("token") is full; try again after `retryAfterMs`. */
 export interface HubFull {
+  readonly scope: "object" | "token";
   readonly open: number;
   readonly max: number;
   readonly retryAfterMs: number;
 }
 
+/** How long a probe may take to answer before its subscriber is taken as still there (a gone one answers in about 20 ms). */
+const PROBE_WAIT_MS = 1_000;
 /**
  * One step of a subscriber's catch-up, taken synchronously: the frames of the next page of history, and
  * what follows. "live" must be answered in the same synchronous turn that read the last stored event, so no
@@ -63,6 +88,7 @@ export interface HubStats {
 
 /** The answer to a stream opened while the hub is full: 429 rate_limited, Retry-After when a slot may free. */
 export function subscribersFull(full: HubFull): RuntimeError {
+  if (full.scope === "token") return tokenShareReached("sse_subscribers", "subscribers", full.open, full.max, full.retryAfterMs);
   return rateLimited(`this stream already has ${full.open} subscribers (the most one object serves); retry later`, full.retryAfterMs, { limit: "sse_subscribers", max: full.max });
 }
 
@@ -78,10 +104,13 @@ class Subscriber {
   pending: Uint8Array[] = [];
   pendingBytes = 0;
   lifetime: ReturnType<typeof setTimeout> | null = null;
+  /** The probe in flight (see SseHub.reclaim), shared by every new subscriber that waits on it. */
+  probing: Promise<void> | null = null;
   readonly openedAt = Date.now();
   constructor(
     readonly controller: ReadableStreamDefaultController<Uint8Array>,
     readonly catchUp: CatchUp,
+    readonly holder: SubscriberHolder,
   ) {}
 }
 
@@ -99,6 +128,7 @@ class Subscriber {
  */
 export class SseHub {
   private readonly subscribers = new Set<Subscriber>();
+  private readonly byToken = new TokenSlots();
   private heartbeat: ReturnType<typeof setInterval> | null = null;
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly encoder = new TextEncoder();
@@ -117,11 +147,57 @@ export class SseHub {
    * whichever comes first, in whole seconds. Each subscriber may hold maxQueuedBytes, so their number is what
    * bounds the memory of an object's streams.
    */
-  full(now = Date.now()): HubFull | null {
-    if (this.subscribers.size < this.limits.maxSubscribers) return null;
+  full(token: string, now = Date.now()): HubFull | null {
+    const objectFull = this.subscribers.size >= this.limits.maxSubscribers;
+    const held = this.byToken.of(token);
+    if (!objectFull && held < this.limits.maxPerToken) return null;
     let soonest = this.limits.heartbeatMs;
-    for (const sub of this.subscribers) soonest = Math.min(soonest, sub.openedAt + this.limits.maxStreamMs - now);
-    return { open: this.subscribers.size, max: this.limits.maxSubscribers, retryAfterMs: Math.max(1, Math.ceil(soonest / 1000)) * 1000 };
+    for (const sub of this.subscribers) if (objectFull || sub.holder.token === token) soonest = Math.min(soonest, sub.openedAt + this.limits.maxStreamMs - now);
+    const retryAfterMs = Math.max(1, Math.ceil(soonest / 1000)) * 1000;
+    if (objectFull) return { scope: "object", open: this.subscribers.size, max: this.limits.maxSubscribers, retryAfterMs };
+    return { scope: "token", open: held, max: this.limits.maxPerToken, retryAfterMs };
+  }
+
+  /**
+   * A new subscriber (`open`), or the answer to give when there is no slot for it. When the object or the
+   * token's share is full, the subscribers in the way (the token's own, or all) are probed first and those
+   * whose clients are gone are dropped, so a client that went away never keeps anyone out: the object cannot
+   * tell by itself (see the header), the Worker that serves the client can. The check after the probes and
+   * the opening happen in one turn, so two subscribers waiting on the same probes never take one slot.
+   */
+  async admit(catchUp: CatchUp, holder: SubscriberHolder): Promise<RpcResult<ReadableStream<Uint8Array>>> {
+    const full = this.full(holder.token);
+    if (full !== null) {
+      await this.reclaim(full.scope === "token" ? holder.token : null);
+      const still = this.full(holder.token);
+      if (still !== null) return err(subscribersFull(still));
+    }
+    return ok(this.open(catchUp, holder));
+  }
+
+  /** Probes the subscribers (of `token`, or all) that can be; those whose clients are gone are dropped. */
+  private async reclaim(token: string | null): Promise<void> {
+    const answers: Promise<void>[] = [];
+    for (const sub of this.subscribers) if (sub.holder.probe !== undefined && (token === null || sub.holder.token === token)) answers.push(this.probeOf(sub));
+    await Promise.all(answers);
+  }
+
+  /** One probe per subscriber at a time: new subscribers waiting at once share its answer. */
+  private probeOf(sub: Subscriber): Promise<void> {
+    if (sub.probing !== null) return sub.probing;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const unanswered = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), PROBE_WAIT_MS)));
+    sub.probing = Promise.race([sub.holder.probe!().catch(() => false), unanswered]).then((there) => {
+      clearTimeout(timer);
+      sub.probing = null;
+      if (!there) this.release(sub);
+    });
+    return sub.probing;
+  }
+
+  /** The Worker that serves subscriber `id` saw its client go: its slot is freed now. */
+  dropById(id: string): void {
+    for (const sub of this.subscribers) if (sub.holder.id === id) return this.release(sub);
   }
 
   /**
@@ -129,14 +205,17 @@ export class SseHub {
    * `catchUp` each time the reader asks (pull), one page at a time, so a long history never sits in memory;
    * published frames reach it only once it is live.
    */
-  open(catchUp: CatchUp): ReadableStream<Uint8Array> {
-    if (this.subscribers.size >= this.limits.maxSubscribers) throw new RangeError(`the hub already serves ${this.subscribers.size} subscribers`);
+  open(catchUp: CatchUp, holder: SubscriberHolder): ReadableStream<Uint8Array> {
+    if (this.full(holder.token) !== null) throw new RangeError(`the hub already serves ${this.subscribers.size} subscribers, ${this.byToken.of(holder.token)} of them this token's`);
     let sub: Subscriber | null = null;
     return new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
-          sub = new Subscriber(controller, catchUp);
+          // A probe passed over RPC is a stub the callee must keep (dup) to call after the call that passed it.
+          const probe = (holder.probe as { dup?: () => () => Promise<boolean> } | undefined)?.dup?.() ?? holder.probe;
+          sub = new Subscriber(controller, catchUp, { ...holder, ...(probe === undefined ? {} : { probe }) });
           this.subscribers.add(sub);
+          this.byToken.take(holder.token);
           this.stats.open += 1;
           this.stats.opened += 1;
           const s = sub;
@@ -281,6 +360,17 @@ export class SseHub {
     this.forget(sub, reason);
   }
 
+  /** Frees a gone client's slot: closed, not errored (an error would only be an unhandled rejection in its pump). */
+  private release(sub: Subscriber): void {
+    if (sub.done) return;
+    this.forget(sub, "gone");
+    try {
+      sub.controller.close();
+    } catch {
+      // already closed or errored
+    }
+  }
+
   private forget(sub: Subscriber, reason: CloseReason): void {
     if (sub.done) return;
     sub.done = true;
@@ -288,6 +378,9 @@ export class SseHub {
     sub.pendingBytes = 0;
     if (sub.lifetime !== null) clearTimeout(sub.lifetime);
     this.subscribers.delete(sub);
+    this.byToken.release(sub.holder.token);
+    // A probe passed over RPC is a stub that holds the Worker's side until it is released.
+    (sub.holder.probe as { [Symbol.dispose]?: () => void } | undefined)?.[Symbol.dispose]?.();
     this.stats.open -= 1;
     if (sub.live) this.stats.live -= 1;
     this.stats.closed[reason] += 1;

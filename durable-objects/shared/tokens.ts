@@ -2,6 +2,7 @@
 import { sign, verify } from "hono/jwt";
 import { z } from "zod";
 import type { Actor } from "../../src/core/index.js";
+import { hexOf } from "../../src/lib/hex.js";
 
 /**
  * Roles a token can carry (docs/api.md "Auth"); admin is the static ADMIN_TOKEN, never a JWT. An approver reads like
@@ -81,4 +82,14 @@ export function actorOf(claims: TokenClaims): Actor {
     run_id: claims.run,
     ...(claims.tid === undefined ? {} : { task_id: claims.tid }),
   };
+}
+
+/**
+ * Who holds an object's slots (token-slots.ts): the first 16 bytes of the SHA-256 of the token's signature, in
+ * hex. Every token has its own signature, and the object never sees or keeps the token itself.
+ */
+export async function tokenIdentity(token: string): Promise<string> {
+  const signature = token.slice(token.lastIndexOf(".") + 1);
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(signature));
+  return hexOf(new Uint8Array(digest, 0, 16));
 }

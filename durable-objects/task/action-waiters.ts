@@ -7,6 +7,7 @@
 import { type Action, rateLimited, type RuntimeError } from "../../src/core/index.js";
 import { MAX_ACTION_WAIT_MS } from "../../src/contract/limits.js";
 import { ok, type RpcResult } from "../shared/rpc-result.js";
+import { TokenSlots, tokenShareReached } from "../shared/token-slots.js";
 
 /** Long-polls one task object holds at once; past it, 429 rate_limited (like the SSE subscriber cap). */
 export const MAX_ACTION_WAITERS = 64;
@@ -17,32 +18,44 @@ export type PollAnswer = RpcResult<{ action: Action }>;
 interface Waiter {
   readonly answer: (result: PollAnswer) => void;
   readonly timer: ReturnType<typeof setTimeout>;
+  /** The identity of the poller's token, when known (its share is counted by it). */
+  readonly token: string | undefined;
 }
+
+/** How soon a refused poll should try again: a wait ends within MAX_ACTION_WAIT_MS, most far sooner. */
+const WAITER_RETRY_MS = 1_000;
 
 /** The open long-polls of one task object. */
 export class ActionWaiters {
   private readonly byAction = new Map<string, Set<Waiter>>();
   private count = 0;
+  private readonly byToken = new TokenSlots();
 
-  constructor(private readonly max = MAX_ACTION_WAITERS) {}
+  constructor(
+    private readonly max = MAX_ACTION_WAITERS,
+    /** Waits one token may hold (its share of `max`). */
+    private readonly maxPerToken = max,
+  ) {}
 
   /** Polls waiting now. */
   get size(): number {
     return this.count;
   }
 
-  /** Null when another poll may wait; rate_limited when the object already holds `max`. */
-  full(): RuntimeError | null {
-    if (this.count < this.max) return null;
+  /** Null when another poll (by `token`, when known) may wait; rate_limited when the object holds `max`, or the token its share. */
+  full(token?: string): RuntimeError | null {
+    const held = token === undefined ? 0 : this.byToken.of(token);
     // A slot frees at the latest when the longest wait ends.
-    return rateLimited(`this task already has ${this.count} waits on actions (the most one object holds); retry later`, 1_000, { limit: "action_waiters", max: this.max });
+    if (this.count >= this.max) return rateLimited(`this task already has ${this.count} waits on actions (the most one object holds); retry later`, WAITER_RETRY_MS, { limit: "action_waiters", max: this.max });
+    if (held >= this.maxPerToken) return tokenShareReached("action_waiters", "waits on actions", held, this.maxPerToken, WAITER_RETRY_MS);
+    return null;
   }
 
   /**
    * Waits for `actionId` to resolve, at most `waitMs` (callers check `full()` first and answer a resolved
    * action at once). When the wait ends unresolved, `onTimeout` gives the answer (the still-open action).
    */
-  wait(actionId: string, waitMs: number, onTimeout: () => PollAnswer): Promise<PollAnswer> {
+  wait(actionId: string, waitMs: number, onTimeout: () => PollAnswer, token?: string): Promise<PollAnswer> {
     return new Promise((resolve) => {
       const set = this.byAction.get(actionId) ?? new Set<Waiter>();
       this.byAction.set(actionId, set);
@@ -53,9 +66,11 @@ export class ActionWaiters {
           this.forget(actionId, waiter);
           resolve(onTimeout());
         }, Math.min(Math.max(waitMs, 0), MAX_ACTION_WAIT_MS)),
+        token,
       };
       set.add(waiter);
       this.count += 1;
+      if (token !== undefined) this.byToken.take(token);
     });
   }
 
@@ -77,6 +92,7 @@ export class ActionWaiters {
     if (set === undefined || !set.delete(waiter)) return;
     clearTimeout(waiter.timer);
     this.count -= 1;
+    if (waiter.token !== undefined) this.byToken.release(waiter.token);
     if (set.size === 0) this.byAction.delete(actionId);
   }
 }

@@ -6,7 +6,8 @@
  */
 import type { Action } from "../../src/core/index.js";
 import type { Env, RuntimeConfig } from "../shared/env.js";
-import { answerFrame, type SocketScope, upgradeNotFound, upgradeRefused, upgradeScope } from "../commands/command-frames.js";
+import { answerFrame, HOLDER_HEADER, type SocketScope, upgradeNotFound, upgradeRefused, upgradeRefusedForToken, upgradeScope } from "../commands/command-frames.js";
+import { perTokenShare } from "../shared/token-slots.js";
 import type { TokenVerifier } from "../commands/batch.js";
 import { type TokenClaims, verifyToken } from "../shared/tokens.js";
 import type { RpcResult } from "../shared/rpc-result.js";
@@ -84,8 +85,14 @@ export class CommandSockets {
     const open = ctx.getWebSockets().length;
     const max = this.host.config.socket.maxConnections;
     if (open >= max) return upgradeRefused(open, max);
+    // Each socket is tagged with its token's identity, so the sockets a token holds are counted by the platform
+    // (hibernation keeps tags), and one token holds at most its share of the pool.
+    const holder = request.headers.get(HOLDER_HEADER) ?? "";
+    const share = perTokenShare(max, this.host.config.slotSharePercent);
+    const ownSockets = holder === "" ? 0 : ctx.getWebSockets(holder).length;
+    if (ownSockets >= share) return upgradeRefusedForToken(ownSockets, share);
     const pair = new WebSocketPair();
-    ctx.acceptWebSocket(pair[1]);
+    ctx.acceptWebSocket(pair[1], holder === "" ? [] : [holder]);
     pair[1].serializeAttachment(scope);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }

@@ -5,6 +5,7 @@
  * hold at once; past it a large read is refused with rate_limited before anything is built.
  */
 import { rateLimited, type RuntimeError } from "../../src/core/index.js";
+import { TokenSlots, tokenShareReached } from "../shared/token-slots.js";
 
 /** Bytes handed to the reader per pull. */
 const CHUNK_BYTES = 64 * 1024;
@@ -20,20 +21,27 @@ export const LARGE_READ_DEADLINE_MS = 30_000;
 /** The large reads of one object. */
 export class LargeReads {
   private inFlight = 0;
+  private readonly byToken = new TokenSlots();
   /** Counters for tests and diagnostics. */
   readonly stats = { started: 0, refused: 0, cut: 0 };
 
-  constructor(private readonly maxConcurrent: number) {}
+  constructor(
+    private readonly maxConcurrent: number,
+    /** Large reads one token may have in flight (its share of maxConcurrent). */
+    private readonly maxPerToken: number = maxConcurrent,
+  ) {}
 
   /** Large answers being read now. */
   get open(): number {
     return this.inFlight;
   }
 
-  /** Null when a large read may start; otherwise the rate_limited answer to give instead. */
-  full(): RuntimeError | null {
-    if (this.inFlight < this.maxConcurrent) return null;
+  /** Null when a large read (by `token`, when known) may start; otherwise the rate_limited answer to give instead. */
+  full(token?: string): RuntimeError | null {
+    const held = token === undefined ? 0 : this.byToken.of(token);
+    if (this.inFlight < this.maxConcurrent && held < this.maxPerToken) return null;
     this.stats.refused += 1;
+    if (this.inFlight < this.maxConcurrent) return tokenShareReached("large_reads", "large reads", held, this.maxPerToken, LARGE_READ_RETRY_MS);
     return rateLimited(`${this.inFlight} large reads of this task are in flight (the most it serves at once); retry, or ask for a smaller page (limit)`, LARGE_READ_RETRY_MS, {
       limit: "large_reads",
       max: this.maxConcurrent,
@@ -41,8 +49,9 @@ export class LargeReads {
   }
 
   /** A stream of `bytes` (pulled a chunk at a time, nothing queued ahead) that holds one slot while it lasts. */
-  stream(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  stream(bytes: Uint8Array, token?: string): ReadableStream<Uint8Array> {
     this.inFlight += 1;
+    if (token !== undefined) this.byToken.take(token);
     this.stats.started += 1;
     let data: Uint8Array | null = bytes;
     let at = 0;
@@ -52,6 +61,7 @@ export class LargeReads {
       data = null;
       clearTimeout(deadline);
       this.inFlight -= 1;
+      if (token !== undefined) this.byToken.release(token);
     };
     return new ReadableStream<Uint8Array>(
       {

@@ -9,7 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import { type Actor, type ChildReport, type ChildTaskRequest, type PromptSummary, runtimeError, type StepPage, type StepQuery, systemActor, type TaskGetRequest } from "../../src/core/index.js";
 import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig, taskObjectName } from "../shared/env.js";
-import { ActionWaiters, type PollAnswer } from "./action-waiters.js";
+import { ActionWaiters, MAX_ACTION_WAITERS, type PollAnswer } from "./action-waiters.js";
 import { PeerClient } from "../peers/a2a-peer.js";
 import { ChildTasks } from "./child-tasks.js";
 import { CommandSockets } from "./command-sockets.js";
@@ -20,7 +20,8 @@ import { IdempotentWrites } from "./idempotent-writes.js";
 import { LargeReads } from "./large-reads.js";
 import { err, type RpcResult } from "../shared/rpc-result.js";
 import type { TaskCursor } from "../shared/sse-frames.js";
-import { SseHub } from "../shared/sse-hub.js";
+import { SseHub, type SubscriberHolder } from "../shared/sse-hub.js";
+import { perTokenShare } from "../shared/token-slots.js";
 import type { BatchItem, TaskGraphRpc } from "./task-graph-rpc.js";
 import { type ActionQuery, TaskReads } from "./task-reads.js";
 
@@ -35,13 +36,14 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   private readonly reads: TaskReads;
   private readonly sockets: CommandSockets;
   /** Long-polls of GET .../actions/{action_id}?wait_ms=; answered by the shell after the commit resolving their action. */
-  private readonly waiters = new ActionWaiters();
+  private readonly waiters: ActionWaiters;
   private readonly children: ChildTasks;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = readConfig(env);
     this.hub = new SseHub(this.config.sse);
+    this.waiters = new ActionWaiters(MAX_ACTION_WAITERS, perTokenShare(MAX_ACTION_WAITERS, this.config.slotSharePercent));
     const sessions = env.SESSIONS;
     const tasks = env.TASK_GRAPHS;
     const sessionId = () => this.shell.state.task!.session_id;
@@ -72,7 +74,7 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     });
     this.children = new ChildTasks(this.shell, (id) => sessions.get(sessions.idFromName(id)));
     this.writes = new IdempotentWrites(this.shell, (sessionId) => sessions.get(sessions.idFromName(sessionId)));
-    this.reads = new TaskReads(this.shell, this.hub, new LargeReads(this.config.maxLargeReads), this.waiters);
+    this.reads = new TaskReads(this.shell, this.hub, new LargeReads(this.config.maxLargeReads, perTokenShare(this.config.maxLargeReads, this.config.slotSharePercent)), this.waiters);
     this.sockets = new CommandSockets({
       ctx,
       env,
@@ -110,8 +112,8 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   }
 
   /** agent.task_get after reconciling leases (a large page streamed, within TASK_MAX_LARGE_READS). */
-  async getTask(actor: Actor, request: TaskGetRequest = {}): Promise<RpcResult<string | ReadableStream<Uint8Array>>> {
-    return this.reads.getTask(actor, request);
+  async getTask(actor: Actor, request: TaskGetRequest = {}, holder?: string): Promise<RpcResult<string | ReadableStream<Uint8Array>>> {
+    return this.reads.getTask(actor, request, holder);
   }
 
   /** agent.task_query_steps after reconciling leases. */
@@ -125,8 +127,13 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   }
 
   /** GET .../events: SSE frames of the events after `cursor`, then live ones (or `end` for a terminal task). */
-  async streamEvents(actor: Actor, cursor: TaskCursor): Promise<RpcResult<ReadableStream<Uint8Array>>> {
-    return this.reads.streamEvents(actor, cursor);
+  async streamEvents(actor: Actor, cursor: TaskCursor, holder: SubscriberHolder): Promise<RpcResult<ReadableStream<Uint8Array>>> {
+    return this.reads.streamEvents(actor, cursor, holder);
+  }
+
+  /** The Worker serving subscriber `id` of the event stream saw its client go: its slot is freed now. */
+  async dropSubscriber(id: string): Promise<void> {
+    this.hub.dropById(id);
   }
 
   /** The compact Task DAG summary for a prompt, within a token budget, after reconciling leases. */
@@ -140,8 +147,8 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   }
 
   /** GET .../tasks/{tid}/actions/{action_id}?wait_ms=: one action, long-polled until it resolves or the wait ends. */
-  async getAction(actor: Actor, actionId: string, waitMs: number): Promise<PollAnswer> {
-    return this.reads.getAction(actor, actionId, waitMs);
+  async getAction(actor: Actor, actionId: string, waitMs: number, holder?: string): Promise<PollAnswer> {
+    return this.reads.getAction(actor, actionId, waitMs, holder);
   }
 
   /**

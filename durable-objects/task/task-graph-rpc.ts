@@ -8,6 +8,7 @@ import type { ChildCancelAnswer, ChildCreateAnswer, DeliveryAnswer } from "./out
 import type { Idempotency } from "./storage/idempotency-store.js";
 import type { RpcResult } from "../shared/rpc-result.js";
 import type { TaskCursor } from "../shared/sse-frames.js";
+import type { SubscriberHolder } from "../shared/sse-hub.js";
 
 
 /** One command of a batch (or the only one of a single write). */
@@ -32,19 +33,21 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   /** Group commit: commands decided in order, all written in one transaction, one answer each. */
   executeBatch(items: readonly BatchItem[]): Promise<RpcResult<WriteAnswer>[]>;
   /** agent.task_get: the DAG (or a page of it) as JSON text, or as a stream when the page is large. */
-  getTask(actor: Actor, request?: TaskGetRequest): Promise<RpcResult<string | ReadableStream<Uint8Array>>>;
+  getTask(actor: Actor, request?: TaskGetRequest, holder?: string): Promise<RpcResult<string | ReadableStream<Uint8Array>>>;
   /** agent.task_query_steps. */
   querySteps(actor: Actor, query: StepQuery): Promise<RpcResult<StepPage>>;
   /** The WAL after `afterSeq`, at most `limit` events up to the current last_wal_seq, as a stream of JSON Lines read a page at a time. */
   readWal(actor: Actor, afterSeq: number, limit: number): Promise<RpcResult<{ ndjson: ReadableStream<Uint8Array>; last_wal_seq: number }>>;
   /** GET .../events: SSE frames after `cursor`, then live ones. */
-  streamEvents(actor: Actor, cursor: TaskCursor): Promise<RpcResult<ReadableStream<Uint8Array>>>;
+  streamEvents(actor: Actor, cursor: TaskCursor, holder: SubscriberHolder): Promise<RpcResult<ReadableStream<Uint8Array>>>;
+  /** The Worker serving subscriber `id` saw its client go: free its slot. */
+  dropSubscriber(id: string): Promise<void>;
   /** The compact Task DAG summary for a prompt, within a token budget. */
   summary(actor: Actor, tokenBudget: number): Promise<RpcResult<PromptSummary>>;
   /** agent.task_actions: the task's human actions, oldest first, optionally only open or only resolved ones. */
   listActions(actor: Actor, query: { status?: "open" | "resolved"; limit?: number; offset?: number }): Promise<RpcResult<ActionPage>>;
   /** agent.task_action: one action; with `waitMs` > 0 it answers once the action is resolved or the wait ends. */
-  getAction(actor: Actor, actionId: string, waitMs: number): Promise<RpcResult<{ action: Action }>>;
+  getAction(actor: Actor, actionId: string, waitMs: number, holder?: string): Promise<RpcResult<{ action: Action }>>;
   /** The session index entry; null when no task was created. */
   indexEntry(): Promise<RpcResult<IndexEntry | null>>;
   /** A parent's delegation creates its child task here (idempotent). */

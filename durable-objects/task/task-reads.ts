@@ -31,7 +31,7 @@ import { fullAction, fullActions } from "./action-text.js";
 import type { LargeReads } from "./large-reads.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import { endFrame, runtimeFrames, type TaskCursor } from "../shared/sse-frames.js";
-import { type CatchUp, type SseHub, subscribersFull } from "../shared/sse-hub.js";
+import type { CatchUp, SseHub, SubscriberHolder } from "../shared/sse-hub.js";
 import { readWal, readWalTail } from "./storage/wal-store.js";
 
 /** WAL events read per page while an event stream catches up on history. */
@@ -73,7 +73,7 @@ export class TaskReads {
    * out as its reader takes it and counts as a large read until then; past TASK_MAX_LARGE_READS such reads at
    * once, it is refused (rate_limited) before it is built, so the answers in flight stay bounded in memory.
    */
-  getTask(actor: Actor, request: TaskGetRequest = {}): RpcResult<string | ReadableStream<Uint8Array>> {
+  getTask(actor: Actor, request: TaskGetRequest = {}, holder?: string): RpcResult<string | ReadableStream<Uint8Array>> {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
     const state = this.shell.state;
@@ -82,10 +82,10 @@ export class TaskReads {
     const items = { ...paged.value.items, actions: fullActions(this.shell.sql, state, paged.value.items.actions) };
     const page = { ...paged.value, items };
     const large = pageItemCount(page.items) > LARGE_PAGE_ITEMS;
-    const full = large ? this.largeReads.full() : null;
+    const full = large ? this.largeReads.full(holder) : null;
     if (full !== null) return err(full);
     const json = JSON.stringify(taskGetAnswer(state, page));
-    return ok(large ? this.largeReads.stream(new TextEncoder().encode(json)) : json);
+    return ok(large ? this.largeReads.stream(new TextEncoder().encode(json), holder) : json);
   }
 
   /** agent.task_query_steps after reconciling leases. */
@@ -140,16 +140,14 @@ export class TaskReads {
    * A ReadableStream returned over RPC (rather than a Response from `fetch`): the route keeps HTTP (auth,
    * error envelope, headers) and the object gets a typed actor and cursor, like every other call.
    */
-  streamEvents(actor: Actor, cursor: TaskCursor): RpcResult<ReadableStream<Uint8Array>> {
+  async streamEvents(actor: Actor, cursor: TaskCursor, holder: SubscriberHolder): Promise<RpcResult<ReadableStream<Uint8Array>>> {
     const ready = this.readable(actor);
     if (ready !== null) return err(ready);
     const last = this.shell.state.last_wal_seq;
     if (cursor.seq > last) {
       return err(runtimeError("validation_error", `the resume point ${cursor.seq} is after the end of this task's WAL`, { after_seq: cursor.seq, last_wal_seq: last }));
     }
-    const full = this.hub.full();
-    if (full !== null) return err(subscribersFull(full));
-    return ok(this.hub.open(this.catchUpFrom(cursor)));
+    return this.hub.admit(this.catchUpFrom(cursor), holder);
   }
 
   /** Catch-up for one subscriber: pages of the WAL after its cursor, then live (or `end` for a terminal task). */
@@ -196,15 +194,15 @@ export class TaskReads {
   /**
    * GET .../tasks/{tid}/actions/{action_id}?wait_ms=: the action, at once when it is resolved or `waitMs` is 0;
    * otherwise as soon as a commit resolves it, or still open when the wait ends. Past MAX_ACTION_WAITERS waits
-   * at once, rate_limited. A wait lives only in memory; the resolution is in the WAL, so a poll lost with an
+   * at once, or past the token's share of them (`holder`: its identity), rate_limited. A wait lives only in memory; the resolution is in the WAL, so a poll lost with an
    * evicted object is simply asked again.
    */
-  async getAction(actor: Actor, actionId: string, waitMs: number): Promise<PollAnswer> {
+  async getAction(actor: Actor, actionId: string, waitMs: number, holder?: string): Promise<PollAnswer> {
     const now = this.currentAction(actor, actionId);
     if (!now.ok || now.value.action.status === "resolved" || !(waitMs > 0)) return now;
-    const full = this.waiters.full();
+    const full = this.waiters.full(holder);
     if (full !== null) return err(full);
-    return this.waiters.wait(actionId, Math.min(waitMs, MAX_ACTION_WAIT_MS), () => this.currentAction(actor, actionId));
+    return this.waiters.wait(actionId, Math.min(waitMs, MAX_ACTION_WAIT_MS), () => this.currentAction(actor, actionId), holder);
   }
 
   /** One action as memory holds it, after reconciling (an action past its expiry is answered expired). */

@@ -99,6 +99,8 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     private readonly env: Env,
     private readonly card: AgentCard,
     private readonly actor: Actor,
+    /** The identity of the caller's token (tokens.ts `tokenIdentity`): the task objects count its share of their slots by it. */
+    private readonly holder: string,
   ) {}
 
   private stub(taskId: string) {
@@ -108,7 +110,7 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
   /** The task's view as the caller may see it; -32001 when it cannot. */
   async view(taskId: string): Promise<TaskViewJson> {
     if (!ID_PATTERN.test(taskId)) throw taskNotFound(taskId);
-    const result = (await this.stub(taskId).getTask(this.actor)) as RpcResult<string | ReadableStream<Uint8Array>>;
+    const result = (await this.stub(taskId).getTask(this.actor, {}, this.holder)) as RpcResult<string | ReadableStream<Uint8Array>>;
     if (!result.ok) throw a2aErrorOf(result.error, taskId);
     return JSON.parse(await textOf(result.value)) as TaskViewJson;
   }
@@ -279,7 +281,7 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     while (gone?.aborted !== true) {
       // The task's event stream ends after SSE_MAX_STREAM_MS: it is reopened after the last runtime event mapped.
       const at = sequencePosition(last);
-      const opened = (await stub.streamEvents(this.actor, { seq: at.walSeq, k: at.k === SEQUENCE_STRIDE - 1 ? null : at.k })) as RpcResult<ReadableStream<Uint8Array>>;
+      const opened = (await stub.streamEvents(this.actor, { seq: at.walSeq, k: at.k === SEQUENCE_STRIDE - 1 ? null : at.k }, { token: this.holder })) as RpcResult<ReadableStream<Uint8Array>>;
       let events: AsyncIterable<RuntimeEvent | "end"> | Iterable<RuntimeEvent>;
       if (opened.ok) events = runtimeEventsOf(opened.value, gone);
       else if (opened.error.code === "rate_limited") events = await this.walPage(taskId, at.k === SEQUENCE_STRIDE - 1 ? at.walSeq : at.walSeq - 1, gone);

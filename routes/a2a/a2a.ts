@@ -7,7 +7,7 @@ import { AgentCard } from "@a2a-js/sdk";
 import { ContentTypeNotSupportedError, RequestMalformedError, VersionNotSupportedError } from "@a2a-js/sdk/errors";
 import { type A2ARequestHandler, JsonRpcTransportHandler, ServerCallContext, type User } from "@a2a-js/sdk/server";
 import type { Context } from "hono";
-import { secretsEqual, verifyToken } from "../../durable-objects/shared/tokens.js";
+import { secretsEqual, tokenIdentity, verifyToken } from "../../durable-objects/shared/tokens.js";
 import { MAX_DOCUMENT_DEPTH, jsonTextDepth } from "../../src/core/index.js";
 import { readConfig } from "../../durable-objects/shared/env.js";
 import { hexOf } from "../../src/lib/hex.js";
@@ -195,7 +195,7 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
   // Aborted when the client goes away mid-stream, so the handler stops waiting on the task's event stream.
   const gone = new AbortController();
   const ctx = new ServerCallContext({ user: new TokenUser(actor.agent_id), requestedVersion: A2A_VERSION, state: new Map<string, unknown>([["actor", actor], [STREAM_GONE, gone.signal]]) });
-  const seen = observed(new RuntimeA2AHandler(c.env, agentCard(origin), actor));
+  const seen = observed(new RuntimeA2AHandler(c.env, agentCard(origin), actor, await tokenIdentity(token)));
   const transport = new JsonRpcTransportHandler(seen.handler);
   let out: Awaited<ReturnType<JsonRpcTransportHandler["handle"]>>;
   try {

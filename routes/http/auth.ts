@@ -1,6 +1,6 @@
 /** @module Bearer-token authentication: who calls (admin, or a token's role and scope) and scope checks. */
 import type { Context, MiddlewareHandler } from "hono";
-import { actorOf, secretsEqual, type TokenClaims, verifyToken } from "../../durable-objects/shared/tokens.js";
+import { actorOf, secretsEqual, type TokenClaims, tokenIdentity, verifyToken } from "../../durable-objects/shared/tokens.js";
 import { type Actor, ID_PATTERN } from "../../src/core/index.js";
 import type { Env } from "../../durable-objects/shared/env.js";
 import { fail } from "../../durable-objects/shared/http-errors.js";
@@ -9,7 +9,7 @@ import { fail } from "../../durable-objects/shared/http-errors.js";
 export type SessionTokenClaims = TokenClaims & { readonly role: Exclude<TokenClaims["role"], "a2a_client"> };
 
 /** The authenticated caller of a request. */
-export type Caller = { readonly kind: "admin" } | { readonly kind: "token"; readonly claims: SessionTokenClaims; readonly actor: Actor };
+export type Caller = { readonly kind: "admin" } | { readonly kind: "token"; readonly claims: SessionTokenClaims; readonly actor: Actor; readonly token: string };
 
 /** Hono environment of every route. */
 export interface AppEnv {
@@ -36,7 +36,7 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const claims = await verifyToken(c.env.TOKEN_SECRET, token);
   if (claims === null) fail("unauthorized", "the token is malformed, forged or expired");
   if (claims.role === "a2a_client") fail("tool_not_available", "an a2a_client token speaks A2A at /a2a only", { role: claims.role });
-  c.set("caller", { kind: "token", claims: claims as SessionTokenClaims, actor: actorOf(claims) });
+  c.set("caller", { kind: "token", claims: claims as SessionTokenClaims, actor: actorOf(claims), token });
   return next();
 };
 
@@ -60,4 +60,13 @@ export function requireTaskActor(c: Context<AppEnv>, sid: string, tid: string): 
   // A malformed id is validation_error, not a lookup (and never a task object named after it).
   if (!ID_PATTERN.test(tid)) fail("validation_error", "the task id must match ^[a-z0-9_-]{1,64}$", { task_id: tid.slice(0, 100) });
   return actor;
+}
+
+/**
+ * The identity of the caller's token, by which an object counts the slots it holds (its share of streams,
+ * sockets, long-polls and large reads); the token itself stays in the Worker.
+ */
+export function slotHolder(c: Context<AppEnv>): Promise<string> {
+  const caller = c.get("caller");
+  return tokenIdentity(caller.kind === "token" ? caller.token : "admin");
 }

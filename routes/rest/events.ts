@@ -1,7 +1,8 @@
 /**
  * @module The two live event streams (Server-Sent Events): a task's runtime events and a session's task
  * summaries. The route authenticates, parses the resume point (a bad one is a 400 before any byte streams)
- * and wraps the object's byte stream in the SSE response; framing happens once per event in the object.
+ * and relays the object's byte stream into the SSE response (routes/http/subscriber-relay.ts: this side sees a
+ * client go and tells the object); framing happens once per event in the object.
  */
 import { type Context, Hono } from "hono";
 import { taskObjectName } from "../../durable-objects/shared/env.js";
@@ -9,14 +10,12 @@ import { parseSessionEventId, parseTaskEventId, type TaskCursor } from "../../du
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";
 import { type AppEnv, requireSessionActor, requireTaskActor } from "../http/auth.js";
 import { validate } from "../../durable-objects/commands/command-json.js";
-import { errorResponse, fail } from "../../durable-objects/shared/http-errors.js";
+import { fail } from "../../durable-objects/shared/http-errors.js";
+import { relaySubscriber } from "../http/subscriber-relay.js";
 import { EventsQueryParams } from "../http/schemas.js";
 
 /** Routes under /v1/sessions: GET /{sid}/events and GET /{sid}/tasks/{tid}/events. */
 export const eventRoutes = new Hono<AppEnv>();
-
-/** The headers of every event stream. */
-export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" } as const;
 
 /** The Last-Event-ID header, when present and not empty (a browser sends it when it resumes). */
 function lastEventId(c: Context<AppEnv>): string | null {
@@ -47,18 +46,16 @@ function sessionCursor(c: Context<AppEnv>): number {
   return q.after_seq ?? 0;
 }
 
-function streamAnswer(c: Context<AppEnv>, result: RpcResult<ReadableStream<Uint8Array>>): Response {
-  if (!result.ok) return errorResponse(c, result.error);
-  return c.body(result.value, 200, SSE_HEADERS);
-}
-
 eventRoutes.get("/:sid/tasks/:tid/events", async (c) => {
   const sid = c.req.param("sid");
   const tid = c.req.param("tid");
   const actor = requireTaskActor(c, sid, tid);
   const cursor = taskCursor(c);
   const stub = c.env.TASK_GRAPHS.get(c.env.TASK_GRAPHS.idFromName(taskObjectName(sid, tid)));
-  return streamAnswer(c, (await stub.streamEvents(actor, cursor)) as RpcResult<ReadableStream<Uint8Array>>);
+  return relaySubscriber(c, {
+    open: async (holder) => (await stub.streamEvents(actor, cursor, holder)) as RpcResult<ReadableStream<Uint8Array>>,
+    drop: (id) => stub.dropSubscriber(id),
+  });
 });
 
 eventRoutes.get("/:sid/events", async (c) => {
@@ -66,5 +63,8 @@ eventRoutes.get("/:sid/events", async (c) => {
   requireSessionActor(c, sid);
   const afterSeq = sessionCursor(c);
   const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid));
-  return streamAnswer(c, (await session.streamEvents(afterSeq)) as RpcResult<ReadableStream<Uint8Array>>);
+  return relaySubscriber(c, {
+    open: async (holder) => (await session.streamEvents(afterSeq, holder)) as RpcResult<ReadableStream<Uint8Array>>,
+    drop: (id) => session.dropSubscriber(id),
+  });
 });

@@ -11,7 +11,7 @@ import {
   WalQueryParams,
 } from "../../src/contract/index.js";
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";
-import { type AppEnv, requireTaskActor } from "../http/auth.js";
+import { type AppEnv, requireTaskActor, slotHolder } from "../http/auth.js";
 import { parseJsonObject, validate } from "../../durable-objects/commands/command-json.js";
 import { idempotencyOf, readBodyText, readCommandBody } from "../http/body.js";
 import { errorResponse } from "../../durable-objects/shared/http-errors.js";
@@ -39,7 +39,8 @@ function answer<T>(c: Context, result: RpcResult<T>, status: 200 | 201 = 200): R
 taskRoutes.get("/:sid/tasks/:tid", async (c) => {
   const { actor, stub } = target(c);
   const q = validate(TaskGetQueryParams, c.req.query());
-  const result = (await stub.getTask(actor, { ...(q.limit === undefined ? {} : { limit: q.limit }), ...(q.cursor === undefined ? {} : { cursor: q.cursor }) })) as RpcResult<string | ReadableStream<Uint8Array>>;
+  const request = { ...(q.limit === undefined ? {} : { limit: q.limit }), ...(q.cursor === undefined ? {} : { cursor: q.cursor }) };
+  const result = (await stub.getTask(actor, request, await slotHolder(c))) as RpcResult<string | ReadableStream<Uint8Array>>;
   // Encoded by the object (a large page as a stream it paces): passed through, never parsed again here.
   return result.ok ? c.body(result.value, 200, { "content-type": "application/json" }) : errorResponse(c, result.error);
 });
@@ -89,7 +90,7 @@ taskRoutes.get("/:sid/tasks/:tid/actions/:action_id", async (c) => {
   const { actor, stub } = target(c);
   const actionId = validate(ActionIdParam, c.req.param("action_id"));
   const q = validate(ActionGetQueryParams, c.req.query());
-  return answer(c, (await stub.getAction(actor, actionId, q.wait_ms ?? 0)) as RpcResult<unknown>);
+  return answer(c, (await stub.getAction(actor, actionId, q.wait_ms ?? 0, q.wait_ms ? await slotHolder(c) : undefined)) as RpcResult<unknown>);
 });
 
 taskRoutes.post("/:sid/tasks/:tid/batch", async (c) => {

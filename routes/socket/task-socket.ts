@@ -17,9 +17,9 @@
  */
 import { Hono } from "hono";
 import { taskStub } from "../../durable-objects/commands/batch.js";
-import { SCOPE_HEADER } from "../../durable-objects/commands/command-frames.js";
+import { HOLDER_HEADER, SCOPE_HEADER } from "../../durable-objects/commands/command-frames.js";
 import { fail } from "../../durable-objects/shared/http-errors.js";
-import { type AppEnv, requireTaskActor } from "../http/auth.js";
+import { type AppEnv, requireTaskActor, slotHolder } from "../http/auth.js";
 import { OPERATIONS } from "../http/catalog.js";
 
 /** The roles that may hold a command socket: those that may send a command over it (the catalog's roles). */
@@ -28,7 +28,7 @@ const SOCKET_ROLES: ReadonlySet<string> = new Set(OPERATIONS.find((op) => op.ope
 /** The route of the command socket: authenticate, then hand the upgrade to the task's object. */
 export const taskSocketRoutes = new Hono<AppEnv>();
 
-taskSocketRoutes.get("/:sid/tasks/:tid/socket", (c) => {
+taskSocketRoutes.get("/:sid/tasks/:tid/socket", async (c) => {
   const sid = c.req.param("sid");
   const tid = c.req.param("tid");
   const actor = requireTaskActor(c, sid, tid);
@@ -38,6 +38,7 @@ taskSocketRoutes.get("/:sid/tasks/:tid/socket", (c) => {
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") fail("validation_error", "this route takes a WebSocket upgrade (Upgrade: websocket)");
   const url = new URL(c.req.url);
   url.searchParams.delete("access_token");
-  return taskStub(c.env, sid, tid).fetch(url.toString(), { headers: { upgrade: "websocket", [SCOPE_HEADER]: JSON.stringify({ sid, tid }) } });
+  const headers = { upgrade: "websocket", [SCOPE_HEADER]: JSON.stringify({ sid, tid }), [HOLDER_HEADER]: await slotHolder(c) };
+  return taskStub(c.env, sid, tid).fetch(url.toString(), { headers });
 });
 

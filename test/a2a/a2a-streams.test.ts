@@ -224,7 +224,7 @@ describe("a client that goes away", () => {
     const claims = (await verifyToken(TOKEN_SECRET, clientToken))!;
     const gone = new AbortController();
     const ctx = new ServerCallContext({ requestedVersion: "1.0", state: new Map<string, unknown>([["actor", actorOf(claims)], [STREAM_GONE, gone.signal]]) });
-    const handler = new RuntimeA2AHandler(env as unknown as Env, agentCard(BASE), actorOf(claims));
+    const handler = new RuntimeA2AHandler(env as unknown as Env, agentCard(BASE), actorOf(claims), "a2a-test-holder");
     const stream = handler.resubscribe({ tenant: "", id: task.id }, ctx);
     expect((await stream.next()).value?.payload?.$case).toBe("task");
     const pending = stream.next();

@@ -184,9 +184,11 @@ describe("the task object's socket lanes", () => {
   it("Should answer an upgrade past SOCKET_MAX_CONNECTIONS (4 in the test configuration) 429 rate_limited with Retry-After, and take one again once one closes", async () => {
     const s = await newSession();
     const t = await newTask(s, "socket-cap", [step("a")]);
+    // One socket per token (a token's share is a quarter of the pool): four orchestrator tokens fill it.
+    const tokens = [s.orch, ...(await Promise.all([1, 2, 3, 4].map(() => mintRole(s, "orchestrator"))))];
     const socks = [];
-    for (let i = 0; i < 4; i++) socks.push(await openSocket(t, s.orch));
-    const refused = await SELF.fetch(`${BASE}${t}/socket`, { headers: { upgrade: "websocket", authorization: `Bearer ${s.orch}` } });
+    for (let i = 0; i < 4; i++) socks.push(await openSocket(t, tokens[i]!));
+    const refused = await SELF.fetch(`${BASE}${t}/socket`, { headers: { upgrade: "websocket", authorization: `Bearer ${tokens[4]}` } });
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("30");
     expect(await refused.json()).toEqual({ error: { code: "rate_limited", message: expect.any(String), details: { limit: "sockets", max: 4, retry_after_ms: 30_000 } } });
@@ -196,7 +198,7 @@ describe("the task object's socket lanes", () => {
     const leaving = socks.pop()!;
     leaving.ws.close(1000, "done");
     await leaving.closed;
-    const again = await eventually(() => openSocket(t, s.orch));
+    const again = await eventually(() => openSocket(t, tokens[4]!));
     again.ws.close(1000, "done");
     for (const sock of socks) sock.ws.close(1000, "done");
   });

@@ -12,7 +12,7 @@ import type { SessionObject } from "../../durable-objects/session/session-object
 import { OPERATIONS } from "../../routes/http/catalog.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "../support/helpers.js";
 import { eventOf, openStream, type SseFrame, type SseReader } from "../support/sse.js";
-import { bindings, eventually, expectError, expectOk, sleep, taskStub, uniqueId, walOf } from "../support/support.js";
+import { bindings, eventually, expectError, expectOk, mintRole, sleep, taskStub, uniqueId, walOf } from "../support/support.js";
 
 /** The frames the task stream must send for these WAL events: id (the event's sequence), event type, the runtime event. */
 function framesOf(wal: readonly WalEvent[]): { id: string; event: string; data: unknown }[] {
@@ -390,9 +390,12 @@ describe("Subscribers per object (SSE_MAX_SUBSCRIBERS=8 in the test configuratio
   it.each(["task", "session"])("Should answer the %s stream's subscriber past the cap with 429 rate_limited and Retry-After, and take one again after one closes", async (kind) => {
     const { s, t } = await fanTask();
     const path = kind === "task" ? `${t}/events` : `/v1/sessions/${s.sid}/events`;
+    // Four tokens: each holds its share (a quarter of the pool), together the whole pool.
+    const tokens = [s.observer, s.orch, await mintRole(s, "observer", "watcher-3"), await mintRole(s, "observer", "watcher-4")];
+    const fifth = await mintRole(s, "observer", "watcher-5");
     const streams: SseReader[] = [];
-    for (let i = 0; i < MAX; i++) streams.push(await openStream(path, i % 2 === 0 ? s.observer : s.orch));
-    const refused = await call("GET", path, s.observer);
+    for (let i = 0; i < MAX; i++) streams.push(await openStream(path, tokens[i % 4]!));
+    const refused = await call("GET", path, fifth);
     expectError(refused, 429, "rate_limited");
     expect(refused.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
     expect(refused.body.error.details).toMatchObject({ limit: "sse_subscribers", max: MAX });
@@ -400,7 +403,7 @@ describe("Subscribers per object (SSE_MAX_SUBSCRIBERS=8 in the test configuratio
     expect((await streams[0]!.next())).not.toBeNull();
     await streams.pop()!.cancel();
     // The object hears of the cancel asynchronously (or at the next heartbeat): then a new subscriber gets in.
-    const again = await eventually(() => openStream(path, s.observer));
+    const again = await eventually(() => openStream(path, fifth));
     expectError(await call("GET", path, s.orch), 429, "rate_limited");
     await Promise.all([again, ...streams].map((x) => x.cancel()));
   });

@@ -7,7 +7,9 @@ import { describe, expect, it } from "vitest";
 import { type CatchUp, SseHub } from "../../durable-objects/shared/sse-hub.js";
 import { sleep } from "../support/support.js";
 
-const LIMITS = { heartbeatMs: 60_000, maxStreamMs: 60_000, maxQueuedBytes: 1_024, maxSubscribers: 64 };
+const LIMITS = { heartbeatMs: 60_000, maxStreamMs: 60_000, maxQueuedBytes: 1_024, maxSubscribers: 64, maxPerToken: 64 };
+/** A subscriber of one token, with nothing to probe. */
+const ONE = { token: "one" };
 const live: CatchUp = () => ({ frames: "", next: "live" });
 const text = (chunk: Uint8Array | undefined) => new TextDecoder().decode(chunk);
 
@@ -29,7 +31,7 @@ describe("SseHub", () => {
     const stream = hub.open(() => {
       calls += 1;
       return calls < 3 ? { frames: `id: ${calls}\ndata: page\n\n`, next: "more" } : { frames: "id: 3\ndata: last\n\n", next: "live" };
-    });
+    }, ONE);
     await settle();
     expect(calls).toBe(0); // nothing is read from storage before the reader asks
     const reader = stream.getReader();
@@ -50,7 +52,7 @@ describe("SseHub", () => {
 
   it("Should send every subscriber the same frames, commits published together as one chunk", async () => {
     const hub = new SseHub(LIMITS);
-    const readers = await Promise.all([1, 2, 3].map(() => waitingReader(hub.open(live))));
+    const readers = await Promise.all([1, 2, 3].map(() => waitingReader(hub.open(live, ONE))));
     hub.publish("id: 1\n\n");
     hub.publish("id: 2\n\n");
     hub.publish("id: 3\n\n");
@@ -71,8 +73,8 @@ describe("SseHub", () => {
 
   it("Should close a subscriber with more than maxQueuedBytes waiting, dropping them, and keep the others", async () => {
     const hub = new SseHub(LIMITS);
-    const slow = await waitingReader(hub.open(live));
-    const fast = await waitingReader(hub.open(live));
+    const slow = await waitingReader(hub.open(live, ONE));
+    const fast = await waitingReader(hub.open(live, ONE));
     const frame = `data: ${"y".repeat(400)}\n\n`;
     hub.publish(frame);
     expect(text((await slow.first).value)).toBe(frame);
@@ -91,7 +93,7 @@ describe("SseHub", () => {
 
   it("Should close every stream after maxStreamMs, so nothing outlives an undetected disconnect", async () => {
     const hub = new SseHub({ ...LIMITS, maxStreamMs: 100 });
-    const { reader, first } = await waitingReader(hub.open(live));
+    const { reader, first } = await waitingReader(hub.open(live, ONE));
     hub.publish("data: one\n\n");
     expect(text((await first).value)).toBe("data: one\n\n");
     const t0 = Date.now();
@@ -102,7 +104,7 @@ describe("SseHub", () => {
 
   it("Should send heartbeats to idle streams and stop its timer when the last one goes", async () => {
     const hub = new SseHub({ ...LIMITS, heartbeatMs: 30 });
-    const reader = hub.open(live).getReader();
+    const reader = hub.open(live, ONE).getReader();
     expect(text((await reader.read()).value)).toBe(": heartbeat\n\n");
     expect(text((await reader.read()).value)).toBe(": heartbeat\n\n");
     await reader.cancel();
@@ -112,9 +114,9 @@ describe("SseHub", () => {
 
   it("Should end live subscribers with the last frame and leave those still catching up to their own history", async () => {
     const hub = new SseHub(LIMITS);
-    const liveOne = await waitingReader(hub.open(live));
+    const liveOne = await waitingReader(hub.open(live, ONE));
     let stage = 0;
-    const catching = hub.open(() => (stage++ === 0 ? { frames: "data: history\n\n", next: "more" } : { frames: "event: end\ndata: {}\n\n", next: "close" })).getReader();
+    const catching = hub.open(() => (stage++ === 0 ? { frames: "data: history\n\n", next: "more" } : { frames: "event: end\ndata: {}\n\n", next: "close" }), ONE).getReader();
     expect(text((await catching.read()).value)).toBe("data: history\n\n");
     hub.publish("data: last\n\n");
     hub.endAll("event: end\ndata: {}\n\n");
@@ -127,17 +129,17 @@ describe("SseHub", () => {
 
   it("Should refuse a subscriber past maxSubscribers, saying when to retry, and take one again once one closes", async () => {
     const hub = new SseHub({ ...LIMITS, heartbeatMs: 5_000, maxSubscribers: 2 });
-    expect(hub.full()).toBeNull();
-    const readers = [hub.open(live).getReader(), hub.open(live).getReader()];
+    expect(hub.full("one")).toBeNull();
+    const readers = [hub.open(live, ONE).getReader(), hub.open(live, ONE).getReader()];
     // The next heartbeat (5 s) finds vanished clients before the oldest stream's lifetime (60 s) ends.
-    expect(hub.full()).toEqual({ open: 2, max: 2, retryAfterMs: 5_000 });
-    expect(() => hub.open(live)).toThrow(RangeError);
+    expect(hub.full("one")).toEqual({ scope: "object", open: 2, max: 2, retryAfterMs: 5_000 });
+    expect(() => hub.open(live, ONE)).toThrow(RangeError);
     // Past the oldest stream's lifetime minus 2.5 s, that comes first (rounded up to whole seconds).
-    expect(hub.full(Date.now() + 57_500)?.retryAfterMs).toBe(3_000);
+    expect(hub.full("one", Date.now() + 57_500)?.retryAfterMs).toBe(3_000);
     await readers[0]!.cancel();
     await settle();
-    expect(hub.full()).toBeNull();
-    const third = hub.open(live).getReader();
+    expect(hub.full("one")).toBeNull();
+    const third = hub.open(live, ONE).getReader();
     expect(hub.stats).toMatchObject({ open: 2, opened: 3 });
     await Promise.all([readers[1]!.cancel(), third.cancel()]);
   });
