@@ -2,8 +2,9 @@
 import { Hono } from "hono";
 import { runtimeError } from "../src/core/index.js";
 import { serveA2a, serveAgentCard } from "./a2a/a2a.js";
-import { type AppEnv, authenticate } from "./http/auth.js";
+import { type AppEnv, authenticate, requireOperationRole } from "./http/auth.js";
 import { requireValidContentLength } from "./http/body.js";
+import { OPERATIONS } from "./http/catalog.js";
 import { corsFromEnv } from "./http/cors.js";
 import { eventRoutes } from "./rest/events.js";
 import { linkRoutes } from "./rest/links.js";
@@ -36,6 +37,10 @@ export function buildApp(): Hono<AppEnv> {
   app.use("/v1/*", corsFromEnv);
   app.use("/v1/*", requireValidContentLength);
   app.use("/v1/*", authenticate);
+  // A caller the operation refuses for its token alone is answered before its body is read.
+  for (const op of OPERATIONS) {
+    if (op.body !== undefined) app.on(op.method.toUpperCase(), op.path.replace(/\{(\w+)\}/g, ":$1"), requireOperationRole(op));
+  }
   app.route("/v1", metaRoutes);
   app.route("/v1/sessions", eventRoutes);
   app.route("/v1/sessions", sessionRoutes);
