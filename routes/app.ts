@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { runtimeError } from "../src/core/index.js";
 import { serveA2a, serveAgentCard } from "./a2a/a2a.js";
 import { type AppEnv, authenticate, requireOperationRole } from "./http/auth.js";
-import { requireValidContentLength } from "./http/body.js";
+import { discardUnreadBody, requireValidContentLength } from "./http/body.js";
 import { OPERATIONS } from "./http/catalog.js";
 import { corsFromEnv } from "./http/cors.js";
 import { eventRoutes } from "./rest/events.js";
@@ -19,6 +19,7 @@ import { taskRoutes } from "./rest/tasks.js";
 /** Builds the Worker's Hono app. */
 export function buildApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  app.use("*", discardUnreadBody);
   app.get("/health", (c) => c.json({ ok: true, service: "agent-task-runtime" }));
   // A round trip Worker → Durable Object → response doing no work: a liveness probe and the benchmark floor.
   app.get("/health/object", async (c) => {

@@ -69,6 +69,16 @@ export async function readWithin(request: Request, max: number): Promise<Bounded
   return { ok: true, text: UTF8.decode(bytes) };
 }
 
+/**
+ * Cancels a request body nothing read (a request refused before its body: its token, its role, its declared
+ * length): left alone, workerd takes in the whole upload before the answer leaves, however large it is.
+ */
+export const discardUnreadBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  const request = c.req.raw;
+  if (request.body !== null && !request.bodyUsed) request.body.cancel().catch(() => undefined);
+};
+
 /** The raw body text, within MAX_BODY_BYTES (413 payload_too_large otherwise, answered before the rest is read). */
 export async function readBodyText(c: Context<AppEnv>): Promise<string> {
   declaredLength(c);
