@@ -35,11 +35,18 @@ const UPLOAD = 256 * 2 ** 20;
 /** What a client may have sent when it is answered: the limit, and what the sockets and the dev proxy hold in between. */
 const SENT_BOUND = 32 * 2 ** 20;
 
-/** A refusal: the expected status, or the connection closed under the client, or the dev proxy's 503 for it. */
+/** The default MAX_BODY_BYTES of the shared server. */
+const MAX_BODY_BYTES = 1_048_576;
+
+/**
+ * A refusal: the expected status, or the connection closed under the client, or the dev proxy's 503 for it; before
+ * SENT_BOUND went out, and, for a 413, after the limit did (the server counted past it first).
+ */
 function expectRefusedEarly(sent: Sent, status: number): void {
   const seen = sent.status ?? sent.error;
   expect([status, 503].includes(sent.status ?? -1) || sent.error !== undefined, `answer ${seen}: ${sent.body.slice(0, 200)}`).toBe(true);
   expect(sent.sentBytes, `${sent.sentBytes} bytes sent before ${seen}`).toBeLessThan(SENT_BOUND);
+  if (status === 413) expect(sent.sentBytes).toBeGreaterThan(MAX_BODY_BYTES);
 }
 
 describe("A hostile upload over HTTP", () => {
