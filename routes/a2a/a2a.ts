@@ -133,9 +133,10 @@ const sseFrame = (value: unknown, event?: string) => encoder.encode(`${event ===
 
 /**
  * POST /a2a. Checked in this order, each refusal answered before the next check: bearer token (401; a token of another role or the admin's: 403),
- * Content-Type (415, -32005), size (413, -32600: before the body is read past MAX_BODY_BYTES), JSON (-32700), envelope and id (-32600), A2A-Version (absent: 1.0; `1.0.x`: 1.0;
- * else -32009), a sent message's parts (-32602; raw ones rewritten, see prepareWireParts); then the SDK's transport
- * dispatches the method to our handler. Params the SDK cannot decode are -32602 with a message of ours.
+ * Content-Type (415, -32005), size (413, -32600: the body is not read past MAX_BODY_BYTES), JSON (-32700), envelope
+ * and id (-32600), A2A-Version (absent: 1.0; `1.0.x`: 1.0; else -32009), a sent message's parts (-32602; raw ones
+ * rewritten, see prepareWireParts); then the SDK's transport dispatches the method to our handler. Params the SDK
+ * cannot decode are -32602 with a message of ours.
  */
 export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
   const auth = c.req.header("authorization");
