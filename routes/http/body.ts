@@ -69,14 +69,37 @@ export async function readWithin(request: Request, max: number): Promise<Bounded
   return { ok: true, text: UTF8.decode(bytes) };
 }
 
+/** How long the unread body of a refused request is drained before it is cut. */
+const DRAIN_MS = 1_000;
+
 /**
- * Cancels a request body nothing read (a request refused before its body: its token, its role, its declared
- * length): left alone, workerd takes in the whole upload before the answer leaves, however large it is.
+ * The unread body of a request answered without reading it (refused for its token, its role, its declared
+ * length): drained, its bytes dropped, up to MAX_BODY_BYTES and DRAIN_MS, then cancelled. Left alone, workerd takes
+ * in the whole upload before the answer leaves; cancelled at once, a client whose bytes the server never read may
+ * find its connection reset before it reads the answer, however small its body. A body declared over the limit
+ * is cancelled without reading.
  */
 export const discardUnreadBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   const request = c.req.raw;
-  if (request.body !== null && !request.bodyUsed) request.body.cancel().catch(() => undefined);
+  if (request.body === null || request.bodyUsed) return;
+  const reader = request.body.getReader();
+  const max = readConfig(c.env).maxBodyBytes;
+  const raw = request.headers.get("content-length");
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), DRAIN_MS)));
+  try {
+    if (raw !== null && /^\d+$/.test(raw) && Number(raw) > max) return void reader.cancel().catch(() => undefined);
+    for (let total = 0; ; ) {
+      const read = await Promise.race([reader.read(), late]);
+      if (read === "late" || (!read.done && (total += read.value.byteLength) > max)) return void reader.cancel().catch(() => undefined);
+      if (read.done) return;
+    }
+  } catch {
+    // The client went away: nothing left to drain.
+  } finally {
+    clearTimeout(timer);
+  }
 };
 
 /** The raw body text, within MAX_BODY_BYTES (413 payload_too_large otherwise, answered before the rest is read). */

@@ -2,9 +2,9 @@
  * Bodies refused as they stream, over real HTTP against `wrangler dev`: a chunked upload far past MAX_BODY_BYTES, or
  * one a caller's token cannot send at all (an observer's `complete`), is answered while the client is still
  * sending, long before the upload would end; a declared Content-Length past the limit is answered without waiting
- * for the body. A client still sending when the refusal comes may see its connection closed under it instead of the
- * answer (the server stops reading), or, under `wrangler dev`, the dev proxy's own 503: either way it has not sent
- * the rest.
+ * for the body; a small refused body is still taken in, so its client reads the answer. A client still sending past
+ * the limit when the refusal comes may see its connection closed under it instead of the answer (the server stops
+ * reading), or, under `wrangler dev`, the dev proxy's own 503: either way it has not sent the rest.
  */
 import http from "node:http";
 import { beforeAll, describe, expect, it, inject } from "vitest";
@@ -50,8 +50,20 @@ function expectRefusedEarly(sent: Sent, status: number): void {
 }
 
 describe("A hostile upload over HTTP", () => {
+  it("Should answer an observer's write 403 whatever its size: small ones always with the answer, a 256 MiB one before 32 MiB of it went out", async () => {
+    // Refused before its body is read, a small body is still taken in whole, so the client always reads the answer.
+    for (const body of ['{"reason":"x"}', JSON.stringify({ reason: "x".repeat(200_000) })]) {
+      for (let i = 0; i < 5; i++) {
+        const res = await fetch(`${base}${task}/complete`, { method: "POST", headers: { authorization: `Bearer ${s.observer}`, "content-type": "application/json" }, body, signal: AbortSignal.timeout(15_000) });
+        expect(res.status).toBe(403);
+        expect(((await res.json()) as any).error.code).toBe("tool_not_available");
+      }
+    }
+    expectRefusedEarly(await streamUpload(`${base}${task}/complete`, s.observer, UPLOAD, {}), 403);
+  });
+
+
   it.each([
-    { name: "a task's complete with an observer's token", path: () => `${task}/complete`, token: () => s.observer, status: 403 },
     { name: "a task's complete with the orchestrator's token", path: () => `${task}/complete`, token: () => s.orch, status: 413 },
     { name: "/mcp", path: () => "/mcp", token: () => s.observer, status: 413 },
     { name: "/a2a", path: () => "/a2a", token: () => a2a, status: 413 },
