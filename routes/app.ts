@@ -2,8 +2,9 @@
 import { Hono } from "hono";
 import { runtimeError } from "../src/core/index.js";
 import { serveA2a, serveAgentCard } from "./a2a/a2a.js";
-import { type AppEnv, authenticate } from "./http/auth.js";
-import { requireValidContentLength } from "./http/body.js";
+import { type AppEnv, authenticate, requireOperationRole } from "./http/auth.js";
+import { discardUnreadBody, requireValidContentLength } from "./http/body.js";
+import { OPERATIONS } from "./http/catalog.js";
 import { corsFromEnv } from "./http/cors.js";
 import { eventRoutes } from "./rest/events.js";
 import { linkRoutes } from "./rest/links.js";
@@ -18,6 +19,7 @@ import { taskRoutes } from "./rest/tasks.js";
 /** Builds the Worker's Hono app. */
 export function buildApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  app.use("*", discardUnreadBody);
   app.get("/health", (c) => c.json({ ok: true, service: "agent-task-runtime" }));
   // A round trip Worker → Durable Object → response doing no work: a liveness probe and the benchmark floor.
   app.get("/health/object", async (c) => {
@@ -36,6 +38,10 @@ export function buildApp(): Hono<AppEnv> {
   app.use("/v1/*", corsFromEnv);
   app.use("/v1/*", requireValidContentLength);
   app.use("/v1/*", authenticate);
+  // A caller the operation refuses for its token alone is answered before its body is read.
+  for (const op of OPERATIONS) {
+    if (op.body !== undefined) app.on(op.method.toUpperCase(), op.path.replace(/\{(\w+)\}/g, ":$1"), requireOperationRole(op));
+  }
   app.route("/v1", metaRoutes);
   app.route("/v1/sessions", eventRoutes);
   app.route("/v1/sessions", sessionRoutes);

@@ -5,7 +5,7 @@
  * one command frame (a batch, run through the object's group commit).
  */
 import type { AnyWriteAnswer as WriteAnswer } from "../../src/contract/index.js";
-import { rateLimited, type RuntimeError, runtimeError } from "../../src/core/index.js";
+import { rateLimited, type RuntimeError, runtimeError, utf8Length } from "../../src/core/index.js";
 import type { Env } from "../shared/env.js";
 import { tokenShareReached } from "../shared/token-slots.js";
 import { errorEnvelope, fail, retryAfterSeconds, STATUS_OF, toRuntimeError } from "../shared/http-errors.js";
@@ -76,7 +76,7 @@ export async function answerFrame(
   let id: unknown = null;
   try {
     if (typeof data !== "string") fail("validation_error", "frames must be text (JSON)");
-    if (data.length > maxBodyBytes) fail("payload_too_large", `the frame is over ${maxBodyBytes} bytes`, { limit: maxBodyBytes });
+    if (frameOverLimit(data, maxBodyBytes)) fail("payload_too_large", `the frame is over ${maxBodyBytes} bytes`, { limit: maxBodyBytes });
     const raw = parseJsonText(data, "the frame");
     if (typeof raw === "object" && raw !== null && "id" in raw) id = (raw as { id: unknown }).id;
     const frame = validate(SocketFrame, raw);
@@ -86,4 +86,14 @@ export async function answerFrame(
     const error: RuntimeError = toRuntimeError(e);
     return { id: typeof id === "string" || typeof id === "number" ? id : null, status: STATUS_OF[error.code], ...errorEnvelope(error) };
   }
+}
+
+/**
+ * Whether a text frame is over `max` UTF-8 bytes, as it came over the wire (MAX_BODY_BYTES counts bytes, as for a
+ * body; a string's length counts UTF-16 units, which let 1 MiB of "é", 2 MiB on the wire, through). A unit is 1 to
+ * 3 bytes, so only a frame between max / 3 and max units is counted.
+ */
+function frameOverLimit(data: string, max: number): boolean {
+  if (data.length > max) return true;
+  return data.length * 3 > max && utf8Length(data) > max;
 }

@@ -16,6 +16,7 @@ import { RuntimeA2AHandler, STREAM_GONE } from "./a2a-handler.js";
 import { INPUT_MODES, prepareWireParts, unsupportedMediaType, wrongRole } from "./a2a-map.js";
 import { actorOf } from "../../durable-objects/shared/tokens.js";
 import type { AppEnv } from "../http/auth.js";
+import { readWithin } from "../http/body.js";
 
 /** The protocol version this interface serves. */
 export const A2A_VERSION = "1.0";
@@ -132,9 +133,10 @@ const sseFrame = (value: unknown, event?: string) => encoder.encode(`${event ===
 
 /**
  * POST /a2a. Checked in this order, each refusal answered before the next check: bearer token (401; a token of another role or the admin's: 403),
- * Content-Type (415, -32005), JSON (-32700), envelope and id (-32600), A2A-Version (absent: 1.0; `1.0.x`: 1.0;
- * else -32009), a sent message's parts (-32602; raw ones rewritten, see prepareWireParts); then the SDK's transport
- * dispatches the method to our handler. Params the SDK cannot decode are -32602 with a message of ours.
+ * Content-Type (415, -32005), size (413, -32600: the body is not read past MAX_BODY_BYTES), JSON (-32700), envelope
+ * and id (-32600), A2A-Version (absent: 1.0; `1.0.x`: 1.0; else -32009), a sent message's parts (-32602; raw ones
+ * rewritten, see prepareWireParts); then the SDK's transport dispatches the method to our handler. Params the SDK
+ * cannot decode are -32602 with a message of ours.
  */
 export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
   const auth = c.req.header("authorization");
@@ -152,9 +154,10 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
   if (contentType !== "application/json" && contentType !== "application/a2a+json") {
     return rpcError(null, JsonRpcTransportHandler.mapToJSONRPCError(new ContentTypeNotSupportedError(`Content-Type must be application/json, not ${contentType.slice(0, 100) || "(none)"}`)), 415);
   }
-  const max = readConfig(c.env).maxBodyBytes;
-  const text = await c.req.text();
-  if (encoder.encode(text).length > max) return rpcError(null, ourError(-32600, `the body is over ${max} bytes`, "PAYLOAD_TOO_LARGE"), 413);
+  // Counted as it streams and cut past MAX_BODY_BYTES (a declared Content-Length over it: before a byte is read).
+  const read = await readWithin(c.req.raw, readConfig(c.env).maxBodyBytes);
+  if (!read.ok) return rpcError(null, ourError(-32600, `the body is over ${read.limit} bytes`, "PAYLOAD_TOO_LARGE"), 413);
+  const { text } = read;
   let body: unknown;
   try {
     if (jsonTextDepth(text, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH) throw new SyntaxError("too deep");

@@ -24,11 +24,11 @@ type Carrier = "route" | "batch" | "socket";
 async function send(carrier: Carrier, t: string, token: string, method: string, path: string, body: unknown, key: string): Promise<{ status: number; body: any }> {
   if (carrier === "route") return call(method, `${t}${path}`, token, body, { "idempotency-key": key });
   const command = { token, method, path: `${t}${path}`, body, idempotency_key: key };
+  // The batch request and the socket are the orchestrator's (an observer may send neither); the command still carries its own token.
   if (carrier === "batch") {
-    const res = expectOk(await call("POST", `${t}/batch`, token, { commands: [command] }));
+    const res = expectOk(await call("POST", `${t}/batch`, S.orch, { commands: [command] }));
     return { status: res.results[0].status, body: res.results[0].body };
   }
-  // The socket is the orchestrator's (an observer may not hold one); the command still carries its own token.
   const frame = await socketFrame(t, S.orch, [command]);
   return { status: frame.results[0].status, body: frame.results[0].body };
 }

@@ -10,7 +10,7 @@ import { type FetchLike, RuntimeClient } from "../../src/client/index.js";
 import { call, dispatch, newSession, newTask, step } from "../support/helpers.js";
 import { MAX_QUEUED_FRAMES } from "../../durable-objects/task/command-sockets.js";
 import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
-import { BASE, eventually, expectError, mintRole, socketFrameRecorder, taskStub, walOf } from "../support/support.js";
+import { BASE, bindings, eventually, expectError, mintRole, socketFrameRecorder, taskStub, walOf } from "../support/support.js";
 import { openSocket } from "../support/test-socket.js";
 
 describe("GET .../socket (command socket)", () => {
@@ -85,6 +85,26 @@ describe("GET .../socket (command socket)", () => {
     sock.send({ id: 6, commands: [{ token: w.token, method: "POST", path: `${t}/steps/a/claim` }] });
     expect(await sock.next()).toMatchObject({ id: 6, results: [{ ok: true, status: 200 }] });
     expect((await walOf(t, s.orch)).filter((e) => e.event_type === "task_step_claimed")).toHaveLength(1);
+    sock.ws.close();
+  });
+
+  it("Should count a frame in UTF-8 bytes: exactly MAX_BODY_BYTES is taken, one byte past it is 413 even in fewer characters", async () => {
+    const max = Number(bindings.MAX_BODY_BYTES);
+    const s = await newSession();
+    const t = await newTask(s, "sock-bytes", [step("a")]);
+    const w = await dispatch(s, t);
+    const sock = await openSocket(t, w.token);
+    const claim = JSON.stringify({ id: 1, commands: [{ token: w.token, method: "POST", path: `${t}/steps/a/claim` }] });
+    sock.send(claim + " ".repeat(max - claim.length));
+    expect(await sock.next()).toMatchObject({ id: 1, results: [{ ok: true, status: 200 }] });
+    // "é" is one UTF-16 unit and two bytes: the frame is under the limit in characters, one byte past it on the wire.
+    const base = JSON.stringify({ id: 2, commands: [{ token: w.token, method: "POST", path: `${t}/steps/a/progress`, body: { phase: "" } }] });
+    const wide = base.replace('"phase":""', `"phase":"${"é".repeat(Math.ceil((max - base.length + 1) / 2))}"`);
+    const bytes = new TextEncoder().encode(wide).length;
+    expect(wide.length).toBeLessThan(max);
+    expect(bytes === max + 1 || bytes === max + 2).toBe(true);
+    sock.send(wide);
+    expect(await sock.next()).toMatchObject({ id: null, status: 413, error: { code: "payload_too_large", details: { limit: max } } });
     sock.ws.close();
   });
 
