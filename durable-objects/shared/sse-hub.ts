@@ -103,6 +103,8 @@ class Subscriber {
   /** Published frames not yet handed to the stream (shared chunks: encoded once for everyone). */
   pending: Uint8Array[] = [];
   pendingBytes = 0;
+  /** More than maxQueuedBytes was pending at the last heartbeat too: a whole period without reading it. */
+  overAtLastBeat = false;
   lifetime: ReturnType<typeof setTimeout> | null = null;
   /** The probe in flight (see SseHub.reclaim), shared by every new subscriber that waits on it. */
   probing: Promise<void> | null = null;
@@ -253,7 +255,12 @@ export class SseHub {
   }
 
   private push(sub: Subscriber, bytes: Uint8Array): void {
-    if (sub.pendingBytes + bytes.byteLength > this.limits.maxQueuedBytes) {
+    // A reader with nothing pending keeps up: it takes one commit whole whatever its size (a 10,000-op patch is
+    // megabytes of frames, one buffer shared by every subscriber), so a large commit does not close every live
+    // stream; anything more while that waits is a reader too far behind. So one subscriber holds at most
+    // maxQueuedBytes or one commit.
+    const keepingUp = sub.pendingBytes === 0;
+    if (!keepingUp && sub.pendingBytes + bytes.byteLength > this.limits.maxQueuedBytes) {
       // Erroring drops what waits for this reader at once (closing would keep it until read, which a stuck
       // reader never does).
       this.drop(sub, "slow", new Error(TOO_SLOW));
@@ -300,9 +307,12 @@ export class SseHub {
   /** A comment to every idle stream: keeps proxies from timing it out and finds readers that are gone. */
   private beat(): void {
     for (const sub of this.subscribers) {
-      // A reader still busy with earlier frames gets no heartbeat; one too far behind is closed.
-      if (sub.live && sub.pendingBytes > this.limits.maxQueuedBytes) this.drop(sub, "slow", new Error(TOO_SLOW));
+      // A reader still busy with earlier frames gets no heartbeat; one that has left more than maxQueuedBytes (a
+      // large commit) unread for a whole period is closed.
+      const over = sub.live && sub.pendingBytes > this.limits.maxQueuedBytes;
+      if (over && sub.overAtLastBeat) this.drop(sub, "slow", new Error(TOO_SLOW));
       else if (sub.waiting) this.push(sub, HEARTBEAT);
+      sub.overAtLastBeat = over;
     }
   }
 

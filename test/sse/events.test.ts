@@ -75,6 +75,21 @@ describe("GET .../tasks/{tid}/events", () => {
     await stream.cancel();
   });
 
+  it("Should carry a live commit larger than SSE_MAX_QUEUED_BYTES to a subscriber that keeps up, on the same stream", async () => {
+    const s = await newSession();
+    const t = await newTask(s, "large-live-commit", [step("a")]);
+    const stream = await openStream(`${t}/events`, s.observer);
+    const history = framesOf(await walOf(t, s.orch));
+    await stream.take(history.length);
+    const ops = Array.from({ length: 2_000 }, (_, i) => ({ op: "add_step", step: { step_id: `s${i}`, title: "t".repeat(200), summary: "", depends_on_step_ids: [] } }));
+    expectOk(await call("PATCH", t, s.orch, { ops }));
+    const live = framesOf(await walOf(t, s.orch)).slice(history.length);
+    const bytes = live.reduce((n, f) => n + JSON.stringify(f.data).length, 0);
+    expect(bytes).toBeGreaterThan(Number(bindings.SSE_MAX_QUEUED_BYTES));
+    expect(plain(await stream.take(live.length, 15_000))).toEqual(live);
+    await stream.cancel();
+  });
+
   it("Should resume after a drop with Last-Event-ID: exactly the missing events in order, then live ones", async () => {
     const { s, t, w } = await fanTask();
     const first = await openStream(`${t}/events`, s.observer);

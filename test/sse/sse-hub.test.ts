@@ -91,6 +91,21 @@ describe("SseHub", () => {
     await fast.reader.cancel();
   });
 
+  it("Should give a reader with nothing pending a commit larger than maxQueuedBytes whole, and close it when more comes while that waits", async () => {
+    const hub = new SseHub(LIMITS);
+    const sub = await waitingReader(hub.open(live, ONE));
+    const large = `data: ${"z".repeat(5 * LIMITS.maxQueuedBytes)}\n\n`;
+    hub.publish(large);
+    expect(text((await sub.first).value)).toBe(large);
+    expect(hub.stats.closed.slow).toBe(0);
+    // Not reading now: the next large commit waits for the reader, and anything more is past the bound.
+    hub.publish(large);
+    expect(hub.stats.closed.slow).toBe(0);
+    hub.publish("data: small\n\n");
+    expect(hub.stats.closed.slow).toBe(1);
+    await expect(sub.reader.read()).rejects.toThrow(/too far behind/);
+  });
+
   it("Should close every stream after maxStreamMs, so nothing outlives an undetected disconnect", async () => {
     const hub = new SseHub({ ...LIMITS, maxStreamMs: 100 });
     const { reader, first } = await waitingReader(hub.open(live, ONE));
