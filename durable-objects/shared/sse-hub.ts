@@ -255,10 +255,8 @@ export class SseHub {
   }
 
   private push(sub: Subscriber, bytes: Uint8Array): void {
-    // A reader with nothing pending keeps up: it takes one commit whole whatever its size (a 10,000-op patch is
-    // megabytes of frames, one buffer shared by every subscriber), so a large commit does not close every live
-    // stream; anything more while that waits is a reader too far behind. So one subscriber holds at most
-    // maxQueuedBytes or one commit.
+    // With nothing pending a reader takes one commit whole, however large (one buffer shared by all): a 10,000-op
+    // patch closes no live stream. Anything more while it waits is too far behind: maxQueuedBytes or one commit.
     const keepingUp = sub.pendingBytes === 0;
     if (!keepingUp && sub.pendingBytes + bytes.byteLength > this.limits.maxQueuedBytes) {
       // Erroring drops what waits for this reader at once (closing would keep it until read, which a stuck
