@@ -1,7 +1,7 @@
 /**
  * Commits of any size the contract admits (docs/limits.md, "Commits and snapshots of any size"): a 10,000-step task
  * with the longest titles a 1 MiB body holds, a PATCH of 10,000 `add_step` ops, 256 keyed batch commands with maximal
- * bodies, maximal metadata and run results — through REST, a batch and the command socket — are answered 2xx, stored
+ * bodies, maximal metadata and run results — through REST, a batch, the command socket and MCP — are answered 2xx, stored
  * in rows no larger than a deployed object's SQLite takes, and read back the same after a restart, after a replay of
  * the whole WAL, and in the WAL export. One past each limit is refused for what it is, never `503 storage_error`.
  */
@@ -12,6 +12,7 @@ import { MAX_JSON_BYTES, MAX_TITLE, replay, utf8Length } from "../../src/core/in
 import { textParts } from "../../durable-objects/task/storage/row-text.js";
 import { ADMIN, call, dispatch, newSession, type TestSession } from "../support/helpers.js";
 import { openSocket } from "../support/test-socket.js";
+import { connectMcp } from "../support/mcp-clients.js";
 import { bindings, expectOk, parseWal, sleep, taskStub, uniqueId, walText } from "../support/support.js";
 
 const MAX_BODY_BYTES = 1_048_576;
@@ -214,6 +215,33 @@ describe("a task of 10,000 steps", { timeout: TIMEOUT_MS }, () => {
     expect([400, 409]).toContain(past.status);
     expect(["validation_error", "limit_exceeded"]).toContain(past.body.error.code);
     expect(await lastSeqOf(path)).toBe(events.length);
+  });
+});
+
+describe("a task of 10,000 steps over MCP", { timeout: TIMEOUT_MS }, () => {
+  /** What the JSON-RPC envelope of a tools/call adds around the tool's arguments, with room to spare. */
+  const ENVELOPE = 200;
+
+  it("Should create one of 10,000 steps with the longest titles a 1 MiB body holds through agent.task_create, and read it back after a restart and a replay", async () => {
+    const client = await connectMcp(S.orch);
+    const id = uniqueId("mcp-create");
+    const args = largestFitting((length) => ({ task_id: id, wal_name: id, title: "Large", steps: Array.from({ length: MAX_STEPS }, (_, i) => ({ step_id: `s${i}`, title: titleOf(`${i}:`, length), summary: "", depends_on_step_ids: [] })) }), MAX_TITLE, ENVELOPE);
+    const result: any = await client.callTool({ name: "agent.task_create", arguments: args });
+    expect(result.isError, JSON.stringify(result.content).slice(0, 300)).not.toBe(true);
+    const { state } = await expectStoredAndReadBack(id, `/v1/sessions/${S.sid}/tasks/${id}`);
+    expect([...state.steps.values()].map((s) => s.title)).toEqual(args.steps.map((s) => s.title));
+    await client.close();
+  });
+
+  it("Should take 10,000 add_step ops with the longest titles a 1 MiB body holds through agent.task_update, and read them back after a restart and a replay", async () => {
+    const client = await connectMcp(S.orch);
+    const { id, path } = await emptyTask();
+    const body = maximalPatch(MAX_STEPS, ENVELOPE + id.length + 20);
+    const result: any = await client.callTool({ name: "agent.task_update", arguments: { task_id: id, ...body } });
+    expect(result.isError, JSON.stringify(result.content).slice(0, 300)).not.toBe(true);
+    const { state } = await expectStoredAndReadBack(id, path);
+    expect([...state.steps.values()].map((s) => s.title)).toEqual(body.ops.map((o) => o.step.title));
+    await client.close();
   });
 });
 
