@@ -7,6 +7,7 @@
  */
 import { beforeAll, describe, expect, it, inject } from "vitest";
 import { defaultAdminToken } from "../../scripts/dev-server.js";
+import { mustAnswer } from "./support/json-call.js";
 
 let base: string;
 
@@ -15,17 +16,7 @@ beforeAll(() => {
 });
 
 /** A JSON call that must answer `status`. */
-async function must(status: number, method: string, p: string, token: string, body?: unknown): Promise<any> {
-  const res = await fetch(base + p, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await res.text();
-  if (res.status !== status) throw new Error(`${method} ${p} answered ${res.status}: ${text.slice(0, 300)}`);
-  return text === "" ? null : JSON.parse(text);
-}
+const must = (status: number, method: string, p: string, token: string, body?: unknown): Promise<any> => mustAnswer(base, status, method, p, token, body);
 
 /** Opens an event stream (its headers: the object took the subscriber); the status, and how to drop it (abort the request). */
 async function subscribe(p: string, token: string): Promise<{ status: number; body: string; drop: () => void }> {

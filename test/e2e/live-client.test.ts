@@ -18,6 +18,7 @@ import { type FetchLike, RuntimeClient, type WebSocketConstructor } from "../../
 import { projectWal, RUNTIME_EVENT_TYPES, WalEventSchema } from "../../src/core/index.js";
 import { type DevServer, defaultAdminToken, sleep, startDevServer, stopDevServer } from "../../scripts/dev-server.js";
 import { validateRuntimeEvent } from "../core/runtime-event-contract.js";
+import { mustAnswer } from "./support/json-call.js";
 
 /** The stream closes under the client this often (the server's SSE_MAX_STREAM_MS). */
 const MAX_STREAM_MS = 2_500;
@@ -36,17 +37,7 @@ afterAll(async () => {
 });
 
 /** A JSON call that must answer `status`. */
-async function must(status: number, method: string, p: string, token: string, body?: unknown): Promise<any> {
-  const res = await fetch(server.base + p, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await res.text();
-  if (res.status !== status) throw new Error(`${method} ${p} answered ${res.status}: ${text.slice(0, 300)}`);
-  return text === "" ? null : JSON.parse(text);
-}
+const must = (status: number, method: string, p: string, token: string, body?: unknown): Promise<any> => mustAnswer(server.base, status, method, p, token, body);
 
 /** What an EventSource heard. */
 interface Heard {
