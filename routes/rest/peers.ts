@@ -19,7 +19,6 @@ function requireOrchestrator(c: Parameters<typeof requireSessionActor>[0], sid: 
 // Upsert: setting an origin again replaces its value, so a retry needs no Idempotency-Key.
 peerRoutes.post("/:sid/peers", async (c) => {
   const sid = c.req.param("sid");
-  requireOrchestrator(c, sid, "set_peer_credential");
   const { body } = await readCommandBody(c, SetPeerCredentialBody);
   const result = (await c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid)).setPeerCredential(body.origin, body.authorization)) as RpcResult<PeerCredentialInfo>;
   return result.ok ? c.json({ origin: result.value.origin }, 201) : errorResponse(c, result.error);
