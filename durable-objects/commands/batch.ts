@@ -4,7 +4,8 @@
  * its error in place and never reaches the task object; the rest are decided in order and written in one
  * transaction by the object.
  */
-import { actorOf, type TokenClaims, verifyToken } from "../shared/tokens.js";
+import { actorOf, TOKEN_REFUSAL_MESSAGES, type TokenCheck } from "../shared/tokens.js";
+import { admitToken } from "../shared/revocations.js";
 import { type RuntimeError, runtimeError } from "../../src/core/index.js";
 import { type Env, taskObjectName } from "../shared/env.js";
 import type { AnyWriteAnswer as WriteAnswer, BatchResult } from "../../src/contract/index.js";
@@ -26,6 +27,8 @@ export function taskStub(env: Env, sid: string, tid: string): DurableObjectStub<
 interface PreparedCommand {
   readonly item: BatchItem;
   readonly status: 200 | 201;
+  /** When the command's token expires (seconds): a token it mints (a dispatch's) expires no later. */
+  readonly tokenExp: number;
 }
 
 /** The commands of a batch, each checked and resolved, or its error (it never reaches the task object). */
@@ -37,12 +40,12 @@ export async function runBatch(env: Env, sid: string, tid: string, commands: Bat
   return settleBatch(env, sid, prepared, (items) => taskStub(env, sid, tid).executeBatch(items) as Promise<RpcResult<WriteAnswer>[]>);
 }
 
-/** Verifies a command's token: its claims, or null for a token that is malformed, forged or expired. */
-export type TokenVerifier = (token: string) => Promise<TokenClaims | null>;
+/** Checks a command's token: its claims, or why it is refused (admitToken). */
+export type TokenVerifier = (token: string) => Promise<TokenCheck>;
 
 /** How a batch is prepared: who verifies its tokens, and whether its answers leave out the task summary. */
 export interface PrepareOptions {
-  /** Default: verifyToken with the service's secret. */
+  /** Default: admitToken with the service's secret and the session's revocations. */
   readonly verify?: TokenVerifier;
   /** Answers without `task` (a socket frame unless it asks for `summary`); a batch request's are always full. */
   readonly lean?: boolean;
@@ -54,8 +57,8 @@ export interface PrepareOptions {
  */
 export function prepareBatch(env: Env, sid: string, tid: string, commands: BatchCommands, options: PrepareOptions = {}): Promise<PreparedBatch> {
   const prefix = `/v1/sessions/${sid}/tasks/${tid}`;
-  const verify = options.verify ?? ((token: string) => verifyToken(env.TOKEN_SECRET, token));
-  const verifying = new Map<string, Promise<TokenClaims | null>>();
+  const verify = options.verify ?? ((token: string) => admitToken(env, token));
+  const verifying = new Map<string, Promise<TokenCheck>>();
   const verifyOnce: TokenVerifier = (token) => {
     let claims = verifying.get(token);
     if (claims === undefined) verifying.set(token, (claims = verify(token)));
@@ -72,7 +75,7 @@ export async function settleBatch(env: Env, sid: string, prepared: PreparedBatch
   let next = 0;
   return Promise.all(
     prepared.map(async (p) => {
-      const result = "code" in p ? rejected(p) : await finishAnswer(env, sid, answers[next++]!);
+      const result = "code" in p ? rejected(p) : await finishAnswer(env, sid, answers[next++]!, p.tokenExp);
       if (!result.ok) return { ok: false, status: STATUS_OF[result.error.code], body: errorEnvelope(result.error) };
       return { ok: true, status: "code" in p ? 200 : p.status, body: result.value };
     }),
@@ -83,8 +86,9 @@ type BatchCommands = z.infer<typeof BatchBody>["commands"];
 
 async function prepare(sid: string, tid: string, prefix: string, command: BatchCommands[number], verify: TokenVerifier, lean: boolean): Promise<PreparedCommand | RuntimeError> {
   try {
-    const claims = await verify(command.token);
-    if (claims === null) return runtimeError("unauthorized", "the command's token is malformed, forged or expired");
+    const check = await verify(command.token);
+    if (!check.ok) return runtimeError("unauthorized", `the command's token: ${TOKEN_REFUSAL_MESSAGES[check.reason].replace(/^the token /, "")}`, { reason: check.reason });
+    const claims = check.claims;
     if (claims.role === "a2a_client") return runtimeError("tool_not_available", "an a2a_client token speaks A2A at /a2a only", { role: claims.role });
     const actor = actorOf(claims);
     if (actor.session_id !== sid || (actor.role === "worker" && actor.task_id !== tid)) return runtimeError("permission_denied", "the command's token is not in this task's scope");
@@ -93,7 +97,7 @@ async function prepare(sid: string, tid: string, prefix: string, command: BatchC
     const body = command.body ?? {};
     const resolved = resolveWrite(command.method, path.slice(prefix.length), withoutActorFields(body));
     const idem = command.idempotency_key === undefined ? null : { key: command.idempotency_key, hash: requestHash(command.method.toUpperCase(), path, JSON.stringify(body)) };
-    return { item: { actor, command: resolved.command, idem, claimNext: resolved.claimNext, lean }, status: resolved.status };
+    return { item: { actor, command: resolved.command, idem, claimNext: resolved.claimNext, lean }, status: resolved.status, tokenExp: claims.exp };
   } catch (e) {
     return toRuntimeError(e);
   }

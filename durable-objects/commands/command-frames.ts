@@ -24,6 +24,12 @@ export const SCOPE_HEADER = "x-task-scope";
 /** How the route names the token that opens a socket (its identity, tokens.ts `tokenIdentity`): its share is counted by it. */
 export const HOLDER_HEADER = "x-slot-holder";
 
+/**
+ * How the route names the token that opens a socket for its revocation: `{token_id, generation}` as JSON. The
+ * object tags the socket with them, so the session's close of a revoked token (or of an older generation) finds it.
+ */
+export const TOKEN_HEADER = "x-socket-token";
+
 /** What each socket remembers across hibernation: the task the route authenticated it for. */
 export interface SocketScope {
   sid: string;

@@ -1,6 +1,6 @@
 /** @module Task writes: which command each write path means, shared by the single routes and the batch route. */
 import type { z } from "zod";
-import { mintToken } from "../shared/tokens.js";
+import type { MintedToken } from "../session/session-tokens.js";
 import {
   type AnyWriteAnswer as WriteAnswer,
   CancelRunBody,
@@ -86,26 +86,30 @@ export function resolveWrite(method: string, rest: string, body: Record<string, 
   throw new ApiError(runtimeError("not_found", `no task write ${method.toUpperCase()} ${rest === "" ? "/" : rest}`));
 }
 
-/** Adds a worker token to a dispatch answer: signing is async, so it happens here, after the commit. */
-export async function withWorkerToken(env: Env, sessionId: string, answer: WriteAnswer): Promise<WriteAnswer> {
+/**
+ * Adds a worker token to a dispatch answer: signing is async, so it happens here, after the commit. The session
+ * mints it (so it is listed and can be revoked); it expires with the run's deadline plus a minute, or after
+ * TOKEN_TTL_SECONDS, and never after `makerExp`, the expiry of the token that dispatched.
+ */
+export async function withWorkerToken(env: Env, sessionId: string, answer: WriteAnswer, makerExp: number | undefined): Promise<RpcResult<WriteAnswer>> {
   const run = answer.run as WorkerRun | undefined;
-  if (run === undefined || typeof answer.run_id !== "string") return answer;
+  if (run === undefined || typeof answer.run_id !== "string") return ok(answer);
   // A dispatch's answer carries the task summary even in a lean socket answer (idempotent-writes.ts `answer`).
   const task = answer.task!;
   const config = readConfig(env);
   const ttl = run.deadline_at === null ? config.tokenTtlSeconds : Math.max(60, Math.ceil((Date.parse(run.deadline_at) - Date.now()) / 1000) + 60);
-  const { token, expires_at } = await mintToken(
-    env.TOKEN_SECRET,
+  const session = env.SESSIONS.get(env.SESSIONS.idFromName(sessionId));
+  const minted = (await session.mintToken(
     { role: "worker", sid: sessionId, tid: task.task_id, sub: run.agent_id, run: run.run_id, pool: run.worker_pool_id, allowed: run.allowed_step_ids },
-    Date.now(),
     ttl,
-  );
-  return { ...answer, token, expires_at };
+    makerExp,
+  )) as RpcResult<MintedToken>;
+  return minted.ok ? ok({ ...answer, ...minted.value }) : minted;
 }
 
-/** The answer of a write as the HTTP layer returns it (worker token added for dispatches). */
-export async function finishAnswer(env: Env, sessionId: string, result: RpcResult<WriteAnswer>): Promise<RpcResult<WriteAnswer>> {
-  return result.ok ? ok(await withWorkerToken(env, sessionId, result.value)) : result;
+/** The answer of a write as the HTTP layer returns it (worker token added for dispatches, never outliving `makerExp`). */
+export async function finishAnswer(env: Env, sessionId: string, result: RpcResult<WriteAnswer>, makerExp: number | undefined): Promise<RpcResult<WriteAnswer>> {
+  return result.ok ? withWorkerToken(env, sessionId, result.value, makerExp) : result;
 }
 
 /** Error of a batch command that never reached the task object. */

@@ -5,15 +5,16 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { ulidFactory } from "../../src/lib/ids.js";
-import type { IndexEntry, LinkTasksInput, ListedTask, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage } from "../../src/contract/index.js";
+import type { IndexEntry, LinkTasksInput, ListedTask, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage, TokenListPage } from "../../src/contract/index.js";
 import { type Action, type Actor, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../../src/core/index.js";
 import { SessionLinks } from "./session-links.js";
+import { openActionPage, replaceInboxActions } from "./session-inbox.js";
 import { DEFAULT_ACTION_PAGE_LIMIT, MAX_ACTION_PAGE_LIMIT } from "../../src/contract/limits.js";
 import type { IndexEntryWithActions } from "../task/open-actions.js";
 import { type Env, readConfig, taskObjectName } from "../shared/env.js";
 import { buildSessionSnapshot } from "./session-snapshot.js";
 import { snapshotFrame } from "../shared/sse-frames.js";
-import { decodePageToken, encodePageToken, MAX_SUBMITTED_PAGE_SIZE, type PageCursor } from "./submitted-page-token.js";
+import { submittedTaskPage } from "./submitted-tasks.js";
 import { SseHub, type SubscriberHolder } from "../shared/sse-hub.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, sameRequest } from "../task/storage/idempotency-store.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
@@ -21,9 +22,12 @@ import type { PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQu
 import { SessionPeers } from "./session-peers.js";
 import { createSessionTables } from "./session-schema.js";
 import { TaskCaps } from "./task-caps.js";
+import { type MintedToken, type RevocationState, SessionTokens, type SocketHolding, type TokenRequest } from "./session-tokens.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
 const RESERVATION_CHECK_MS = 60_000;
+/** A task object that could not be told to close a revoked token's sockets is told again after this long. */
+const SOCKET_CLOSE_RETRY_MS = 1_000;
 /** Rows kept in the session event log; a resume from before the oldest starts at the oldest. */
 export const SESSION_EVENT_LOG_ROWS = 10_000;
 /** Log rows read per page while a session stream catches up. */
@@ -47,6 +51,8 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private readonly links = new SessionLinks(this.ctx, this.env, (at) => this.armAt(at));
   /** Tasks per session and per A2A client. */
   private readonly taskCaps = new TaskCaps(this.ctx.storage.sql, readConfig(this.env).caps);
+  /** The session's tokens: minted, listed, revoked. */
+  private readonly tokens = new SessionTokens(this.ctx.storage.sql, () => this.env.TOKEN_SECRET);
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -69,13 +75,25 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   /**
-   * Creates the session record with the answer its creator got. A repeat with the creation's
-   * Idempotency-Key and body gets that first answer back; the key with another body is
-   * idempotency_conflict; any other create of an existing session is refused.
+   * Creates the session record and its first tokens (an orchestrator of `orchestrator`'s agent and run, and an
+   * observer), and keeps the answer its creator got. A repeat with the creation's Idempotency-Key and body gets
+   * that first answer back; the key with another body is idempotency_conflict; any other create of an existing
+   * session is refused.
    */
-  async create(sessionId: string, createdAt: string, info: Record<string, unknown>, answer: unknown, idem: { key: string; hash: string } | null): Promise<RpcResult<{ answer: unknown; created: boolean }>> {
+  async create(
+    sessionId: string,
+    createdAt: string,
+    info: Record<string, unknown>,
+    orchestrator: { agent_id: string; run_id: string },
+    ttlSeconds: number,
+    idem: { key: string; hash: string } | null,
+  ): Promise<RpcResult<{ answer: unknown; created: boolean }>> {
     const row = this.sql.exec<{ info: string }>("SELECT info FROM session").toArray()[0];
     if (row === undefined) {
+      const now = Date.parse(createdAt);
+      const orchestratorToken = await this.tokens.mint({ role: "orchestrator", sid: sessionId, sub: orchestrator.agent_id, run: orchestrator.run_id }, now, ttlSeconds);
+      const observer = await this.tokens.mint({ role: "observer", sid: sessionId, sub: "observer", run: null }, now, ttlSeconds);
+      const answer = { session_id: sessionId, created_at: createdAt, orchestrator: { ...orchestrator, ...orchestratorToken }, observer };
       const stored = { ...info, creation: { key: idem?.key ?? null, hash: idem?.hash ?? null, answer } };
       this.sql.exec("INSERT INTO session (id, session_id, created_at, info) VALUES (1, ?, ?, ?)", sessionId, createdAt, JSON.stringify(stored));
       return ok({ answer, created: true });
@@ -86,6 +104,44 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
       return ok({ answer: creation.answer, created: false });
     }
     return err(runtimeError("validation_error", `session ${sessionId} already exists`, { session_id: sessionId }));
+  }
+
+  /** Mints a token of this session that lives `ttlSeconds`, never past `notAfterSeconds` (not_found: no such session). */
+  async mintToken(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number): Promise<RpcResult<MintedToken>> {
+    if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
+    return ok(await this.tokens.mint(request, Date.now(), ttlSeconds, notAfterSeconds));
+  }
+
+  /** GET /v1/sessions/{sid}/tokens: the live tokens, oldest first. */
+  async listTokens(limit: number, after: string | null): Promise<RpcResult<TokenListPage>> {
+    if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
+    return ok(this.tokens.list(Date.now(), limit, after));
+  }
+
+  /** DELETE /v1/sessions/{sid}/tokens/{token_id}: revokes one token; the sockets it holds are closed from the alarm. */
+  async revokeToken(tokenId: string): Promise<RpcResult<{ token_id: string; revoked_at: string }>> {
+    const revoked = this.tokens.revoke(tokenId, Date.now());
+    if (this.tokens.hasPendingCloses()) await this.armAt(Date.now());
+    return revoked;
+  }
+
+  /** POST /v1/sessions/{sid}/tokens/revoke-all: a new generation, and its first orchestrator token. */
+  async revokeAllTokens(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number): Promise<RpcResult<MintedToken>> {
+    if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
+    this.tokens.revokeAll(Date.now());
+    const minted = await this.tokens.mint(request, Date.now(), ttlSeconds, notAfterSeconds);
+    if (this.tokens.hasPendingCloses()) await this.armAt(Date.now());
+    return ok(minted);
+  }
+
+  /** What a revocation check reads (through the callers' cache, durable-objects/shared/revocations.ts). */
+  async revocationState(): Promise<RevocationState> {
+    return this.tokens.state(Date.now());
+  }
+
+  /** A task object took a command socket of a token: its revocation must close it there. */
+  async noteSocket(holding: SocketHolding): Promise<void> {
+    this.tokens.noteSocket(holding);
   }
 
   /** The session record, or null when no session of this id was created. */
@@ -166,7 +222,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
         ...values, entry.task_id,
       );
     }
-    if (open !== undefined) this.replaceActions(entry, open);
+    if (open !== undefined) replaceInboxActions(this.sql, entry.task_id, open);
     this.links.taskUpdated(entry);
     this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
   }
@@ -186,29 +242,9 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return this.links.graph(query);
   }
 
-  /** The task's rows of the inbox become the open actions its entry reports. */
-  private replaceActions(entry: IndexEntry, open: readonly Action[]): void {
-    this.sql.exec("DELETE FROM actions WHERE task_id = ?", entry.task_id);
-    for (const action of open) {
-      this.sql.exec("INSERT OR REPLACE INTO actions (action_id, task_id, created_at, data) VALUES (?, ?, ?, ?)", action.action_id, entry.task_id, action.created_at, JSON.stringify(action));
-    }
-  }
-
-  /** GET /v1/sessions/{sid}/actions?status=open: the open actions of the session's tasks, newest first, each with its task's title. */
+  /** GET /v1/sessions/{sid}/actions?status=open: the inbox (session-inbox.ts). */
   async listOpenActions(query: { limit?: number; offset?: number }): Promise<SessionActionPage> {
-    const limit = Math.min(Math.max(Math.trunc(query.limit ?? DEFAULT_ACTION_PAGE_LIMIT), 1), MAX_ACTION_PAGE_LIMIT);
-    const offset = Math.max(Math.trunc(query.offset ?? 0), 0);
-    const total = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM actions").one().n;
-    // The title as the task's latest entry says it: a retitled task's open actions show the new title.
-    const rows = this.sql
-      .exec<{ data: string; task_title: string }>(
-        "SELECT a.data AS data, json_extract(t.entry, '$.title') AS task_title FROM actions a JOIN tasks t ON t.task_id = a.task_id ORDER BY a.created_at DESC, a.action_id DESC LIMIT ? OFFSET ?",
-        limit,
-        offset,
-      )
-      .toArray();
-    const actions = rows.map((r) => ({ ...(JSON.parse(r.data) as Action), task_title: r.task_title }));
-    return { actions, total, limit, offset, next_offset: offset + actions.length < total ? offset + actions.length : null };
+    return openActionPage(this.sql, query);
   }
 
   /**
@@ -280,54 +316,9 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return { tasks, total, limit, offset, next_offset: offset + tasks.length < total ? offset + tasks.length : null };
   }
 
-  /**
-   * A2A ListTasks: the tasks `client_agent_id` submitted, optionally of one thread (context) and some normalized
-   * statuses, newest `updated_at` first (ties: task_id descending), read by keyset from the tasks_by_origin
-   * index. The page token names the last entry of its page and the client it was given to; a token that does
-   * not decode, or was given to another client, is validation_error.
-   */
+  /** A2A ListTasks: the tasks one client submitted (submitted-tasks.ts). */
   async listSubmittedTasks(query: SubmittedTaskQuery): Promise<RpcResult<SubmittedTaskPage>> {
-    const size = query.page_size;
-    if (!Number.isInteger(size) || size < 1 || size > MAX_SUBMITTED_PAGE_SIZE) {
-      return err(runtimeError("validation_error", `page_size must be an integer from 1 to ${MAX_SUBMITTED_PAGE_SIZE}`, { page_size: size }));
-    }
-    let after: PageCursor | null = null;
-    if (query.page_token !== undefined && query.page_token !== "") {
-      after = decodePageToken(query.page_token);
-      if (after === null || after.client !== query.client_agent_id) {
-        return err(runtimeError("validation_error", "page_token is not a page token of this list: start again without one"));
-      }
-    }
-    const where = ["origin_client_agent_id = ?", "state = 'confirmed'"];
-    const args: (string | number)[] = [query.client_agent_id];
-    if (query.context_id !== undefined) {
-      where.push("thread_id = ?");
-      args.push(query.context_id);
-    }
-    if (query.statuses !== undefined) {
-      if (query.statuses.length === 0) return ok({ entries: [], next_page_token: "", total_size: 0 });
-      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
-      args.push(...query.statuses);
-    }
-    if (query.native_statuses !== undefined) {
-      if (query.native_statuses.length === 0) return ok({ entries: [], next_page_token: "", total_size: 0 });
-      where.push(`native_status IN (${query.native_statuses.map(() => "?").join(", ")})`);
-      args.push(...query.native_statuses);
-    }
-    // Entries pushed before open actions were counted have none.
-    if (query.with_open_actions !== undefined) where.push(`COALESCE(json_extract(entry, '$.open_action_count'), 0) ${query.with_open_actions ? ">" : "="} 0`);
-    const clause = where.join(" AND ");
-    const total = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM tasks WHERE ${clause}`, ...args).one().n;
-    const keyset = after === null ? "" : " AND (updated_at, task_id) < (?, ?)";
-    const keyArgs = after === null ? [] : [after.updated_at, after.task_id];
-    // One row past the page tells whether another page follows.
-    const rows = this.sql
-      .exec<{ entry: string }>(`SELECT entry FROM tasks WHERE ${clause}${keyset} ORDER BY updated_at DESC, task_id DESC LIMIT ?`, ...args, ...keyArgs, size + 1)
-      .toArray();
-    const entries = rows.slice(0, size).map((r) => JSON.parse(r.entry) as IndexEntry);
-    const last = entries[entries.length - 1];
-    const next = rows.length > size && last !== undefined ? encodePageToken({ client: query.client_agent_id, updated_at: last.updated_at, task_id: last.task_id }) : "";
-    return ok({ entries, next_page_token: next, total_size: total });
+    return submittedTaskPage(this.sql, query);
   }
 
   /**
@@ -394,6 +385,12 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const remaining = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'reserved'").one().n;
     if (remaining > 0) await this.armAt(Date.now() + RESERVATION_CHECK_MS);
     await this.links.pushDue();
+    if (session !== null && this.tokens.hasPendingCloses()) {
+      const left = await this.tokens.sendCloses(async (taskId, tokenIds, generation) => {
+        await this.env.TASK_GRAPHS.get(this.env.TASK_GRAPHS.idFromName(taskObjectName(session.session_id, taskId))).closeTokenSockets(tokenIds, generation);
+      });
+      if (left) await this.armAt(Date.now() + SOCKET_CLOSE_RETRY_MS);
+    }
   }
 }
 

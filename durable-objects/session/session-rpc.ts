@@ -2,11 +2,12 @@
  * @module The session object's RPC surface as its callers see it (routes, the task object, the bindings in
  * durable-objects/shared/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
  */
-import type { IndexEntry, LinkTasksInput, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage } from "../../src/contract/index.js";
+import type { IndexEntry, LinkTasksInput, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage, TokenListPage } from "../../src/contract/index.js";
 import type { Actor } from "../../src/core/index.js";
 import type { Idempotency } from "../task/storage/idempotency-store.js";
 import type { RpcResult } from "../shared/rpc-result.js";
 import type { SubscriberHolder } from "../shared/sse-hub.js";
+import type { MintedToken, RevocationState, SocketHolding, TokenRequest } from "./session-tokens.js";
 
 /** Filters of agent.task_list. */
 export interface TaskListQuery {
@@ -54,7 +55,14 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   /** Answers at once: the empty Worker → Durable Object round trip behind GET /health/object. */
   ping(): Promise<string>;
   /** Creates the session record with the answer its creator got (or gives a keyed repeat that answer back). */
-  create(sessionId: string, createdAt: string, info: Record<string, unknown>, answer: unknown, idem: Idempotency | null): Promise<RpcResult<{ answer: unknown; created: boolean }>>;
+  create(
+    sessionId: string,
+    createdAt: string,
+    info: Record<string, unknown>,
+    orchestrator: { agent_id: string; run_id: string },
+    ttlSeconds: number,
+    idem: Idempotency | null,
+  ): Promise<RpcResult<{ answer: unknown; created: boolean }>>;
   /** The session record, or null when no session of this id was created. */
   describe(): Promise<{ session_id: string; created_at: string } | null>;
   /**
@@ -94,5 +102,18 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   /** unlink_tasks: the link becomes a removed tombstone; not_found for an unknown link. */
   unlinkTasks(linkId: string): Promise<RpcResult<{ link: TaskLink }>>;
   /** A page of the session's task graph (validation_error: a cursor that does not decode). */
+  /** Mints a token of this session that lives `ttlSeconds`, never past `notAfterSeconds`. */
+  mintToken(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number): Promise<RpcResult<MintedToken>>;
+  /** GET /v1/sessions/{sid}/tokens. */
+  listTokens(limit: number, after: string | null): Promise<RpcResult<TokenListPage>>;
+  /** DELETE /v1/sessions/{sid}/tokens/{token_id}. */
+  revokeToken(tokenId: string): Promise<RpcResult<{ token_id: string; revoked_at: string }>>;
+  /** POST /v1/sessions/{sid}/tokens/revoke-all: revokes every token, mints `request`. */
+  revokeAllTokens(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number): Promise<RpcResult<MintedToken>>;
+  /** The generation and revoked token ids a revocation check reads. */
+  revocationState(): Promise<RevocationState>;
+  /** A task object took a command socket of a token. */
+  noteSocket(holding: SocketHolding): Promise<void>;
+  /** GET /v1/sessions/{sid}/graph. */
   taskGraph(query: { limit: number; cursor?: string }): Promise<RpcResult<TaskGraphPage>>;
 }

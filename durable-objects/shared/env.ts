@@ -42,6 +42,7 @@ export interface Env {
   readonly IDEMPOTENCY_INDEX_KEYS?: string;
   readonly MAX_BODY_BYTES?: string;
   readonly TOKEN_TTL_SECONDS?: string;
+  readonly REVOCATION_CHECK_MS?: string;
   /** Milliseconds between SSE heartbeat comments (default 15,000). */
   readonly SSE_HEARTBEAT_MS?: string;
   /** Longest life of one SSE stream before it closes and the client resumes (default 300,000). */
@@ -88,6 +89,8 @@ export interface RuntimeConfig {
   readonly caps: CountedCaps;
   readonly maxBodyBytes: number;
   readonly tokenTtlSeconds: number;
+  /** How stale an isolate's copy of a session's revocations may be (revocations.ts); open streams re-check this often. */
+  readonly revocationCheckMs: number;
   readonly sse: SseConfig;
   /** Large GET .../tasks/{tid} answers one task object streams at once (TASK_MAX_LARGE_READS). */
   readonly maxLargeReads: number;
@@ -153,6 +156,7 @@ export function readConfig(env: Env): RuntimeConfig {
     },
     maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1_048_576),
     tokenTtlSeconds: positiveInt(env.TOKEN_TTL_SECONDS, 86_400),
+    revocationCheckMs: positiveInt(env.REVOCATION_CHECK_MS, 500),
     sse: {
       heartbeatMs: positiveInt(env.SSE_HEARTBEAT_MS, 15_000),
       maxStreamMs: positiveInt(env.SSE_MAX_STREAM_MS, 300_000),

@@ -6,13 +6,35 @@
  */
 import type { Action } from "../../src/core/index.js";
 import type { Env, RuntimeConfig } from "../shared/env.js";
-import { answerFrame, HOLDER_HEADER, type SocketScope, upgradeNotFound, upgradeRefused, upgradeRefusedForToken, upgradeScope } from "../commands/command-frames.js";
+import { answerFrame, HOLDER_HEADER, TOKEN_HEADER, type SocketScope, upgradeNotFound, upgradeRefused, upgradeRefusedForToken, upgradeScope } from "../commands/command-frames.js";
 import { perTokenShare } from "../shared/token-slots.js";
 import type { TokenVerifier } from "../commands/batch.js";
-import { type TokenClaims, verifyToken } from "../shared/tokens.js";
+import type { TokenClaims } from "../shared/tokens.js";
+import { admitToken, isRevoked } from "../shared/revocations.js";
 import type { RpcResult } from "../shared/rpc-result.js";
 import type { AnyWriteAnswer as WriteAnswer } from "../../src/contract/index.js";
 import type { BatchItem } from "./task-graph-rpc.js";
+
+const TOKEN_TAG = "token:";
+const GENERATION_TAG = "generation:";
+
+/** The opening token's id and generation the route sent (TOKEN_HEADER), or null. */
+function socketToken(request: Request): { token_id: string | null; generation: number; exp: number } | null {
+  const header = request.headers.get(TOKEN_HEADER);
+  if (header === null) return null;
+  try {
+    const value = JSON.parse(header) as { token_id?: unknown; generation?: unknown; exp?: unknown };
+    const tokenId = typeof value.token_id === "string" ? value.token_id : null;
+    const generation = typeof value.generation === "number" ? value.generation : 0;
+    return { token_id: tokenId, generation, exp: typeof value.exp === "number" ? value.exp : 0 };
+  } catch {
+    return null;
+  }
+}
+
+function tokenTags(token: { token_id: string | null; generation: number }): string[] {
+  return [...(token.token_id === null ? [] : [`${TOKEN_TAG}${token.token_id}`]), `${GENERATION_TAG}${token.generation}`];
+}
 
 /** Frames a connection may have waiting; past it the socket is closed with 1013 (try again later). */
 export const MAX_QUEUED_FRAMES = 64;
@@ -58,25 +80,28 @@ export class CommandSockets {
     let cache = this.verified.get(socket);
     if (cache === undefined) this.verified.set(socket, (cache = new Map()));
     const known = cache;
-    const secret = this.host.env.TOKEN_SECRET;
+    const env = this.host.env;
     return async (token) => {
       const cached = known.get(token);
       if (cached !== undefined) {
-        if (cached.exp * 1000 > Date.now()) return cached;
-        known.delete(token);
-        return null;
+        if (cached.exp * 1000 <= Date.now()) {
+          known.delete(token);
+          return { ok: false, reason: "expired" };
+        }
+        // The signature is known good; the session's revocations are read through their own cache.
+        return (await isRevoked(env, cached)) ? { ok: false, reason: "revoked" } : { ok: true, claims: cached };
       }
-      const claims = await verifyToken(secret, token);
-      if (claims !== null) {
+      const check = await admitToken(env, token);
+      if (check.ok) {
         if (known.size >= SOCKET_VERIFIED_TOKENS) known.clear();
-        known.set(token, claims);
+        known.set(token, check.claims);
       }
-      return claims;
+      return check;
     };
   }
 
   /** The object's `fetch`: takes an upgrade the route handed over for this very task, within the cap. */
-  accept(request: Request): Response {
+  async accept(request: Request): Promise<Response> {
     const scope = upgradeScope(request);
     if (scope === null) return upgradeNotFound("no such route");
     const held = this.host.identity();
@@ -92,9 +117,40 @@ export class CommandSockets {
     const ownSockets = holder === "" ? 0 : ctx.getWebSockets(holder).length;
     if (ownSockets >= share) return upgradeRefusedForToken(ownSockets, share);
     const pair = new WebSocketPair();
-    ctx.acceptWebSocket(pair[1], holder === "" ? [] : [holder]);
+    const token = socketToken(request);
+    ctx.acceptWebSocket(pair[1], [...(holder === "" ? [] : [holder]), ...(token === null ? [] : tokenTags(token))]);
     pair[1].serializeAttachment(scope);
+    // The session learns where the token holds a socket before the socket is handed out: a revocation reaches it.
+    if (token?.token_id != null) {
+      const session = this.host.env.SESSIONS.get(this.host.env.SESSIONS.idFromName(scope.sid));
+      await session.noteSocket({ token_id: token.token_id, task_id: scope.tid, expires_at_ms: token.exp * 1000 });
+    }
     return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /**
+   * The session's close of revoked tokens: every socket opened with one of `tokenIds`, or with a token of a
+   * generation older than `generation`, is closed with 4401 "revoked".
+   */
+  closeTokenSockets(tokenIds: readonly string[], generation: number): void {
+    const ids = new Set(tokenIds);
+    for (const socket of this.host.ctx.getWebSockets()) {
+      const tags = this.host.ctx.getTags(socket);
+      const id = tags.find((t) => t.startsWith(TOKEN_TAG))?.slice(TOKEN_TAG.length);
+      const gen = Number(tags.find((t) => t.startsWith(GENERATION_TAG))?.slice(GENERATION_TAG.length) ?? 0);
+      if ((id !== undefined && ids.has(id)) || gen < generation) this.refuse(socket, 4401, "revoked");
+    }
+  }
+
+  /** Closes a socket whose token no longer holds, with the reason as the close reason. */
+  private refuse(socket: WebSocket, code: number, reason: string): void {
+    this.lanes.delete(socket);
+    this.verified.delete(socket);
+    try {
+      socket.close(code, reason);
+    } catch {
+      // already closed
+    }
   }
 
   /** The object's `webSocketMessage`: queues the frame on its socket's lane, or closes a socket past the caps. */

@@ -185,6 +185,11 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     return answer!;
   }
 
+  /** The session's close of revoked tokens' command sockets. */
+  async closeTokenSockets(tokenIds: readonly string[], generation: number): Promise<void> {
+    this.sockets.closeTokenSockets(tokenIds, generation);
+  }
+
   // ---- Platform hooks ----------------------------------------------------------------------------
 
   /** The single alarm: expire due leases and run deadlines, push a due index change, re-arm. */

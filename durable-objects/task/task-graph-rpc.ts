@@ -58,4 +58,6 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   deliverChildResult(report: ChildReport): Promise<DeliveryAnswer>;
   /** The session graph's push of the tasks that block this one (set_blockers, as the system); an older or equal version writes nothing. */
   setBlockers(version: number, blockedBy: string[]): Promise<RpcResult<WriteAnswer>>;
+  /** Closes the command sockets of these revoked tokens, and of every token older than `generation` (0: none). */
+  closeTokenSockets(tokenIds: readonly string[], generation: number): Promise<void>;
 }

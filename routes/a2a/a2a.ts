@@ -7,7 +7,9 @@ import { AgentCard } from "@a2a-js/sdk";
 import { ContentTypeNotSupportedError, RequestMalformedError, VersionNotSupportedError } from "@a2a-js/sdk/errors";
 import { type A2ARequestHandler, JsonRpcTransportHandler, ServerCallContext, type User } from "@a2a-js/sdk/server";
 import type { Context } from "hono";
-import { secretsEqual, tokenIdentity, verifyToken } from "../../durable-objects/shared/tokens.js";
+import { secretsEqual, TOKEN_REFUSAL_MESSAGES, type TokenRefusalReason, tokenIdentity } from "../../durable-objects/shared/tokens.js";
+import { admitToken } from "../../durable-objects/shared/revocations.js";
+import { watchToken } from "../http/subscriber-relay.js";
 import { MAX_DOCUMENT_DEPTH, jsonTextDepth } from "../../src/core/index.js";
 import { readConfig } from "../../durable-objects/shared/env.js";
 import { hexOf } from "../../src/lib/hex.js";
@@ -73,8 +75,8 @@ function rpcError(id: RpcId, error: { code: number; message: string; data?: unkn
 }
 
 /** An error that is ours (not an A2A error): its ErrorInfo names our domain. */
-function ourError(code: number, message: string, reason: string): { code: number; message: string; data: unknown[] } {
-  return { code, message, data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason, domain: OUR_DOMAIN }] };
+function ourError(code: number, message: string, reason: string, metadata?: Record<string, string>): { code: number; message: string; data: unknown[] } {
+  return { code, message, data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason, domain: OUR_DOMAIN, ...(metadata === undefined ? {} : { metadata }) }] };
 }
 
 /** `1.0` and `1.0.x` are 1.0 (spec §3.6: patch numbers never count); anything else is not served. */
@@ -146,8 +148,10 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
   if (typeof c.env.ADMIN_TOKEN === "string" && c.env.ADMIN_TOKEN !== "" && secretsEqual(token, c.env.ADMIN_TOKEN)) {
     return rpcError(null, ourError(-32000, "the admin token does not speak A2A: use a token with role a2a_client", "PERMISSION_DENIED"), 403);
   }
-  const claims = await verifyToken(c.env.TOKEN_SECRET, token);
-  if (claims === null) return rpcError(null, ourError(-32000, "the token is malformed, forged or expired", "UNAUTHENTICATED"), 401, challenge);
+  const check = await admitToken(c.env, token);
+  // Why the token is refused (invalid, expired, revoked) in the ErrorInfo's metadata, as /v1 says it in details.reason.
+  if (!check.ok) return rpcError(null, ourError(-32000, TOKEN_REFUSAL_MESSAGES[check.reason], "UNAUTHENTICATED", { reason: check.reason }), 401, challenge);
+  const claims = check.claims;
   if (claims.role !== "a2a_client") return rpcError(null, ourError(-32000, `a token of role ${claims.role} does not speak A2A: use a token with role a2a_client`, "PERMISSION_DENIED"), 403);
 
   const contentType = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
@@ -206,7 +210,7 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
   } catch (e) {
     return rpcError(id, { code: -32603, message: reportIncident(e, `a2a ${request.method}`).message }, 500);
   }
-  if (Symbol.asyncIterator in out) return sseResponse(out, id, gone);
+  if (Symbol.asyncIterator in out) return sseResponse(out, id, gone, (done, end) => watchToken(c.env, c.executionCtx, token, claims.exp, done, end));
   const error = out.error as { code?: number; message?: unknown } | undefined;
   if (error?.code === -32603 && !seen.failed) {
     // Not our handler's error: the SDK could not decode the params (the client's fault), or could not serialise our answer (a bug).
@@ -217,7 +221,7 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
 }
 
 /** A stream's answer: its first event awaited (an error before it is a plain JSON-RPC error), then SSE. */
-async function sseResponse(stream: AsyncGenerator<unknown, void, undefined>, id: RpcId, gone: AbortController): Promise<Response> {
+async function sseResponse(stream: AsyncGenerator<unknown, void, undefined>, id: RpcId, gone: AbortController, watch: (done: () => boolean, end: (reason: TokenRefusalReason) => Promise<void>) => void): Promise<Response> {
   const it = stream[Symbol.asyncIterator]();
   let first: IteratorResult<unknown, void>;
   try {
@@ -225,6 +229,10 @@ async function sseResponse(stream: AsyncGenerator<unknown, void, undefined>, id:
   } catch (e) {
     return rpcError(id, JsonRpcTransportHandler.mapToJSONRPCError(e));
   }
+  let finished = first.done === true;
+  // Set when the stream's token stops holding (revoked, expired): the stream's last event is that 401's error.
+  let refused: TokenRefusalReason | null = null;
+  const refusal = (reason: TokenRefusalReason) => sseFrame({ jsonrpc: "2.0", id, error: ourError(-32000, TOKEN_REFUSAL_MESSAGES[reason], "UNAUTHENTICATED", { reason }) }, "error");
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       if (first.done) controller.close();
@@ -233,18 +241,34 @@ async function sseResponse(stream: AsyncGenerator<unknown, void, undefined>, id:
     async pull(controller) {
       try {
         const next = await it.next();
-        if (next.done) controller.close();
-        else controller.enqueue(sseFrame(next.value));
+        if (refused !== null) {
+          controller.enqueue(refusal(refused));
+          finished = true;
+          controller.close();
+        } else if (next.done) {
+          finished = true;
+          controller.close();
+        } else controller.enqueue(sseFrame(next.value));
       } catch (e) {
-        controller.enqueue(sseFrame({ jsonrpc: "2.0", id, error: JsonRpcTransportHandler.mapToJSONRPCError(e) }, "error"));
+        controller.enqueue(refused === null ? sseFrame({ jsonrpc: "2.0", id, error: JsonRpcTransportHandler.mapToJSONRPCError(e) }, "error") : refusal(refused));
+        finished = true;
         controller.close();
       }
     },
     // The client went away: stop reading the task's event stream (the task itself goes on).
     async cancel() {
+      finished = true;
       gone.abort();
       await it.return(undefined);
     },
   });
+  watch(
+    () => finished,
+    async (reason) => {
+      refused = reason;
+      // The handler stops waiting on the task's events; the pull waiting on it then ends the stream with the refusal.
+      gone.abort();
+    },
+  );
   return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 }

@@ -1,6 +1,7 @@
 /** @module Bearer-token authentication: who calls (admin, or a token's role and scope) and scope checks. */
 import type { Context, MiddlewareHandler } from "hono";
-import { actorOf, secretsEqual, type TokenClaims, tokenIdentity, verifyToken } from "../../durable-objects/shared/tokens.js";
+import { actorOf, secretsEqual, TOKEN_REFUSAL_MESSAGES, type TokenClaims, tokenIdentity } from "../../durable-objects/shared/tokens.js";
+import { admitToken } from "../../durable-objects/shared/revocations.js";
 import { type Actor, ID_PATTERN } from "../../src/core/index.js";
 import type { Env } from "../../durable-objects/shared/env.js";
 import type { Operation } from "./catalog.js";
@@ -34,8 +35,9 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
     c.set("caller", { kind: "admin" });
     return next();
   }
-  const claims = await verifyToken(c.env.TOKEN_SECRET, token);
-  if (claims === null) fail("unauthorized", "the token is malformed, forged or expired");
+  const check = await admitToken(c.env, token);
+  if (!check.ok) fail("unauthorized", TOKEN_REFUSAL_MESSAGES[check.reason], { reason: check.reason });
+  const claims = check.claims;
   if (claims.role === "a2a_client") fail("tool_not_available", "an a2a_client token speaks A2A at /a2a only", { role: claims.role });
   c.set("caller", { kind: "token", claims: claims as SessionTokenClaims, actor: actorOf(claims), token });
   return next();

@@ -21,6 +21,7 @@ import {
   StepQueryParams,
   SummaryQueryParams,
   TaskListQueryParams,
+  TokenListQueryParams,
   UpdateStepBody,
   UpdateTaskBody,
   WalQueryParams,
@@ -58,7 +59,10 @@ const inScope: readonly Role[] = ["orchestrator", "worker", "observer", "approve
 /** Every v1 operation, in the order OpenAPI, /v1/tools and MCP tools/list show them (docs/api.md "Routes" describes them). */
 export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: "/v1/sessions", operationId: "createSession", tool: "create_session", roles: ["admin"], summary: "Create a session; returns orchestrator and observer tokens.", body: CreateSessionBody },
-  { method: "post", path: `${S}/tokens`, operationId: "mintToken", tool: "mint_token", roles: ["admin", "orchestrator"], summary: "Mint an orchestrator, observer or approver token.", body: MintTokenBody },
+  { method: "post", path: `${S}/tokens`, operationId: "mintToken", tool: "mint_token", roles: ["admin", "orchestrator"], summary: "Mint an orchestrator, observer, approver or a2a_client token with its token_id; it never outlives the token that minted it (the admin's are bounded by ttl_seconds alone).", body: MintTokenBody },
+  { method: "get", path: `${S}/tokens`, operationId: "listTokens", tool: "list_tokens", roles: ["admin", "orchestrator"], summary: "The session's live tokens (token_id, role, agent_id, run_id, task_id, expires_at), oldest first; never the tokens themselves.", query: TokenListQueryParams },
+  { method: "delete", path: `${S}/tokens/{token_id}`, operationId: "revokeToken", tool: "revoke_token", roles: ["admin", "orchestrator"], summary: "Revoke one token: every surface then answers it 401 with details.reason revoked, and its open streams and command sockets close." },
+  { method: "post", path: `${S}/tokens/revoke-all`, operationId: "revokeAllTokens", tool: "revoke_all_tokens", roles: ["admin", "orchestrator"], summary: "Revoke every token of the session, this one included, and answer a fresh orchestrator token (201).", body: EmptyBody },
   { method: "get", path: S, operationId: "getSession", tool: "get_session", roles: inScope, summary: "Session snapshot with task_summary counts." },
   { method: "post", path: `${S}/peers`, operationId: "setPeerCredential", tool: "set_peer_credential", roles: ["orchestrator"], summary: "Set (or replace) the Authorization value delegated steps send to one A2A peer origin; 201 with the origin. The value is kept in the session, never in a WAL, and no read returns it.", body: SetPeerCredentialBody },
   { method: "get", path: `${S}/peers`, operationId: "listPeers", tool: "list_peers", roles: ["orchestrator"], summary: "The A2A peer origins the session holds a credential for, with when each was set (never the values)." },

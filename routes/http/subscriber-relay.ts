@@ -13,6 +13,9 @@
  * A probe writes only between frames: every frame the object sends ends with a blank line, and the relay
  * tracks whether the bytes written so far do.
  *
+ * A stream lasts only as long as its token: revoked or expired, it gets `event: end` naming why and closes
+ * (watchToken).
+ *
  * Measured under `wrangler dev` (test/e2e/dropped-subscribers.test.ts, on a busy two-core machine): 300
  * subscribers opened and dropped one after another were all served; the request's signal fired a median
  * 150 ms after the client's abort (90th percentile 430 ms, worst of 888 about 1.4 s), a failing probe answered
@@ -23,6 +26,9 @@ import type { SubscriberHolder } from "../../durable-objects/shared/sse-hub.js";
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";
 import { errorResponse } from "../../durable-objects/shared/http-errors.js";
 import { type AppEnv, slotHolder } from "./auth.js";
+import { admitToken, revocationCheckMs } from "../../durable-objects/shared/revocations.js";
+import type { TokenRefusalReason } from "../../durable-objects/shared/tokens.js";
+import type { Env } from "../../durable-objects/shared/env.js";
 
 /** The headers of every event stream. */
 export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" } as const;
@@ -75,6 +81,7 @@ export async function relaySubscriber(c: Context<AppEnv>, source: SubscriberSour
     gone = true;
     void reader.cancel().catch(() => undefined);
   });
+  let finished = false;
   const relay = async () => {
     let broken: unknown = null;
     try {
@@ -96,7 +103,40 @@ export async function relaySubscriber(c: Context<AppEnv>, source: SubscriberSour
       await source.drop(id).catch(() => undefined);
     } else if (broken !== null) await writer.abort(broken).catch(() => undefined);
     else await writer.close().catch(() => undefined);
+    finished = true;
   };
   c.executionCtx.waitUntil(relay());
+  const caller = c.get("caller");
+  if (caller.kind === "token") watchToken(c.env, c.executionCtx, caller.token, caller.claims.exp, () => gone || finished, async (reason) => {
+    // The token stopped holding: the client is told why in a last frame, then the stream ends as if it went away.
+    gone = true;
+    if (atFrameEnd) await write(endFrame(reason));
+    await reader.cancel().catch(() => undefined);
+    await writer.close().catch(() => undefined);
+  });
   return c.body(readable, 200, SSE_HEADERS);
+}
+
+/** The last frame of a stream whose token no longer holds: `event: end` with the 401's reason. */
+function endFrame(reason: TokenRefusalReason): Uint8Array {
+  return new TextEncoder().encode(`event: end\ndata: ${JSON.stringify({ reason: "unauthorized", details: { reason } })}\n\n`);
+}
+
+/**
+ * Checks the stream's token every REVOCATION_CHECK_MS while the stream lasts, and at its expiry: revoked (through
+ * the revocation cache, so a revocation anywhere is seen within twice that) or expired, `end` is called once.
+ */
+export function watchToken(env: Env, executionCtx: Pick<ExecutionContext, "waitUntil">, token: string, expSeconds: number, done: () => boolean, end: (reason: TokenRefusalReason) => Promise<void>): void {
+  const every = revocationCheckMs(env);
+  executionCtx.waitUntil(
+    (async () => {
+      while (!done()) {
+        const untilExpiry = expSeconds * 1000 - Date.now();
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(every, untilExpiry + 1))));
+        if (done()) return;
+        const check = await admitToken(env, token).catch(() => null);
+        if (check !== null && !check.ok) return end(check.reason);
+      }
+    })(),
+  );
 }

@@ -1,15 +1,20 @@
-/** @module Session routes: create sessions, mint tokens, the session snapshot, task list, task create and the inbox of open actions. */
-import { Hono } from "hono";
+/** @module Session routes: create sessions, mint, list and revoke tokens, the session snapshot, task list, task create and the inbox of open actions. */
+import { type Context, Hono } from "hono";
 import { ulidFactory } from "../../src/lib/ids.js";
-import { mintToken } from "../../durable-objects/shared/tokens.js";
+import type { MintedToken } from "../../durable-objects/session/session-tokens.js";
+import { rememberRevocation } from "../../durable-objects/shared/revocations.js";
+import { EmptyBody } from "../../durable-objects/commands/command-schemas.js";
 import {
   type AnyWriteAnswer as WriteAnswer,
   CreateSessionBody,
   CreateTaskBody,
   DEFAULT_ACTION_PAGE_LIMIT,
+  DEFAULT_TOKEN_PAGE_LIMIT,
   MintTokenBody,
   SessionActionsQueryParams,
   TaskListQueryParams,
+  TokenListQueryParams,
+  type TokenListPage,
 } from "../../src/contract/index.js";
 import { readConfig, taskObjectName } from "../../durable-objects/shared/env.js";
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";
@@ -33,29 +38,70 @@ sessionRoutes.post("/", async (c) => {
   // With an Idempotency-Key and no chosen id, the id comes from the key, so a retry reaches the same session.
   const sessionId = body.session_id ?? (idem === null ? `sess_${lowerId()}` : `sess_${(await sha256DerivedId("session", idem.key, "")).slice(0, 26)}`);
   const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sessionId));
-  const now = Date.now();
-  const createdAt = new Date(now).toISOString();
+  const createdAt = new Date().toISOString();
   const ttl = readConfig(c.env).tokenTtlSeconds;
-  const agentId = body.orchestrator_agent_id ?? "orchestrator";
-  const runId = `orun_${lowerId()}`;
-  const orchestrator = await mintToken(c.env.TOKEN_SECRET, { role: "orchestrator", sid: sessionId, sub: agentId, run: runId }, now, ttl);
-  const observer = await mintToken(c.env.TOKEN_SECRET, { role: "observer", sid: sessionId, sub: "observer", run: null }, now, ttl);
-  const answer = { session_id: sessionId, created_at: createdAt, orchestrator: { agent_id: agentId, run_id: runId, ...orchestrator }, observer };
-  const result = (await session.create(sessionId, createdAt, { metadata: body.metadata ?? null }, answer, idem)) as RpcResult<{ answer: unknown }>;
+  const orchestrator = { agent_id: body.orchestrator_agent_id ?? "orchestrator", run_id: `orun_${lowerId()}` };
+  const result = (await session.create(sessionId, createdAt, { metadata: body.metadata ?? null }, orchestrator, ttl, idem)) as RpcResult<{ answer: unknown }>;
   return result.ok ? c.json(result.value.answer as object, 201) : errorResponse(c, result.error);
 });
 
 sessionRoutes.post("/:sid/tokens", async (c) => {
   const sid = c.req.param("sid");
   const { body } = await readCommandBody(c, MintTokenBody);
-  const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid));
-  if ((await session.describe()) === null) fail("not_found", `no session ${sid}`);
   const runId = body.role === "orchestrator" ? `orun_${lowerId()}` : null;
   // An A2A client sees only what its agent id submitted: each unnamed one gets an id of its own.
   const agentId = body.agent_id ?? (body.role === "a2a_client" ? `a2a_${lowerId()}` : body.role);
-  const minted = await mintToken(c.env.TOKEN_SECRET, { role: body.role, sid, sub: agentId, run: runId }, Date.now(), body.ttl_seconds ?? readConfig(c.env).tokenTtlSeconds);
-  return c.json({ role: body.role, agent_id: agentId, run_id: runId, ...minted }, 201);
+  const ttl = body.ttl_seconds ?? readConfig(c.env).tokenTtlSeconds;
+  const minted = (await sessionStub(c, sid).mintToken({ role: body.role, sid, sub: agentId, run: runId }, ttl, makerExpiry(c))) as RpcResult<MintedToken>;
+  if (!minted.ok) return errorResponse(c, minted.error);
+  return c.json({ role: body.role, agent_id: agentId, run_id: runId, ...minted.value }, 201);
 });
+
+sessionRoutes.get("/:sid/tokens", async (c) => {
+  const sid = c.req.param("sid");
+  requireSessionOrAdmin(c, sid, "list_tokens");
+  const query = validate(TokenListQueryParams, c.req.query());
+  const page = (await sessionStub(c, sid).listTokens(query.limit ?? DEFAULT_TOKEN_PAGE_LIMIT, query.cursor ?? null)) as RpcResult<TokenListPage>;
+  return page.ok ? c.json(page.value) : errorResponse(c, page.error);
+});
+
+sessionRoutes.delete("/:sid/tokens/:token_id", async (c) => {
+  const sid = c.req.param("sid");
+  const revoked = (await sessionStub(c, sid).revokeToken(c.req.param("token_id"))) as RpcResult<{ token_id: string; revoked_at: string }>;
+  if (!revoked.ok) return errorResponse(c, revoked.error);
+  rememberRevocation(sid, await sessionStub(c, sid).revocationState());
+  return c.json(revoked.value);
+});
+
+sessionRoutes.post("/:sid/tokens/revoke-all", async (c) => {
+  const sid = c.req.param("sid");
+  await readCommandBody(c, EmptyBody);
+  const caller = c.get("caller");
+  const agentId = caller.kind === "token" ? caller.claims.sub : "orchestrator";
+  const runId = `orun_${lowerId()}`;
+  const minted = (await sessionStub(c, sid).revokeAllTokens({ role: "orchestrator", sid, sub: agentId, run: runId }, readConfig(c.env).tokenTtlSeconds, makerExpiry(c))) as RpcResult<MintedToken>;
+  if (!minted.ok) return errorResponse(c, minted.error);
+  rememberRevocation(sid, await sessionStub(c, sid).revocationState());
+  return c.json({ role: "orchestrator", agent_id: agentId, run_id: runId, ...minted.value }, 201);
+});
+
+/** The session object of `sid`. */
+function sessionStub(c: Context<AppEnv>, sid: string) {
+  return c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid));
+}
+
+/** A token minted for a token caller expires no later than the caller's own; the admin's are bounded by ttl alone. */
+function makerExpiry(c: Context<AppEnv>): number | undefined {
+  const caller = c.get("caller");
+  return caller.kind === "token" ? caller.claims.exp : undefined;
+}
+
+/** The admin, or an orchestrator of session `sid` (the token routes' readers); 403 otherwise. */
+function requireSessionOrAdmin(c: Context<AppEnv>, sid: string, tool: string): void {
+  if (c.get("caller").kind === "admin") return;
+  const actor = requireSessionActor(c, sid);
+  if (actor.role !== "orchestrator") fail("tool_not_available", `${tool} is not available to the ${actor.role} role`, { role: actor.role, tool });
+}
 
 sessionRoutes.get("/:sid", async (c) => {
   const sid = c.req.param("sid");

@@ -110,5 +110,6 @@ taskRoutes.on(["POST", "PATCH"], ["/:sid/tasks/:tid", "/:sid/tasks/:tid/*"], asy
   const write = resolveWrite(c.req.method, rest, parseJsonObject(text));
   const idem = idempotencyOf(c, text);
   const result = (await taskStub(c.env, sid, tid).execute(actor, write.command, idem, { claimNext: write.claimNext })) as RpcResult<WriteAnswer>;
-  return answer(c, await finishAnswer(c.env, sid, result), write.status);
+  const caller = c.get("caller");
+  return answer(c, await finishAnswer(c.env, sid, result, caller.kind === "token" ? caller.claims.exp : undefined), write.status);
 });

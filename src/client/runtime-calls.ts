@@ -54,6 +54,8 @@ import type {
   TaskTemplate,
   TaskView,
   TokenMinted,
+  TokenListPage,
+  TokenListQuery,
   ToolList,
   UpdateStepAnswer,
   UpdateStepInput,
@@ -103,6 +105,21 @@ export class RuntimeCalls {
   /** POST /v1/sessions/{sid}/tokens `{role: "approver"}`: a token that reads the session and answers its actions. */
   mintApproverToken(sessionId: string, body: Omit<MintTokenInput, "role"> = {}, opts?: CallOptions): Promise<TokenMinted> {
     return this.mintToken(sessionId, { ...body, role: "approver" }, opts);
+  }
+
+  /** GET /v1/sessions/{sid}/tokens (admin, orchestrator): a page of the session's live tokens, never the tokens themselves. */
+  listTokens(sessionId: string, query: TokenListQuery = {}, opts?: CallOptions): Promise<TokenListPage> {
+    return this.read(`${sessionPath(sessionId)}/tokens`, { ...query }, opts);
+  }
+
+  /** DELETE /v1/sessions/{sid}/tokens/{token_id} (admin, orchestrator): every surface then answers it 401 `revoked`. */
+  revokeToken(sessionId: string, tokenId: string, opts?: CallOptions): Promise<{ token_id: string; revoked_at: string }> {
+    return this.write("DELETE", `${sessionPath(sessionId)}/tokens/${seg(tokenId)}`, {}, opts);
+  }
+
+  /** POST /v1/sessions/{sid}/tokens/revoke-all (admin, orchestrator): every token revoked, this client's too; a fresh orchestrator token. */
+  revokeAllTokens(sessionId: string, opts?: CallOptions): Promise<TokenMinted> {
+    return this.write("POST", `${sessionPath(sessionId)}/tokens/revoke-all`, {}, opts);
   }
 
   /** GET /v1/sessions/{sid}/actions: the session's inbox of open actions, newest first, each with its task's title. */

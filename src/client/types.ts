@@ -29,6 +29,9 @@ import type {
   SummaryQueryParams,
   TaskListPage,
   TaskListQueryParams,
+  TokenListQueryParams,
+  ListedToken,
+  TokenListPage,
   UpdateStepBody,
   UpdateTaskBody,
   WalQueryParams,
@@ -101,13 +104,17 @@ export type SummaryQuery = Query<typeof SummaryQueryParams>;
 export type WalQuery = Query<typeof WalQueryParams>;
 /** POST /v1/sessions/{sid}/links body (link_tasks). */
 export type LinkTasksRequest = z.input<typeof LinkTasksBody>;
+/** GET /v1/sessions/{sid}/tokens query. */
+export type TokenListQuery = z.output<typeof TokenListQueryParams>;
+export type { ListedToken, TokenListPage };
 /** GET /v1/sessions/{sid}/graph query. */
 export type TaskGraphQuery = Query<typeof GraphQueryParams>;
 export type { TaskGraphPage, TaskLink };
 
-/** A token and when it expires. */
+/** A token, its id (what the session lists and revokes) and when it expires. */
 export interface MintedToken {
   readonly token: string;
+  readonly token_id: string;
   readonly expires_at: string;
 }
 
@@ -121,7 +128,7 @@ export interface SessionCreated {
 
 /** POST /v1/sessions/{sid}/tokens answer. */
 export interface TokenMinted extends MintedToken {
-  readonly role: "orchestrator" | "observer" | "approver";
+  readonly role: "orchestrator" | "observer" | "approver" | "a2a_client";
   readonly agent_id: string;
   readonly run_id: string | null;
 }
@@ -156,6 +163,8 @@ export type DispatchAnswer = WriteAnswer & {
   readonly agent_id: string;
   readonly run: WorkerRun;
   readonly token: string;
+  /** The worker token's id: what GET/DELETE /v1/sessions/{sid}/tokens list and revoke. */
+  readonly token_id: string;
   readonly expires_at: string;
 };
 

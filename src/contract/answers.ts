@@ -197,3 +197,22 @@ export interface SessionActionPage {
   readonly offset: number;
   readonly next_offset: number | null;
 }
+
+/** A live token of a session as GET /v1/sessions/{sid}/tokens lists it: never the token itself. */
+export interface ListedToken {
+  readonly token_id: string;
+  readonly role: "orchestrator" | "worker" | "observer" | "approver" | "a2a_client";
+  readonly agent_id: string;
+  /** The run it acts for: an orchestrator's or a worker's; null for the others. */
+  readonly run_id: string | null;
+  /** A worker token's task; null for the others. */
+  readonly task_id: string | null;
+  readonly expires_at: string;
+}
+
+/** GET /v1/sessions/{sid}/tokens: live tokens, oldest first. */
+export interface TokenListPage {
+  readonly tokens: ListedToken[];
+  /** The `cursor` of the next page; null on the last. */
+  readonly next_cursor: string | null;
+}

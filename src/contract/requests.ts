@@ -191,3 +191,14 @@ export const GraphQueryParams = z.strictObject({
   cursor: z.string().min(1).max(512).optional(),
   access_token: z.string().optional(),
 });
+
+/** Most tokens one page of GET /v1/sessions/{sid}/tokens lists. */
+export const MAX_TOKEN_PAGE_LIMIT = 1_000;
+/** Tokens per page of GET /v1/sessions/{sid}/tokens when `limit` is not given. */
+export const DEFAULT_TOKEN_PAGE_LIMIT = 100;
+
+/** GET /v1/sessions/{sid}/tokens query: a page of live tokens after `cursor` (a token id). */
+export const TokenListQueryParams = z.strictObject({
+  limit: intParam(1, MAX_TOKEN_PAGE_LIMIT).optional(),
+  cursor: z.string().min(1).max(128).optional(),
+});

@@ -20,6 +20,8 @@ const READS = ["get_session", "agent.task_list", "agent.task_template", "agent.t
 const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
   orchestrator: [
     ...READS,
+    "list_tokens",
+    "revoke_token",
     "agent.task_create",
     "agent.task_update",
     "agent.task_complete",
@@ -47,8 +49,8 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
 };
 
 /** Catalog operations that are deliberately not MCP tools: admin work, the tool list itself, multi-token batches. */
-const NOT_TOOLS = new Set(["createSession", "mintToken", "listTools", "batch"]);
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id" };
+const NOT_TOOLS = new Set(["createSession", "mintToken", "revokeAllTokens", "listTools", "batch"]);
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id" };
 
 const pathArgsOf = (op: Operation): string[] => [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((p) => p !== "sid").map((p) => PATH_ARGS[p]!);
 const isWriteTool = (name: string): boolean => mcpTool(name)!.operations.some((op) => op.method !== "get");

@@ -39,8 +39,8 @@ describe("POST /v1/sessions", () => {
     expect(body).toEqual({
       session_id: expect.stringMatching(/^sess_[a-z0-9]+$/),
       created_at: expect.any(String),
-      orchestrator: { agent_id: "orchestrator", run_id: expect.stringMatching(/^orun_/), token: expect.any(String), expires_at: expect.any(String) },
-      observer: { token: expect.any(String), expires_at: expect.any(String) },
+      orchestrator: { agent_id: "orchestrator", run_id: expect.stringMatching(/^orun_/), token: expect.any(String), token_id: expect.stringMatching(/^tok_[a-z0-9]{26}$/), expires_at: expect.any(String) },
+      observer: { token: expect.any(String), token_id: expect.stringMatching(/^tok_[a-z0-9]{26}$/), expires_at: expect.any(String) },
     });
     expect(Date.parse(body.orchestrator.expires_at)).toBeGreaterThan(Date.now());
   });
@@ -78,7 +78,7 @@ describe("POST /v1/sessions/{sid}/tokens", () => {
   ] as const)("Should mint a working %s token when the admin asks", async (role, runPattern) => {
     const s = await newSession();
     const body = expectOk(await call("POST", `/v1/sessions/${s.sid}/tokens`, ADMIN, { role, agent_id: `${role}-2`, ttl_seconds: 3600 }), 201);
-    expect(body).toEqual({ role, agent_id: `${role}-2`, run_id: runPattern === null ? null : expect.stringMatching(runPattern), token: expect.any(String), expires_at: expect.any(String) });
+    expect(body).toEqual({ role, agent_id: `${role}-2`, run_id: runPattern === null ? null : expect.stringMatching(runPattern), token: expect.any(String), token_id: expect.stringMatching(/^tok_/), expires_at: expect.any(String) });
     const expires = Date.parse(body.expires_at) - Date.now();
     expect(expires).toBeGreaterThan(3500_000);
     expect(expires).toBeLessThanOrEqual(3601_000);

@@ -98,6 +98,9 @@ beforeAll(async () => {
 const METHOD_OF: Record<string, keyof RuntimeClient | "transport"> = {
   createSession: "createSession",
   mintToken: "mintToken",
+  listTokens: "listTokens",
+  revokeToken: "revokeToken",
+  revokeAllTokens: "revokeAllTokens",
   getSession: "getSession",
   listTasks: "listTasks",
   createTask: "createTask",
@@ -145,6 +148,21 @@ describe("RuntimeClient: one typed method per operation", () => {
     expect(OPERATIONS.map((op) => op.operationId).sort()).toEqual(Object.keys(METHOD_OF).sort());
     const c = client(ADMIN);
     for (const op of OPERATIONS) expect(typeof c[METHOD_OF[op.operationId] as keyof RuntimeClient], op.operationId).not.toBe("undefined");
+  });
+
+  it("Should list the session's tokens, revoke one and then all of them", async () => {
+    const admin = client(ADMIN);
+    const s = await admin.createSession();
+    const orch = admin.withToken(s.orchestrator.token);
+    const approver = await orch.mintApproverToken(s.session_id);
+    expect((await orch.listTokens(s.session_id)).tokens.map((t) => t.token_id)).toEqual([s.orchestrator.token_id, s.observer.token_id, approver.token_id]);
+    expect(await orch.revokeToken(s.session_id, approver.token_id)).toMatchObject({ token_id: approver.token_id });
+    const refused = await rejection(admin.withToken(approver.token).getSession(s.session_id));
+    expect(refused.status).toBe(401);
+    expect(refused.details).toEqual({ reason: "revoked" });
+    const fresh = await orch.revokeAllTokens(s.session_id);
+    expect((await admin.withToken(fresh.token).listTokens(s.session_id)).tokens.map((t) => t.token_id)).toEqual([fresh.token_id]);
+    expect((await rejection(orch.getSession(s.session_id))).details).toEqual({ reason: "revoked" });
   });
 
   it("Should create a session, mint tokens, read the snapshot and list tasks", async () => {
