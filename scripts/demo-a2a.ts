@@ -90,9 +90,14 @@ function dataPart(value: unknown): Part {
   return { content: { $case: "data", value }, metadata: undefined, filename: "", mediaType: "application/json" };
 }
 
-/** A SendMessage request of a user message; `taskId` and `contextId` name the task it continues. */
-function message(parts: Part[], continues: { taskId: string; contextId: string } = { taskId: "", contextId: "" }): SendMessageRequest {
-  const msg: Message = { messageId: crypto.randomUUID(), ...continues, role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
+/**
+ * A SendMessage request of a user message; `taskId` and `contextId` name the task it continues, and `actionId` the
+ * open action it answers (the one its INPUT_REQUIRED status message named).
+ */
+function message(parts: Part[], continues: { taskId: string; contextId: string; actionId?: string } = { taskId: "", contextId: "" }): SendMessageRequest {
+  const { actionId, ...ids } = continues;
+  const metadata = actionId === undefined ? undefined : { actionId };
+  const msg: Message = { messageId: crypto.randomUUID(), ...ids, role: Role.ROLE_USER, parts, metadata, extensions: [], referenceTaskIds: [] };
   return { tenant: "", message: msg, configuration: undefined, metadata: undefined };
 }
 
@@ -181,7 +186,7 @@ export async function runA2aDemo({ base, adminToken, log = console.log, timeoutM
     const prompt = firstText(question.message?.parts);
     const meta = (question.message?.metadata ?? {}) as { actionId?: string; inputSchema?: unknown };
     log(`  a2a client     asked "${prompt}" (action ${meta.actionId ?? "?"}); answers ${JSON.stringify(ANSWER)}`);
-    for await (const event of client.sendMessageStream(message([dataPart(ANSWER)], { taskId: task.id, contextId: task.contextId }), { signal })) {
+    for await (const event of client.sendMessageStream(message([dataPart(ANSWER)], { taskId: task.id, contextId: task.contextId, ...(meta.actionId === undefined ? {} : { actionId: meta.actionId }) }), { signal })) {
       const u = updateOf("answer", event);
       updates.push(u);
       log(lineOf(u));
