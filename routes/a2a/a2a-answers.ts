@@ -12,7 +12,7 @@ import type { Idempotency } from "../../durable-objects/task/storage/idempotency
 import { invalidParams } from "./a2a-errors.js";
 
 /** Most open action ids an ACTION_ID_REQUIRED refusal lists (the task's history lists them all). */
-const LISTED_OPEN_ACTIONS = 20;
+export const LISTED_OPEN_ACTIONS = 20;
 
 /**
  * The Idempotency-Key a message's messageId is, the same for a message that creates a task and one that answers
@@ -50,10 +50,10 @@ export function actionNotOpen(taskId: string, actionId: string): A2AError {
   return e;
 }
 
-/** -32602 with reason ACTION_ID_REQUIRED: several actions are open and the message names none of them. */
-export function actionIdRequired(taskId: string, open: readonly Pick<Action, "action_id">[]): A2AError {
+/** -32602 with reason ACTION_ID_REQUIRED: `total` actions are open (the oldest of them `open`) and the message names none. */
+export function actionIdRequired(taskId: string, open: readonly Pick<Action, "action_id">[], total: number): A2AError {
   const ids = open.slice(0, LISTED_OPEN_ACTIONS).map((a) => a.action_id);
-  return invalidParams(`${open.length} actions are open on task ${taskId}: name the one answered in message.metadata.actionId`, "ACTION_ID_REQUIRED", {
+  return invalidParams(`${total} actions are open on task ${taskId}: name the one answered in message.metadata.actionId`, "ACTION_ID_REQUIRED", {
     taskId,
     openActionIds: ids.join(","),
   });

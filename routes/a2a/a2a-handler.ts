@@ -27,9 +27,10 @@ import { SseParser } from "../../src/lib/sse-parser.js";
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";
 import type { SubmittedTaskPage } from "../../durable-objects/session/session-rpc.js";
 import { a2aErrorOf, invalidParams, RuntimeFault, taskNotFound } from "./a2a-errors.js";
-import { actionIdRequired, actionNotOpen, answerIdempotencyOf, messageIdReused, messageKeyOf, namedActionIdOf } from "./a2a-answers.js";
+import { actionIdRequired, actionNotOpen, answerIdempotencyOf, LISTED_OPEN_ACTIONS, messageIdReused, messageKeyOf, namedActionIdOf } from "./a2a-answers.js";
+import type { ActionPage } from "../../src/contract/index.js";
 import type { Idempotency } from "../../durable-objects/task/storage/idempotency-store.js";
-import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
+import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
 import { a2aStreamStateOf, a2aUpdatesOf } from "./a2a-stream-map.js";
 import { requestHash, sha256DerivedId } from "../../src/lib/hash.js";
 
@@ -114,12 +115,6 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     const result = (await this.stub(taskId).getTask(this.actor, {}, this.holder)) as RpcResult<string | ReadableStream<Uint8Array>>;
     if (!result.ok) throw a2aErrorOf(result.error, taskId);
     return JSON.parse(await textOf(result.value)) as TaskViewJson;
-  }
-
-  /** One command on the task as the caller. */
-  private async execute(taskId: string, command: Record<string, unknown>): Promise<void> {
-    const result = (await this.stub(taskId).execute(this.actor, command, null)) as RpcResult<unknown>;
-    if (!result.ok) throw a2aErrorOf(result.error, taskId);
   }
 
   async getAgentCard(): Promise<AgentCard> {
@@ -209,10 +204,12 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     if (isTerminalA2a(a2aStateOf(view))) return this.retriedOr(message, idem, new UnsupportedOperationError({ message: `Task ${taskId} is in a terminal state`, metadata: { taskId } }));
     let action: Action;
     if (named === undefined) {
-      const open = openActions(view);
-      if (open.length === 0) return this.retriedOr(message, idem, new UnsupportedOperationError({ message: `Task ${taskId} is not waiting for input`, metadata: { taskId } }));
-      if (open.length > 1) return this.retriedOr(message, idem, actionIdRequired(taskId, open));
-      action = open[0]!;
+      // Counted by the object, not from the view: a view holds the first TASK_PAGE_LIMIT actions only.
+      const open = (await this.stub(taskId).listActions(this.actor, { status: "open", limit: LISTED_OPEN_ACTIONS })) as RpcResult<ActionPage>;
+      if (!open.ok) throw a2aErrorOf(open.error, taskId);
+      if (open.value.total === 0) return this.retriedOr(message, idem, new UnsupportedOperationError({ message: `Task ${taskId} is not waiting for input`, metadata: { taskId } }));
+      if (open.value.total > 1) return this.retriedOr(message, idem, actionIdRequired(taskId, open.value.actions, open.value.total));
+      action = open.value.actions[0]!;
     } else {
       const found = (await this.stub(taskId).getAction(this.actor, named, 0)) as RpcResult<{ action: Action }>;
       if (!found.ok && found.error.code !== "not_found") throw a2aErrorOf(found.error, taskId);

@@ -164,6 +164,10 @@ describe("a retry with the same messageId is answered as the first was", () => {
     expect(r3.id).toBe(task.id);
     expect(namedIn(r3.status!.message)).toBe(later);
     expect((await actionOf(task.id, later)).status).toBe("open");
+    // With several open now, the retry is still answered as the first was, not refused.
+    const third = await ask(task.id, "approval", "May I email the board?");
+    expect(((await client.sendMessage(message)) as Task).id).toBe(task.id);
+    expect((await actionOf(task.id, third)).status).toBe("open");
     expect((await actionOf(task.id, first)).input).toEqual({ region: "EMEA" });
     const resolved = expectOk(await call("GET", `${taskPath(task.id)}/actions?status=resolved`, S.orch)).actions;
     expect(resolved.map((a: { action_id: string }) => a.action_id)).toEqual([first]);
