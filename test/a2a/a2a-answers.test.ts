@@ -10,7 +10,7 @@ import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/er
 import { beforeAll, describe, expect, it } from "vitest";
 import { connectA2a, data, send } from "../support/a2a-clients.js";
 import { call, newSession, step, type TestSession } from "../support/helpers.js";
-import { expectOk, mintRole, walOf } from "../support/support.js";
+import { eventually, expectOk, mintRole, walOf } from "../support/support.js";
 
 const ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo";
 
@@ -113,14 +113,16 @@ describe("the status message names the open action, and a message answers the ac
     await stream.return?.(undefined);
   });
 
-  it("Should refuse naming an answered action, an unknown one or another task's with -32004 (ACTION_NOT_OPEN), answering nothing", async () => {
+  it("Should refuse naming an answered action, an expired one, an unknown one or another task's with -32004 (ACTION_NOT_OPEN), answering nothing", async () => {
     const task = await planned();
     const answered = await ask(task.id, "input", "Which region first?");
     await client.sendMessage(answer(task, "EMEA", answered));
+    const expiring = expectOk(await call("POST", `${taskPath(task.id)}/actions`, S.orch, { kind: "approval", prompt: "Approve within a second?", timeout_ms: 1_000 }), 201).action_id as string;
     const open = await ask(task.id, "approval", "May I email the board?");
     const elsewhere = await planned();
     const theirs = await ask(elsewhere.id, "approval", "May I email the auditors?");
-    for (const named of [answered, "act-nobody-asked", theirs]) {
+    await eventually(async () => expect((await actionOf(task.id, expiring)).decision).toBe("expired"));
+    for (const named of [answered, expiring, "act-nobody-asked", theirs]) {
       const e = await failure(client.sendMessage(answer(task, "yes", named)));
       expectNotOpen(e);
       expect(e.message).toContain("is not open");
