@@ -2,8 +2,8 @@
  * @module An A2A client sends the runtime a piece of work and follows it live, with the official A2A SDK
  * (@a2a-js/sdk, protocol 1.0 over JSON-RPC). The task lands in a session whose orchestrator (the runtime's client
  * SDK, over REST) plans it into steps and dispatches workers; one step's worker asks for input, which the A2A
- * client sees as INPUT_REQUIRED and answers with a follow-up message (the task id and a data part); the task
- * completes with one artifact per step and its result.
+ * client sees as INPUT_REQUIRED and answers with a follow-up message (the task id, the action id its status
+ * message named, and a data part); the task completes with one artifact per step and its result.
  *
  * The client follows the task two ways: SendStreamingMessage (closed at INPUT_REQUIRED, then the follow-up is
  * itself streamed to the end) and, alongside, one SubscribeToTask stream that stays open until the task ends.
