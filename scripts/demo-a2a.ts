@@ -2,8 +2,8 @@
  * @module An A2A client sends the runtime a piece of work and follows it live, with the official A2A SDK
  * (@a2a-js/sdk, protocol 1.0 over JSON-RPC). The task lands in a session whose orchestrator (the runtime's client
  * SDK, over REST) plans it into steps and dispatches workers; one step's worker asks for input, which the A2A
- * client sees as INPUT_REQUIRED and answers with a follow-up message (the task id and a data part); the task
- * completes with one artifact per step and its result.
+ * client sees as INPUT_REQUIRED and answers with a follow-up message (the task id, the action id its status
+ * message named, and a data part); the task completes with one artifact per step and its result.
  *
  * The client follows the task two ways: SendStreamingMessage (closed at INPUT_REQUIRED, then the follow-up is
  * itself streamed to the end) and, alongside, one SubscribeToTask stream that stays open until the task ends.
@@ -90,9 +90,14 @@ function dataPart(value: unknown): Part {
   return { content: { $case: "data", value }, metadata: undefined, filename: "", mediaType: "application/json" };
 }
 
-/** A SendMessage request of a user message; `taskId` and `contextId` name the task it continues. */
-function message(parts: Part[], continues: { taskId: string; contextId: string } = { taskId: "", contextId: "" }): SendMessageRequest {
-  const msg: Message = { messageId: crypto.randomUUID(), ...continues, role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
+/**
+ * A SendMessage request of a user message; `taskId` and `contextId` name the task it continues, and `actionId` the
+ * open action it answers (the one its INPUT_REQUIRED status message named).
+ */
+function message(parts: Part[], continues: { taskId: string; contextId: string; actionId?: string } = { taskId: "", contextId: "" }): SendMessageRequest {
+  const { actionId, ...ids } = continues;
+  const metadata = actionId === undefined ? undefined : { actionId };
+  const msg: Message = { messageId: crypto.randomUUID(), ...ids, role: Role.ROLE_USER, parts, metadata, extensions: [], referenceTaskIds: [] };
   return { tenant: "", message: msg, configuration: undefined, metadata: undefined };
 }
 
@@ -181,7 +186,7 @@ export async function runA2aDemo({ base, adminToken, log = console.log, timeoutM
     const prompt = firstText(question.message?.parts);
     const meta = (question.message?.metadata ?? {}) as { actionId?: string; inputSchema?: unknown };
     log(`  a2a client     asked "${prompt}" (action ${meta.actionId ?? "?"}); answers ${JSON.stringify(ANSWER)}`);
-    for await (const event of client.sendMessageStream(message([dataPart(ANSWER)], { taskId: task.id, contextId: task.contextId }), { signal })) {
+    for await (const event of client.sendMessageStream(message([dataPart(ANSWER)], { taskId: task.id, contextId: task.contextId, ...(meta.actionId === undefined ? {} : { actionId: meta.actionId }) }), { signal })) {
       const u = updateOf("answer", event);
       updates.push(u);
       log(lineOf(u));

@@ -107,6 +107,27 @@ export class IdempotentWrites {
     return result.ok ? result.value : items.map(() => err(result.error));
   }
 
+  /**
+   * The answer a keyed command of `commandType` already got from this caller, read without deciding anything: a
+   * retry told apart from a new request before the caller checks what is open now (an A2A answer's retry finds its
+   * action answered). Null when the key has no record (never sent, or past its 24 hours); idempotency_conflict
+   * when the key came with another request. Authorized first, as a replay in executeOne is.
+   */
+  storedAnswer(actor: Actor, commandType: string, clientIdem: Idempotency): RpcResult<WriteAnswer> | null {
+    const shell = this.shell;
+    const broken = shell.guard();
+    if (broken !== null) return err(broken);
+    if (shell.state.task === null) return null;
+    const denied = authorize(shell.state.task, actor, commandType);
+    if (denied !== null) return err(denied);
+    const idem = scopeIdempotency(actor, clientIdem)!;
+    try {
+      return replayOf<WriteAnswer>(idem, shell.idempotency.read([idem.key]).get(idem.key), Date.now());
+    } catch (e) {
+      return err(runtimeError("storage_error", "the idempotency record could not be read", { cause: e instanceof Error ? e.message : String(e) }));
+    }
+  }
+
   private executeOne(unit: UnitOfWork, item: BatchItem, stored: ReadonlyMap<string, IdempotencyRow>, now: number): RpcResult<WriteAnswer> {
     // Authorized before any replay: a stored answer (a worker token, a claimed step) goes only to a caller
     // who may send this command, and only to the caller whose scoped key it is.

@@ -102,6 +102,11 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     return answer!;
   }
 
+  /** The answer this caller's keyed command of `commandType` already got (a retry), or null; nothing is decided. */
+  async storedAnswer(actor: Actor, commandType: string, idem: Idempotency): Promise<RpcResult<WriteAnswer> | null> {
+    return this.writes.storedAnswer(actor, commandType, idem);
+  }
+
   /**
    * Group commit: commands decided in order against the live DAG, each seeing the ones before it, all
    * written in one transaction, one answer each. A rejected command writes nothing and does not undo the

@@ -30,6 +30,8 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   createTask(actor: Actor, body: Record<string, unknown>, clientIdem: Idempotency | null): Promise<RpcResult<WriteAnswer>>;
   /** Every other write: decide and commit one command (claims, step updates, task lifecycle, runs). */
   execute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts?: { claimNext?: boolean }): Promise<RpcResult<WriteAnswer>>;
+  /** The answer this caller's keyed command of `commandType` already got (a retry), or null; nothing is decided. */
+  storedAnswer(actor: Actor, commandType: string, idem: Idempotency): Promise<RpcResult<WriteAnswer> | null>;
   /** Group commit: commands decided in order, all written in one transaction, one answer each. */
   executeBatch(items: readonly BatchItem[]): Promise<RpcResult<WriteAnswer>[]>;
   /** agent.task_get: the DAG (or a page of it) as JSON text, or as a stream when the page is large. */

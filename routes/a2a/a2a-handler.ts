@@ -20,14 +20,17 @@ import {
 } from "@a2a-js/sdk";
 import { A2AError, PushNotificationNotSupportedError, TaskNotCancelableError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
-import { type Actor, ID_PATTERN, projectEvent, type RuntimeEvent, runtimeSequence, SEQUENCE_STRIDE, sequencePosition, type WalEvent } from "../../src/core/index.js";
+import { type Action, type Actor, ID_PATTERN, projectEvent, type RuntimeEvent, runtimeSequence, SEQUENCE_STRIDE, sequencePosition, type WalEvent } from "../../src/core/index.js";
 import { type Env, readConfig, taskObjectName } from "../../durable-objects/shared/env.js";
 import { reportIncident } from "../../durable-objects/shared/incident.js";
 import { SseParser } from "../../src/lib/sse-parser.js";
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";
 import type { SubmittedTaskPage } from "../../durable-objects/session/session-rpc.js";
 import { a2aErrorOf, invalidParams, RuntimeFault, taskNotFound } from "./a2a-errors.js";
-import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, openActions, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
+import { actionIdRequired, actionNotOpen, answerIdempotencyOf, LISTED_OPEN_ACTIONS, messageIdReused, messageKeyOf, namedActionIdOf } from "./a2a-answers.js";
+import type { ActionPage } from "../../src/contract/index.js";
+import type { Idempotency } from "../../durable-objects/task/storage/idempotency-store.js";
+import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
 import { a2aStreamStateOf, a2aUpdatesOf } from "./a2a-stream-map.js";
 import { requestHash, sha256DerivedId } from "../../src/lib/hash.js";
 
@@ -45,8 +48,7 @@ const WAL_POLL_MS = 500;
  */
 async function createIdentityOf(agentId: string, messageId: string): Promise<{ taskId: string; threadId: string; key: string }> {
   const digest = await sha256DerivedId("A2A", "create", JSON.stringify([agentId, messageId]));
-  const key = messageId.length <= 200 ? `a2a:${messageId}` : `a2a:#${await sha256DerivedId("A2A", "messageId", messageId)}`;
-  return { taskId: `a2a-${digest.slice(0, 26)}`, threadId: `ctx-${digest.slice(26, 52)}`, key };
+  return { taskId: `a2a-${digest.slice(0, 26)}`, threadId: `ctx-${digest.slice(26, 52)}`, key: await messageKeyOf(messageId) };
 }
 
 /** Runs a handler method: an exception that is not an A2A error becomes -32603 with an incident id, never its JS message. */
@@ -115,12 +117,6 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     return JSON.parse(await textOf(result.value)) as TaskViewJson;
   }
 
-  /** One command on the task as the caller. */
-  private async execute(taskId: string, command: Record<string, unknown>): Promise<void> {
-    const result = (await this.stub(taskId).execute(this.actor, command, null)) as RpcResult<unknown>;
-    if (!result.ok) throw a2aErrorOf(result.error, taskId);
-  }
-
   async getAgentCard(): Promise<AgentCard> {
     return this.card;
   }
@@ -186,13 +182,16 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     if (result.ok) return taskId;
     // The messageId already created this task (its key's record expired, or the first create is its twin): the same task.
     if (result.error.code === "task_id_conflict") return taskId;
-    if (result.error.code === "idempotency_conflict") {
-      throw invalidParams("message.messageId was already sent with another message: use a new messageId for a new message", "MESSAGE_ID_REUSED", { messageId: message.messageId.slice(0, 200) });
-    }
+    if (result.error.code === "idempotency_conflict") throw messageIdReused(message.messageId);
     throw a2aErrorOf(result.error, taskId);
   }
 
-  /** A message naming a task is no new task: it answers that task's oldest open action. */
+  /**
+   * A message naming a task is no new task: it answers the open action it names in `metadata.actionId`, or, naming
+   * none, the task's only open action (several open: refused, so it never answers one the client was not shown).
+   * Its messageId is the answer's Idempotency-Key: a retry gets the first answer (the task back), never a second
+   * answer nor a refusal because the action it answered is closed now.
+   */
   private async continueTask(message: Message): Promise<string> {
     const taskId = message.taskId;
     const view = await this.view(taskId);
@@ -200,13 +199,41 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     if (message.contextId !== "" && message.contextId !== contextId) {
       throw invalidParams(`message.contextId does not match task ${taskId}'s context`, "CONTEXT_MISMATCH", { taskId, contextId: message.contextId.slice(0, 200) });
     }
-    if (isTerminalA2a(a2aStateOf(view))) throw new UnsupportedOperationError({ message: `Task ${taskId} is in a terminal state`, metadata: { taskId } });
-    const action = openActions(view)[0];
-    if (action === undefined) throw new UnsupportedOperationError({ message: `Task ${taskId} is not waiting for input`, metadata: { taskId } });
+    const named = namedActionIdOf(message);
+    const idem = await answerIdempotencyOf(message, named);
+    if (isTerminalA2a(a2aStateOf(view))) return this.retriedOr(message, idem, new UnsupportedOperationError({ message: `Task ${taskId} is in a terminal state`, metadata: { taskId } }));
+    let action: Action;
+    if (named === undefined) {
+      // Counted by the object, not from the view: a view holds the first TASK_PAGE_LIMIT actions only.
+      const open = (await this.stub(taskId).listActions(this.actor, { status: "open", limit: LISTED_OPEN_ACTIONS })) as RpcResult<ActionPage>;
+      if (!open.ok) throw a2aErrorOf(open.error, taskId);
+      if (open.value.total === 0) return this.retriedOr(message, idem, new UnsupportedOperationError({ message: `Task ${taskId} is not waiting for input`, metadata: { taskId } }));
+      if (open.value.total > 1) return this.retriedOr(message, idem, actionIdRequired(taskId, open.value.actions, open.value.total));
+      action = open.value.actions[0]!;
+    } else {
+      const found = (await this.stub(taskId).getAction(this.actor, named, 0)) as RpcResult<{ action: Action }>;
+      if (!found.ok && found.error.code !== "not_found") throw a2aErrorOf(found.error, taskId);
+      if (!found.ok || found.value.action.status !== "open") return this.retriedOr(message, idem, actionNotOpen(taskId, named));
+      action = found.value.action;
+    }
     const command = responseOf(action, message);
-    if (typeof command === "string") throw invalidParams(command, undefined, { taskId, actionId: action.action_id });
-    await this.execute(taskId, command);
-    return taskId;
+    if (typeof command === "string") return this.retriedOr(message, idem, invalidParams(command, undefined, { taskId, actionId: action.action_id }));
+    // The task object replays the key before deciding: a twin of this message that committed meanwhile is answered as it was.
+    const result = (await this.stub(taskId).execute(this.actor, command, idem)) as RpcResult<unknown>;
+    if (result.ok) return taskId;
+    if (result.error.code === "idempotency_conflict") throw messageIdReused(message.messageId);
+    if (result.error.code === "action_resolved") throw actionNotOpen(taskId, action.action_id);
+    throw a2aErrorOf(result.error, taskId);
+  }
+
+  /** The message's task when this message (its messageId) was answered before, as that answer was; else `refusal` is thrown. */
+  private async retriedOr(message: Message, idem: Idempotency, refusal: Error): Promise<string> {
+    const taskId = message.taskId;
+    const stored = (await this.stub(taskId).storedAnswer(this.actor, "respond_action", idem)) as RpcResult<unknown> | null;
+    if (stored === null) throw refusal;
+    if (stored.ok) return taskId;
+    if (stored.error.code === "idempotency_conflict") throw messageIdReused(message.messageId);
+    throw a2aErrorOf(stored.error, taskId);
   }
 
   async getTask(params: GetTaskRequest): Promise<Task> {

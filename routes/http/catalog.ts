@@ -175,7 +175,7 @@ export function openApiDocument(origin: string): Record<string, unknown> {
     post: {
       operationId: "a2a",
       summary: "A2A 1.0 over JSON-RPC 2.0 for a2a_client tokens: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask (streams as SSE).",
-      description: "A message without taskId submits a task to the token's session; with taskId it answers the task's open action. A client sees only the tasks it submitted. Errors are JSON-RPC errors with ErrorInfo in error.data.",
+      description: "A message without taskId submits a task to the token's session; with taskId it answers the open action named in metadata.actionId (the id the INPUT_REQUIRED status message carries), or the task's only open action; a retry with the same messageId is answered as the first. A client sees only the tasks it submitted. Errors are JSON-RPC errors with ErrorInfo in error.data.",
       requestBody: { required: true, content: { "application/json": { schema: { type: "object" } } } },
       security: [{ bearer: [] }],
       responses: {
