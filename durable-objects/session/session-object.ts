@@ -361,6 +361,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return this.peers.set(origin, authorization);
   }
 
+  /** DELETE /v1/sessions/{sid}/peers/{origin}: forgets an origin's credential; the next call to that origin goes without. */
+  async deletePeerCredential(origin: string): Promise<RpcResult<{ origin: string }>> {
+    if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
+    if (!this.peers.delete(origin)) return err(runtimeError("not_found", `the session holds no credential for ${origin}`, { origin }));
+    return ok({ origin });
+  }
+
   /** GET /v1/sessions/{sid}/peers: the origins with a credential, never the values. */
   async listPeers(): Promise<PeerCredentialInfo[]> {
     return this.peers.list();

@@ -38,6 +38,7 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
     "agent.task_progress",
     "set_peer_credential",
     "list_peers",
+    "delete_peer_credential",
     "link_tasks",
     "unlink_tasks",
   ],
@@ -48,7 +49,7 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
 
 /** Catalog operations that are deliberately not MCP tools: admin work, the tool list itself, multi-token batches. */
 const NOT_TOOLS = new Set(["createSession", "mintToken", "listTools", "batch"]);
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id" };
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", origin: "origin" };
 
 const pathArgsOf = (op: Operation): string[] => [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((p) => p !== "sid").map((p) => PATH_ARGS[p]!);
 const isWriteTool = (name: string): boolean => mcpTool(name)!.operations.some((op) => op.method !== "get");
