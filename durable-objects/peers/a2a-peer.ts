@@ -134,7 +134,7 @@ export class PeerClient {
   }
 
   /** SendMessage (returnImmediately: the peer answers with its task at once; we follow it with get). */
-  async send(cardUrl: string, m: { message_id: string; text: string; context_id?: string; task_id?: string }): Promise<PeerResult> {
+  async send(cardUrl: string, m: { message_id: string; text: string; context_id?: string; task_id?: string; action_id?: string }): Promise<PeerResult> {
     return this.call(cardUrl, async (client) => {
       const message: Message = {
         // The caller derives it from its intent: a retried send carries the same id, so the peer can tell.
@@ -143,7 +143,8 @@ export class PeerClient {
         taskId: m.task_id ?? "",
         role: Role.ROLE_USER,
         parts: [{ content: { $case: "text", value: m.text }, mediaType: "text/plain", filename: "", metadata: undefined }],
-        metadata: undefined,
+        // An answer names the peer's question it answers, as the peer's status message named it.
+        metadata: m.action_id === undefined ? undefined : { actionId: m.action_id },
         extensions: [],
         referenceTaskIds: [],
       };
