@@ -42,7 +42,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private lastEventSeq = 0;
   private readonly ulid = ulidFactory();
   /** Credentials of the session's A2A peers (POST /v1/sessions/{sid}/peers), read by its delegated steps. */
-  private readonly peers: SessionPeers;
+  private readonly peers = new SessionPeers(this.ctx.storage.sql);
   /** The task graph: links, the graph read, and the blockers pushed to blocked tasks. */
   private readonly links = new SessionLinks(this.ctx, this.env, (at) => this.armAt(at));
   /** Tasks per session and per A2A client. */
@@ -51,7 +51,6 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.hub = new SseHub(readConfig(env).sse);
-    this.peers = new SessionPeers(ctx.storage.sql);
     void ctx.blockConcurrencyWhile(async () => {
       createSessionTables(this.sql);
       await this.links.start();
@@ -355,17 +354,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return { ...entry, index_state: overdue ? "stale" : "current" };
   }
 
-  /** POST /v1/sessions/{sid}/peers: sets the credential of a peer origin (not_found: no such session). */
-  async setPeerCredential(origin: string, authorization: string): Promise<RpcResult<PeerCredentialInfo>> {
+  /** POST /v1/sessions/{sid}/peers sets the credential of a peer origin; DELETE …/peers/{origin} (null) forgets it. */
+  async setPeerCredential(origin: string, authorization: string | null): Promise<RpcResult<PeerCredentialInfo | { origin: string }>> {
     if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
-    return this.peers.set(origin, authorization);
-  }
-
-  /** DELETE /v1/sessions/{sid}/peers/{origin}: forgets an origin's credential; the next call to that origin goes without. */
-  async deletePeerCredential(origin: string): Promise<RpcResult<{ origin: string }>> {
-    if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
-    if (!this.peers.delete(origin)) return err(runtimeError("not_found", `the session holds no credential for ${origin}`, { origin }));
-    return ok({ origin });
+    return authorization === null ? this.peers.delete(origin) : this.peers.set(origin, authorization);
   }
 
   /** GET /v1/sessions/{sid}/peers: the origins with a credential, never the values. */

@@ -37,6 +37,6 @@ peerRoutes.delete("/:sid/peers/:origin", async (c) => {
   const sid = c.req.param("sid");
   const origin = c.req.param("origin");
   if (!OriginSchema.safeParse(origin).success) fail("validation_error", "the peer must be named by its origin, percent-encoded: http(s)://host[:port], lowercase, without a path", { origin: origin.slice(0, 200) });
-  const result = (await c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid)).deletePeerCredential(origin)) as RpcResult<{ origin: string }>;
+  const result = (await c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid)).setPeerCredential(origin, null)) as RpcResult<{ origin: string }>;
   return result.ok ? c.json(result.value) : errorResponse(c, result.error);
 });
