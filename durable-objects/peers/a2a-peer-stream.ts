@@ -16,6 +16,14 @@ export interface PeerTask {
   status_message: string | null;
   /** Each artifact with its text parts joined (at most TEXT_LIMIT characters), or null when it has none. */
   artifacts: { artifact_id: string; name: string | null; text: string | null }[];
+  /** The peer's id of the question it asks: its status message's `metadata.actionId`, when it gives one. */
+  remote_action_id?: string;
+}
+
+/** A status message's `metadata.actionId` (a peer's own id of its open question), when it is a usable id. */
+function actionIdOf(message: { metadata?: { [key: string]: unknown } | undefined } | undefined): { remote_action_id: string } | Record<string, never> {
+  const id = message?.metadata?.actionId;
+  return typeof id === "string" && id !== "" && id.length <= 256 ? { remote_action_id: id } : {};
 }
 
 /** Characters kept of a status message or of one artifact's text. */
@@ -38,6 +46,7 @@ export function peerTaskOf(task: Task): PeerTask | null {
     remote_status: TaskState[task.status.state] ?? "UNRECOGNIZED",
     status_message: textOf(task.status.message?.parts),
     artifacts: (task.artifacts ?? []).map((a) => ({ artifact_id: a.artifactId, name: a.name === "" ? null : a.name, text: textOf(a.parts) })),
+    ...actionIdOf(task.status.message),
   };
 }
 
@@ -61,7 +70,8 @@ export function foldStreamEvent(view: PeerTask | null, event: StreamResponse): P
       if (update.status === undefined || (view !== null && update.taskId !== "" && update.taskId !== view.remote_task_id)) return view;
       const base: PeerTask = view ?? { remote_task_id: update.taskId, remote_context_id: update.contextId === "" ? null : update.contextId, remote_status: "", status_message: null, artifacts: [] };
       if (base.remote_task_id === "") return view;
-      return { ...base, remote_status: TaskState[update.status.state] ?? "UNRECOGNIZED", status_message: textOf(update.status.message?.parts) };
+      const { remote_action_id: _previous, ...rest } = base;
+      return { ...rest, remote_status: TaskState[update.status.state] ?? "UNRECOGNIZED", status_message: textOf(update.status.message?.parts), ...actionIdOf(update.status.message) };
     }
     case "artifactUpdate": {
       const update = payload.value;

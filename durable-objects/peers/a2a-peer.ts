@@ -1,20 +1,25 @@
 /**
  * @module The outbound A2A (v1.0) client of delegated steps: SendMessage, GetTask, CancelTask and SubscribeToTask on
  * a peer agent through `@a2a-js/sdk`'s JSON-RPC client, with a fetch of ours under it that enforces the host
- * allowlist, a timeout and a response size limit on every request (per event and per silence for a stream), and
- * sends a stored credential only to its own origin.
+ * allowlist (peer-targets.ts), the Agent Card's origin, a timeout and a response size limit on every request (per
+ * event and per silence for a stream), and sends a stored credential only to its own origin.
  * Runs inside workerd (a task object's alarm): no Node APIs. Never throws: every failure is a PeerResult.
  */
 import { type AgentCard, type Message, Role, type Task } from "@a2a-js/sdk";
 import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { A2AError, isJsonRpcError } from "@a2a-js/sdk/errors";
 import { foldStreamEvent, jsonRpcInterfaceOf, type PeerTask, peerTaskOf, readWithin, type StreamCut, sseWithinLimits, TERMINAL_STATES, withoutRawParts } from "./a2a-peer-stream.js";
+import { targetRefusal } from "./peer-targets.js";
 
 export { PEER_TEXT_LIMIT, type PeerTask } from "./a2a-peer-stream.js";
+export { hostAllowed } from "./peer-targets.js";
 
 /** Where and how the runtime may call peers (A2A_PEER_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
 export interface PeerLimits {
-  /** `host` or `host:port` (case-insensitive), `loopback` (127.0.0.0/8, ::1, localhost) or `*`; empty: nothing. */
+  /**
+   * `host` or `host:port` (case-insensitive), `loopback` (127.0.0.0/8, ::1, localhost) or `*` (any host but a
+   * loopback, private or link-local one, which must be named: peer-targets.ts); empty: nothing.
+   */
   allowlist: readonly string[];
   /** Each HTTP call (the card's or a JSON-RPC call), body included, is aborted after this long. */
   timeoutMs: number;
@@ -54,8 +59,8 @@ class PeerFailure extends Error {
 const failure = (code: PeerFailureCode, message: string, retryable: boolean): Failure => ({ ok: false, code, message, retryable });
 
 // Retryable or not, and why:
-// - not_allowed: our own configuration refuses the host; a retry asks the same allowlist.
-const notAllowed = (url: string) => failure("not_allowed", `the host of ${url.slice(0, EXCERPT)} is not in A2A_PEER_ALLOWLIST`, false);
+// - not_allowed: our own configuration refuses the host, or the card sends us off its origin; a retry asks the same.
+const notAllowed = (why: string) => failure("not_allowed", why, false);
 // - unreachable: DNS, a refused or reset connection: usually passing (a peer restarting, a network blip).
 const unreachable = (url: string, e: unknown) => failure("unreachable", `${url.slice(0, EXCERPT)} could not be reached: ${messageOf(e)}`, true);
 // - timeout: a slow peer may well answer the next time.
@@ -82,36 +87,13 @@ function messageOf(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).slice(0, EXCERPT) + cause.slice(0, EXCERPT);
 }
 
-const isLoopback = (hostname: string) => hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
-
-/**
- * Whether a request to `url` is allowed: http(s) only, and its host matches an entry (`host` any port,
- * `host:port` that port, `loopback`, or `*`). Hosts compare as the URL parser normalises them (lowercase;
- * IPv4 in dotted form; IPv6 in brackets, e.g. `[::1]:8080`).
- */
-export function hostAllowed(url: string, allowlist: readonly string[]): boolean {
-  let parsed: URL;
+/** The origin of a URL, or null when it is not one. */
+function originOf(url: string): string | null {
   try {
-    parsed = new URL(url);
+    return new URL(url).origin;
   } catch {
-    return false;
+    return null;
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return false;
-  const hostname = parsed.hostname.toLowerCase();
-  const port = parsed.port === "" ? (parsed.protocol === "https:" ? "443" : "80") : parsed.port;
-  for (const raw of allowlist) {
-    const entry = raw.trim().toLowerCase();
-    if (entry === "") continue;
-    if (entry === "*") return true;
-    if (entry === "loopback") {
-      if (isLoopback(hostname)) return true;
-      continue;
-    }
-    const match = /^(\[[0-9a-f:.]+\]|[^:[\]/]+)(?::(\d{1,5}))?$/.exec(entry);
-    if (match === null) continue;
-    if (match[1] === hostname && (match[2] === undefined || Number(match[2]) === Number(port))) return true;
-  }
-  return false;
 }
 
 /** The URL of a fetch's first argument. */
@@ -128,6 +110,8 @@ interface StreamCall {
 /** A cached Agent Card: the client built from it and its streaming capability, until `expires`. */
 interface CardEntry {
   card: AgentCard;
+  /** The card's origin, the only one its client's requests may go to. */
+  origin: string;
   client: Client;
   streaming: boolean;
   expires: number;
@@ -150,7 +134,7 @@ export class PeerClient {
   }
 
   /** SendMessage (returnImmediately: the peer answers with its task at once; we follow it with get). */
-  async send(cardUrl: string, m: { message_id: string; text: string; context_id?: string; task_id?: string }): Promise<PeerResult> {
+  async send(cardUrl: string, m: { message_id: string; text: string; context_id?: string; task_id?: string; action_id?: string }): Promise<PeerResult> {
     return this.call(cardUrl, async (client) => {
       const message: Message = {
         // The caller derives it from its intent: a retried send carries the same id, so the peer can tell.
@@ -159,7 +143,8 @@ export class PeerClient {
         taskId: m.task_id ?? "",
         role: Role.ROLE_USER,
         parts: [{ content: { $case: "text", value: m.text }, mediaType: "text/plain", filename: "", metadata: undefined }],
-        metadata: undefined,
+        // An answer names the peer's question it answers, as the peer's status message named it.
+        metadata: m.action_id === undefined ? undefined : { actionId: m.action_id },
         extensions: [],
         referenceTaskIds: [],
       };
@@ -201,7 +186,7 @@ export class PeerClient {
       const entry = await this.clientFor(cardUrl);
       if ("ok" in entry) return entry;
       if (!entry.streaming) return failure("rpc_error", `the Agent Card at ${cardUrl.slice(0, EXCERPT)} does not offer streaming`, false);
-      const client = await this.factory((input, init) => this.fetchStreaming(input, init, call)).createFromAgentCard(entry.card);
+      const client = await this.factory((input, init) => this.fetchStreaming(input, init, call, entry.origin)).createFromAgentCard(entry.card);
       for await (const event of client.resubscribeTask({ tenant: "", id: remoteTaskId }, { signal: call.abort.signal })) {
         const next = foldStreamEvent(view, event);
         if (next === view || next === null) continue;
@@ -244,7 +229,8 @@ export class PeerClient {
     const cached = this.cards.get(cardUrl);
     if (cached !== undefined && cached.expires > now) return cached;
     this.cards.delete(cardUrl);
-    if (!hostAllowed(cardUrl, this.limits.allowlist)) return notAllowed(cardUrl);
+    const refused = targetRefusal(cardUrl, this.limits.allowlist);
+    if (refused !== null) return notAllowed(refused);
     const response = await this.limitedFetch(cardUrl, { method: "GET", headers: { "A2A-Version": "1.0", Accept: "application/json" } });
     const raw = (await response.json()) as unknown;
     if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return malformed(`the Agent Card at ${cardUrl.slice(0, EXCERPT)} is not a JSON object`);
@@ -252,15 +238,17 @@ export class PeerClient {
     const card = resolver.normalizeAgentCard(raw as AgentCard);
     const rpc = jsonRpcInterfaceOf(card);
     if (rpc === null) return malformed(`the Agent Card at ${cardUrl.slice(0, EXCERPT)} has no JSONRPC interface with a URL`);
-    // Checked here too (every request is checked again): a refusal before any JSON-RPC request is sent.
-    if (!hostAllowed(rpc, this.limits.allowlist)) return notAllowed(rpc);
+    // A card speaks for its own origin only: a JSON-RPC URL elsewhere would get that origin's stored credential on
+    // the card's word (every request of its client is held to the card's origin again in `open`).
+    const origin = new URL(cardUrl).origin;
+    if (originOf(rpc) !== origin) return notAllowed(`the Agent Card at ${cardUrl.slice(0, EXCERPT)} puts its JSON-RPC interface at ${rpc.slice(0, EXCERPT)}, off the card's origin ${origin}: calls go to the card's origin only`);
     let client: Client;
     try {
-      client = await this.factory(this.limitedFetch).createFromAgentCard(card);
+      client = await this.factory((input, init) => this.fetchLimited(input, init, origin)).createFromAgentCard(card);
     } catch (e) {
       return malformed(`no JSON-RPC client for the Agent Card at ${cardUrl.slice(0, EXCERPT)}: ${messageOf(e)}`);
     }
-    const entry: CardEntry = { card, client, streaming: card.capabilities?.streaming === true, expires: now + CARD_TTL_MS };
+    const entry: CardEntry = { card, origin, client, streaming: card.capabilities?.streaming === true, expires: now + CARD_TTL_MS };
     this.cards.set(cardUrl, entry);
     return entry;
   }
@@ -282,9 +270,9 @@ export class PeerClient {
    * dropped), no redirects followed (one could lead off the allowlist), a timeout covering the body, and the body
    * read whole within maxResponseBytes and checked to be JSON. Failures are thrown as PeerFailure.
    */
-  private async fetchLimited(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  private async fetchLimited(input: RequestInfo | URL, init?: RequestInit, origin?: string): Promise<Response> {
     const signal = AbortSignal.timeout(this.limits.timeoutMs);
-    const { url, response } = await this.open(input, init, signal);
+    const { url, response } = await this.open(input, init, signal, origin);
     return this.readWhole(url, response, signal);
   }
 
@@ -293,12 +281,12 @@ export class PeerClient {
    * timeoutMs); an SSE answer is then passed on event by event within the stream's limits, any other (an error, a
    * JSON-RPC refusal) read whole as fetchLimited reads it. A cut is kept in `call`, whatever the SDK makes of it.
    */
-  private async fetchStreaming(input: RequestInfo | URL, init: RequestInit | undefined, call: StreamCall): Promise<Response> {
+  private async fetchStreaming(input: RequestInfo | URL, init: RequestInit | undefined, call: StreamCall, origin: string): Promise<Response> {
     const { timeoutMs, maxResponseBytes } = this.limits;
     const headersDue = setTimeout(() => call.abort.abort(), timeoutMs);
     let opened: { url: string; response: Response };
     try {
-      opened = await this.open(input, init, call.abort.signal);
+      opened = await this.open(input, init, call.abort.signal, origin);
     } finally {
       clearTimeout(headersDue);
     }
@@ -324,11 +312,16 @@ export class PeerClient {
     return new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
   }
 
-  /** Sends the request to an allowed host with our Authorization for its origin only, following no redirect. */
-  private async open(input: RequestInfo | URL, init: RequestInit | undefined, signal: AbortSignal): Promise<{ url: string; response: Response }> {
+  /**
+   * Sends the request to an allowed host (on `cardOrigin`, for a card's client) with our Authorization for its
+   * origin only, following no redirect.
+   */
+  private async open(input: RequestInfo | URL, init: RequestInit | undefined, signal: AbortSignal, cardOrigin?: string): Promise<{ url: string; response: Response }> {
     const url = urlOf(input);
-    if (!hostAllowed(url, this.limits.allowlist)) throw new PeerFailure(notAllowed(url));
+    const refused = targetRefusal(url, this.limits.allowlist);
+    if (refused !== null) throw new PeerFailure(notAllowed(refused));
     const origin = new URL(url).origin;
+    if (cardOrigin !== undefined && origin !== cardOrigin) throw new PeerFailure(notAllowed(`${url.slice(0, EXCERPT)} is off the Agent Card's origin ${cardOrigin}`));
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
     headers.delete("authorization");
     let authorization: string | null = null;

@@ -6,10 +6,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { ulidFactory } from "../../src/lib/ids.js";
 import type { IndexEntry, LinkTasksInput, ListedTask, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage, TokenListPage } from "../../src/contract/index.js";
-import { type Action, type Actor, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../../src/core/index.js";
+import { type Actor, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../../src/core/index.js";
 import { SessionLinks } from "./session-links.js";
 import { openActionPage, replaceInboxActions } from "./session-inbox.js";
-import { DEFAULT_ACTION_PAGE_LIMIT, MAX_ACTION_PAGE_LIMIT } from "../../src/contract/limits.js";
 import type { IndexEntryWithActions } from "../task/open-actions.js";
 import { type Env, readConfig, taskObjectName } from "../shared/env.js";
 import { buildSessionSnapshot } from "./session-snapshot.js";
@@ -46,7 +45,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private lastEventSeq = 0;
   private readonly ulid = ulidFactory();
   /** Credentials of the session's A2A peers (POST /v1/sessions/{sid}/peers), read by its delegated steps. */
-  private readonly peers: SessionPeers;
+  private readonly peers = new SessionPeers(this.ctx.storage.sql);
   /** The task graph: links, the graph read, and the blockers pushed to blocked tasks. */
   private readonly links = new SessionLinks(this.ctx, this.env, (at) => this.armAt(at));
   /** Tasks per session and per A2A client. */
@@ -57,7 +56,6 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.hub = new SseHub(readConfig(env).sse);
-    this.peers = new SessionPeers(ctx.storage.sql);
     void ctx.blockConcurrencyWhile(async () => {
       createSessionTables(this.sql);
       await this.links.start();
@@ -144,7 +142,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     this.tokens.noteSocket(holding);
   }
 
-  /** The session record, or null when no session of this id was created. */
+  /** The session record; null when no session of this id was created. */
   async describe(): Promise<{ session_id: string; created_at: string } | null> {
     return this.sql.exec<{ session_id: string; created_at: string }>("SELECT session_id, created_at FROM session").toArray()[0] ?? null;
   }
@@ -350,6 +348,11 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   async setPeerCredential(origin: string, authorization: string): Promise<RpcResult<PeerCredentialInfo>> {
     if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
     return this.peers.set(origin, authorization);
+  }
+
+  /** DELETE /v1/sessions/{sid}/peers/{origin}: forgets the credential of a peer origin. */
+  async deletePeerCredential(origin: string): Promise<RpcResult<{ origin: string }>> {
+    return this.peers.delete(origin);
   }
 
   /** GET /v1/sessions/{sid}/peers: the origins with a credential, never the values. */

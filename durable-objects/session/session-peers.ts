@@ -37,6 +37,12 @@ export class SessionPeers {
     return this.sql.exec<{ origin: string; updated_at: string }>("SELECT origin, updated_at FROM peer_credentials ORDER BY origin").toArray().map((r) => ({ origin: r.origin, updated_at: r.updated_at }));
   }
 
+  /** Forgets the credential of `origin`; not_found when none was set for it (the next call there goes without). */
+  delete(origin: string): RpcResult<{ origin: string }> {
+    if (this.sql.exec("DELETE FROM peer_credentials WHERE origin = ?", origin).rowsWritten > 0) return ok({ origin });
+    return err(runtimeError("not_found", `the session holds no credential for ${origin}`, { origin }));
+  }
+
   /** The Authorization value to send to `origin`, or null when none was set for it. */
   authorizationFor(origin: string): string | null {
     return this.sql.exec<{ authorization: string }>("SELECT authorization FROM peer_credentials WHERE origin = ?", origin).toArray()[0]?.authorization ?? null;

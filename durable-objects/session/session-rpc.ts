@@ -91,8 +91,13 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   listOpenActions(query: { limit?: number; offset?: number }): Promise<SessionActionPage>;
   /** The session snapshot; null when no session of this id was created. */
   snapshot(): Promise<SessionSnapshot | null>;
-  /** Sets (or replaces) the Authorization value sent to an A2A peer origin (not_found: no such session; validation_error: too many origins). */
+  /**
+   * Sets (or replaces) the Authorization value sent to an A2A peer origin (not_found: no such session; validation_error:
+   * too many origins).
+   */
   setPeerCredential(origin: string, authorization: string): Promise<RpcResult<PeerCredentialInfo>>;
+  /** DELETE /v1/sessions/{sid}/peers/{origin}: not_found when none is stored. */
+  deletePeerCredential(origin: string): Promise<RpcResult<{ origin: string }>>;
   /** The peer origins with a credential and when each was set, never the values. */
   listPeers(): Promise<PeerCredentialInfo[]>;
   /** The Authorization value for a peer origin, or null: for the outbound peer client only, never for an answer. */

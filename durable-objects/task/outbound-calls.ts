@@ -26,6 +26,8 @@ export interface PeerTaskSeen {
   readonly remote_status: string;
   readonly status_message: string | null;
   readonly artifacts: { artifact_id: string; name: string | null; text: string | null }[];
+  /** The peer's id of the question it asks (its status message's `metadata.actionId`), when it gives one. */
+  readonly remote_action_id?: string;
 }
 /** What one call to a peer gave: its task, or why not; `subscribe` (a streaming peer) follows the task by its stream. */
 export type PeerAnswer =
@@ -41,7 +43,7 @@ export interface OutboundPorts {
   createChild(child: ChildTaskRequest, createdByAgentId: string): Promise<ChildCreateAnswer>;
   cancelChild(childTaskId: string, delegationId: string, reason: string): Promise<ChildCancelAnswer>;
   deliver(report: ChildReport): Promise<DeliveryAnswer>;
-  peerSend(cardUrl: string, message: { message_id: string; text: string; task_id?: string; context_id?: string }): Promise<PeerAnswer>;
+  peerSend(cardUrl: string, message: { message_id: string; text: string; task_id?: string; context_id?: string; action_id?: string }): Promise<PeerAnswer>;
   peerGet(cardUrl: string, remoteTaskId: string): Promise<PeerAnswer>;
   peerCancel(cardUrl: string, remoteTaskId: string): Promise<PeerAnswer>;
 }
@@ -206,6 +208,7 @@ export class OutboundCalls {
           text: work.text,
           task_id: d.remote_task_id!,
           ...(d.remote_context_id === null ? {} : { context_id: d.remote_context_id }),
+          ...(work.remote_action_id === null ? {} : { action_id: work.remote_action_id }),
         });
         if (!sent.ok) return void (await failed(`${sent.code}: ${sent.message}`, sent.retryable));
         this.noteStreaming(d.delegation_id, sent);
@@ -291,7 +294,14 @@ export class OutboundCalls {
     await this.commit({
       type: "record_delegation",
       delegation_id: delegationId,
-      report: { kind: "remote_status", remote_status: task.remote_status, status_message: task.status_message, artifacts: task.artifacts, ...(mechanism === undefined ? {} : { delivery_mechanism: mechanism }) },
+      report: {
+        kind: "remote_status",
+        remote_status: task.remote_status,
+        status_message: task.status_message,
+        artifacts: task.artifacts,
+        ...(mechanism === undefined ? {} : { delivery_mechanism: mechanism }),
+        ...(task.remote_action_id === undefined ? {} : { remote_action_id: task.remote_action_id }),
+      },
     });
   }
 

@@ -1,6 +1,6 @@
-/** @module The credentials of a session's A2A peers: set one per origin and list the origins (orchestrator only); a value is never read back. */
+/** @module The credentials of a session's A2A peers: set, list and delete one per origin (orchestrator only); a value is never read back. */
 import { Hono } from "hono";
-import { SetPeerCredentialBody } from "../../src/contract/index.js";
+import { OriginSchema, SetPeerCredentialBody } from "../../src/contract/index.js";
 import type { RpcResult } from "../../durable-objects/shared/rpc-result.js";
 import type { PeerCredentialInfo } from "../../durable-objects/session/session-rpc.js";
 import { type AppEnv, requireSessionActor } from "../http/auth.js";
@@ -30,4 +30,13 @@ peerRoutes.get("/:sid/peers", async (c) => {
   const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid));
   if ((await session.describe()) === null) fail("not_found", `no session ${sid}`);
   return c.json({ peers: await session.listPeers() });
+});
+
+// The origin is the peer's key, as POST sets it and GET lists it, percent-encoded as one path segment.
+peerRoutes.delete("/:sid/peers/:origin", async (c) => {
+  const sid = c.req.param("sid");
+  const origin = c.req.param("origin");
+  if (!OriginSchema.safeParse(origin).success) fail("validation_error", "the peer must be named by its origin, percent-encoded: http(s)://host[:port], lowercase, without a path", { origin: origin.slice(0, 200) });
+  const result = (await c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid)).deletePeerCredential(origin)) as RpcResult<{ origin: string }>;
+  return result.ok ? c.json(result.value) : errorResponse(c, result.error);
 });

@@ -137,6 +137,11 @@ export class RuntimeCalls {
     return this.read(`${sessionPath(sessionId)}/peers`, undefined, opts);
   }
 
+  /** DELETE /v1/sessions/{sid}/peers/{origin} (orchestrator): forgets the credential of one A2A peer origin (404 when none). */
+  deletePeerCredential(sessionId: string, origin: string, opts?: CallOptions): Promise<{ origin: string }> {
+    return this.write("DELETE", `${sessionPath(sessionId)}/peers/${seg(origin)}`, {}, opts);
+  }
+
   /** POST /v1/sessions/{sid}/links (link_tasks, orchestrator): the new link, or the same live link again. */
   linkTasks(sessionId: string, body: LinkTasksRequest, opts?: CallOptions): Promise<{ link: TaskLink }> {
     return this.write("POST", `${sessionPath(sessionId)}/links`, body, opts);

@@ -58,8 +58,8 @@ export const RequestActionBody = RequestActionSchema.omit({ type: true, step_id:
 /** POST .../actions/{action_id}/respond (agent.respond_action). */
 export const RespondActionBody = RespondActionSchema.omit({ type: true, action_id: true });
 
-/** An origin as a URL serialises it: `http(s)://host[:port]`, lowercase, no path, no default port. */
-const OriginSchema = z
+/** An origin as a URL serialises it: `http(s)://host[:port]`, lowercase, no path, no default port (also the peer's key in DELETE …/peers/{origin}). */
+export const OriginSchema = z
   .string()
   .max(2_048)
   .refine((value) => {

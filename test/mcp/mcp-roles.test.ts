@@ -40,6 +40,7 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
     "agent.task_progress",
     "set_peer_credential",
     "list_peers",
+    "delete_peer_credential",
     "link_tasks",
     "unlink_tasks",
   ],
@@ -50,7 +51,7 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
 
 /** Catalog operations that are deliberately not MCP tools: admin work, the tool list itself, multi-token batches. */
 const NOT_TOOLS = new Set(["createSession", "mintToken", "revokeAllTokens", "listTools", "batch"]);
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id" };
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id", origin: "origin" };
 
 const pathArgsOf = (op: Operation): string[] => [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((p) => p !== "sid").map((p) => PATH_ARGS[p]!);
 const isWriteTool = (name: string): boolean => mcpTool(name)!.operations.some((op) => op.method !== "get");

@@ -168,6 +168,7 @@ const ROUTES: Readonly<Record<string, RouteCase>> = {
     ],
   },
   listPeers: { caller: "orch" },
+  deletePeerCredential: { caller: "orch" },
   listTasks: {
     caller: "orch",
     badQuery: { include_terminal: ["yes", "1", ""], status: ["x".repeat(33)], limit: ["0", "501", "abc", "1.5", "-1", "1e2"], offset: ["-1", "abc", "1000001"] },
@@ -536,7 +537,7 @@ interface Answer {
 }
 
 function pathOf(op: Operation, c: RouteCase, f: Fixture, params: Readonly<Record<string, string>> = {}): string {
-  const defaults: Record<string, string> = { sid: f.s.sid, tid: f.tid, run: f.worker.run_id, step: op.operationId === "claimStep" ? "c" : "a", action_id: f.actionId, link_id: `lnk_${"0".repeat(26)}` };
+  const defaults: Record<string, string> = { sid: f.s.sid, tid: f.tid, run: f.worker.run_id, step: op.operationId === "claimStep" ? "c" : "a", action_id: f.actionId, link_id: `lnk_${"0".repeat(26)}`, origin: encodeURIComponent("https://peer.example") };
   return op.path.replace(/\{(\w+)\}/g, (_m, name: string) => params[name] ?? defaults[name]!);
 }
 

@@ -100,6 +100,43 @@ describe("Peer credentials", () => {
     expect(await sessionStub(s.sid).peerAuthorization("https://peer-0.example")).toBe("Bearer replaced");
   });
 
+  it("Should delete an origin's credential by its percent-encoded origin (then 404), leaving the others, so the peer client sends it no more", async () => {
+    const s = await newSession();
+    const origin = "http://127.0.0.1:9999";
+    expectOk(await call("POST", peersOf(s.sid), s.orch, { origin, authorization: "Bearer to-forget" }), 201);
+    expectOk(await call("POST", peersOf(s.sid), s.orch, { origin: "https://peer.example", authorization: "Bearer to-keep" }), 201);
+    expect(expectOk(await call("DELETE", `${peersOf(s.sid)}/${encodeURIComponent(origin)}`, s.orch))).toEqual({ origin });
+    expect(await sessionStub(s.sid).peerAuthorization(origin)).toBeNull();
+    expect(await sessionStub(s.sid).peerAuthorization("https://peer.example")).toBe("Bearer to-keep");
+    expect(expectOk(await call("GET", peersOf(s.sid), s.orch)).peers.map((p: { origin: string }) => p.origin)).toEqual(["https://peer.example"]);
+    expectError(await call("DELETE", `${peersOf(s.sid)}/${encodeURIComponent(origin)}`, s.orch), 404, "not_found");
+    expectError(await call("DELETE", `${peersOf(s.sid)}/${encodeURIComponent("https://never.example")}`, s.orch), 404, "not_found");
+    const unknownSession = `sess_${uniqueId("none").toLowerCase()}`;
+    const elsewhere = await call("DELETE", `${peersOf(unknownSession)}/${encodeURIComponent(origin)}`, s.orch);
+    expect(elsewhere.status).toBe(403);
+  });
+
+  it("Should answer 400 validation_error for a DELETE naming no origin (a host, a path, upper case), deleting nothing", async () => {
+    const s = await newSession();
+    expectOk(await call("POST", peersOf(s.sid), s.orch, { origin: "https://peer.example", authorization: "Bearer stays" }), 201);
+    for (const key of ["peer.example", "https%3A%2F%2Fpeer.example%2F", "HTTPS%3A%2F%2FPEER.EXAMPLE", "https%3A%2F%2Fpeer.example%2Fa2a"]) {
+      expectError(await call("DELETE", `${peersOf(s.sid)}/${key}`, s.orch), 400, "validation_error");
+    }
+    expect(await sessionStub(s.sid).peerAuthorization("https://peer.example")).toBe("Bearer stays");
+  });
+
+  it("Should refuse a DELETE from observers, workers, approvers, the admin and another session's orchestrator with 403, keeping the credential", async () => {
+    const s = await newSession();
+    const other = await newSession();
+    expectOk(await call("POST", peersOf(s.sid), s.orch, { origin: "https://peer.example", authorization: "Bearer stays" }), 201);
+    const worker = await dispatch(s, await newTask(s, uniqueId("peers"), [step("a")]));
+    const path = `${peersOf(s.sid)}/${encodeURIComponent("https://peer.example")}`;
+    for (const [who, token] of Object.entries({ observer: s.observer, worker: worker.token, approver: await mintRole(s, "approver"), admin: "test-admin-token", other: other.orch })) {
+      expect((await call("DELETE", path, token)).status, who).toBe(403);
+    }
+    expect(await sessionStub(s.sid).peerAuthorization("https://peer.example")).toBe("Bearer stays");
+  });
+
   it("Should offer set_peer_credential and list_peers as MCP tools of the orchestrator, answering as REST does", async () => {
     const s = await newSession();
     const mcp = await connectMcp(s.orch, "modern");
@@ -110,10 +147,21 @@ describe("Peer credentials", () => {
       const listed = await mcp.callTool({ name: "list_peers", arguments: {} });
       expect(listed.structuredContent).toEqual({ peers: [{ origin: "https://peer.example", updated_at: expect.any(String) }] });
       expect(JSON.stringify(listed)).not.toContain("via-mcp");
+      const deleted = await mcp.callTool({ name: "delete_peer_credential", arguments: { origin: "https://other.example" } });
+      expect(deleted.isError).toBe(true);
+      expect(JSON.stringify(deleted.content)).toContain("not_found");
     } finally {
       await mcp.close();
     }
     expect(await sessionStub(s.sid).peerAuthorization("https://peer.example")).toBe("Bearer via-mcp");
+    const again = await connectMcp(s.orch, "modern");
+    try {
+      const deleted = await again.callTool({ name: "delete_peer_credential", arguments: { origin: "https://peer.example" } });
+      expect(deleted.structuredContent).toEqual({ origin: "https://peer.example" });
+    } finally {
+      await again.close();
+    }
+    expect(await sessionStub(s.sid).peerAuthorization("https://peer.example")).toBeNull();
   });
 });
 

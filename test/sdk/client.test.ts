@@ -138,6 +138,7 @@ const METHOD_OF: Record<string, keyof RuntimeClient | "transport"> = {
   listSessionActions: "sessionActions",
   setPeerCredential: "setPeerCredential",
   listPeers: "listPeers",
+  deletePeerCredential: "deletePeerCredential",
   linkTasks: "linkTasks",
   unlinkTasks: "unlinkTasks",
   getTaskGraph: "taskGraph",
@@ -179,6 +180,15 @@ describe("RuntimeClient: one typed method per operation", () => {
     const page = await observer.listTasks(created.session_id, { include_terminal: true, limit: 10 });
     expect(page).toMatchObject({ total: 1, limit: 10, offset: 0, next_offset: null });
     expect(page.tasks[0]).toMatchObject({ task_id: "one", total_steps: 1 });
+  });
+
+  it("Should set, list and delete a peer credential by its origin (a second delete: not_found)", async () => {
+    const s = await session();
+    expect(await s.orch.setPeerCredential(s.sid, { origin: "https://peer.example:8443", authorization: "Bearer sdk" })).toEqual({ origin: "https://peer.example:8443" });
+    expect((await s.orch.listPeers(s.sid)).peers.map((p) => p.origin)).toEqual(["https://peer.example:8443"]);
+    expect(await s.orch.deletePeerCredential(s.sid, "https://peer.example:8443")).toEqual({ origin: "https://peer.example:8443" });
+    expect((await s.orch.listPeers(s.sid)).peers).toEqual([]);
+    expect(await rejection(s.orch.deletePeerCredential(s.sid, "https://peer.example:8443"))).toMatchObject({ status: 404, code: "not_found" });
   });
 
   it("Should create, read, patch, block, reopen and close tasks", async () => {

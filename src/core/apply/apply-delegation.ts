@@ -75,6 +75,7 @@ export const delegationHandlers: { [K in DelegationEventType]: (s: DagState, e: 
     if (p.delivery_mechanism !== undefined) d.delivery_mechanism = p.delivery_mechanism;
     if (p.remote_artifact_refs !== undefined) d.remote_artifact_refs = [...p.remote_artifact_refs];
     if (p.input_action_id !== undefined) d.input_action_id = p.input_action_id;
+    if (p.remote_action_id !== undefined) d.remote_action_id = p.remote_action_id;
     if (p.cancel_sent === true) d.cancel_sent_at = e.created_at;
     // A call that got through ends the run of failed tries.
     d.tries = 0;

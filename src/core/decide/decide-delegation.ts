@@ -209,7 +209,9 @@ function onRemoteStatus(state: DagState, em: Emitter, ctx: DecideContext, d: Del
   // A step waits for one action at a time: while another is open on it, the question is asked at a later report.
   if (A2A_WAITING.has(r.remote_status) && d.status === "active" && !state.index.stepActions.has(d.step_id)) {
     const actionId = `act_${ctx.newId().toLowerCase()}`;
-    em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, status: "input_required", remote_status: r.remote_status, input_action_id: actionId, ...mechanism, ...(refsChanged ? { remote_artifact_refs: refs } : {}) });
+    // The peer's id of its question, kept (or an earlier question's cleared) so the answer names the right one.
+    const remoteAction = (r.remote_action_id ?? null) !== (d.remote_action_id ?? null) ? { remote_action_id: r.remote_action_id ?? null } : {};
+    em.emit("delegation_updated", d.step_id, { delegation_id: d.delegation_id, status: "input_required", remote_status: r.remote_status, input_action_id: actionId, ...remoteAction, ...mechanism, ...(refsChanged ? { remote_artifact_refs: refs } : {}) });
     em.emit("action_requested", d.step_id, {
       action_id: actionId,
       kind: "input",

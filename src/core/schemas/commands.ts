@@ -202,6 +202,8 @@ export const DelegationReportSchema = z.discriminatedUnion("kind", [
       .optional(),
     /** How this view reached the runtime: a poll (GetTask) or the peer's stream (SubscribeToTask). */
     delivery_mechanism: z.enum(["polling", "streaming"]).optional(),
+    /** The peer's own id of the question it asks (its status message's `metadata.actionId`), sent back with our answer. */
+    remote_action_id: z.string().min(1).max(256).nullable().optional(),
   }),
   /** An outbound call failed; `retryable` says whether trying again may help. */
   z.strictObject({

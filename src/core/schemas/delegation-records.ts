@@ -106,6 +106,8 @@ export const DelegationSchema = z.object({
   outcome: DelegationOutcomeSchema.nullable(),
   /** The open input action that carries a peer's question (kind a2a, status input_required or answering). */
   input_action_id: z.string().nullable(),
+  /** The peer's own id of that question, when its status message gave one: our answer names it (`metadata.actionId`). */
+  remote_action_id: z.string().nullable().optional(),
   /** Failed tries of the current outbound call, and when the next one is due. */
   tries: z.number().int().nonnegative(),
   next_try_at: TimestampSchema.nullable(),

@@ -186,6 +186,7 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
       delivery_mechanism: z.enum(["callback", "polling", "streaming"]).optional(),
       remote_artifact_refs: z.array(z.string()).optional(),
       input_action_id: z.string().nullable().optional(),
+      remote_action_id: z.string().nullable().optional(),
       cancel_sent: z.literal(true).optional(),
     }),
   ),

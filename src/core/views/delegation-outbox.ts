@@ -30,7 +30,8 @@ export type OutboundWork =
   | { readonly intent: "cancel_child"; readonly delegation: Delegation; readonly due_at: number }
   | { readonly intent: "a2a_send"; readonly delegation: Delegation; readonly due_at: number; readonly message_id: string; readonly text: string }
   | { readonly intent: "a2a_follow"; readonly delegation: Delegation; readonly due_at: number }
-  | { readonly intent: "a2a_answer"; readonly delegation: Delegation; readonly due_at: number; readonly message_id: string; readonly text: string }
+  /** `message_id` is derived from the delegation and our action (WAL facts), so every retry of the answer sends the same. */
+  | { readonly intent: "a2a_answer"; readonly delegation: Delegation; readonly due_at: number; readonly message_id: string; readonly text: string; readonly remote_action_id: string | null }
   | { readonly intent: "a2a_cancel"; readonly delegation: Delegation; readonly due_at: number }
   | { readonly intent: "deliver"; readonly due_at: number; readonly report: ChildReport };
 
@@ -83,7 +84,7 @@ function delegationWork(state: DagState, d: Delegation): OutboundWork | null {
       return { intent: "a2a_follow", delegation: d, due_at: due };
     case "answering": {
       const action = d.input_action_id === null ? undefined : state.actions.get(d.input_action_id);
-      return { intent: "a2a_answer", delegation: d, due_at: due, message_id: `${d.delegation_id}-${d.input_action_id}`, text: answerText(action?.input ?? "") };
+      return { intent: "a2a_answer", delegation: d, due_at: due, message_id: `${d.delegation_id}-${d.input_action_id}`, text: answerText(action?.input ?? ""), remote_action_id: d.remote_action_id ?? null };
     }
     case "cancelling":
       return d.cancel_sent_at === null ? { intent: "a2a_cancel", delegation: d, due_at: due } : { intent: "a2a_follow", delegation: d, due_at: due };
