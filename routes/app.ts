@@ -38,8 +38,8 @@ export function buildApp(): Hono<AppEnv> {
   app.use("/v1/*", corsFromEnv);
   app.use("/v1/*", requireValidContentLength);
   app.use("/v1/*", authenticate);
-  // A write the caller's token alone refuses is answered here, before its body is read; reads check in their routes.
-  for (const op of OPERATIONS) if (op.method !== "get") app.on(op.method.toUpperCase(), op.path.replace(/\{(\w+)\}/g, ":$1"), requireOperationRole(op));
+  // A call the caller's token alone refuses (by the catalog's roles) is answered here, before its body is read.
+  for (const op of OPERATIONS) app.on(op.method.toUpperCase(), op.path.replace(/\{(\w+)\}/g, ":$1"), requireOperationRole(op));
   app.route("/v1", metaRoutes);
   app.route("/v1/sessions", eventRoutes);
   app.route("/v1/sessions", sessionRoutes);

@@ -13,6 +13,8 @@ export interface Viewer {
   readonly sessionId: string;
   readonly role: string;
   readonly agentId: string;
+  /** A worker's one task (its token reads nothing else of the session), or null for the other roles. */
+  readonly taskId: string | null;
 }
 
 /** The claims of a token, read without checking its signature (the server does that on every call). */
@@ -21,9 +23,10 @@ export function viewerOf(token: string): Viewer | null {
   if (part === undefined) return null;
   try {
     const json = atob(part.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(part.length / 4) * 4, "="));
-    const claims = JSON.parse(json) as { sid?: unknown; role?: unknown; sub?: unknown };
+    const claims = JSON.parse(json) as { sid?: unknown; role?: unknown; sub?: unknown; tid?: unknown };
     if (typeof claims.sid !== "string" || typeof claims.role !== "string") return null;
-    return { token, sessionId: claims.sid, role: claims.role, agentId: typeof claims.sub === "string" ? claims.sub : "" };
+    const taskId = claims.role === "worker" && typeof claims.tid === "string" ? claims.tid : null;
+    return { token, sessionId: claims.sid, role: claims.role, agentId: typeof claims.sub === "string" ? claims.sub : "", taskId };
   } catch {
     return null;
   }

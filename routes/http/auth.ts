@@ -4,7 +4,7 @@ import { actorOf, secretsEqual, TOKEN_REFUSAL_MESSAGES, type TokenClaims, tokenI
 import { admitToken } from "../../durable-objects/shared/revocations.js";
 import { type Actor, ID_PATTERN } from "../../src/core/index.js";
 import type { Env } from "../../durable-objects/shared/env.js";
-import type { Operation } from "./catalog.js";
+import { type Operation, roleRefusal } from "./catalog.js";
 import { fail } from "../../durable-objects/shared/http-errors.js";
 
 /** Claims of a token the REST and MCP routes serve: every role but `a2a_client`, which speaks A2A only. */
@@ -75,24 +75,24 @@ export function slotHolder(c: Context<AppEnv>): Promise<string> {
 }
 
 /**
- * The checks of an operation that need only the token and the path, run before its body is read: a caller who
- * may not call it at all is answered without a byte of the body read (an observer's 200 MB `complete` costs
- * nothing). In the order the routes and objects check them: admin-only (403 permission_denied), the session
- * and a worker's task (403 permission_denied, a malformed task id 400), then the role the catalog gives the
- * operation (403 tool_not_available). Checks that need the object (a run, a step, an action) stay with it.
+ * The checks of an operation that need only the token and the path, run before its body or query is read: a
+ * caller who may not call it at all is answered without a byte of the body read (an observer's 200 MB `complete`
+ * costs nothing). In the order the routes and objects check them: the session and a worker's task (403
+ * permission_denied, a malformed task id 400), then what the catalog lets the caller's role do (roleRefusal: 403
+ * tool_not_available, or permission_denied for the admin inside a session, a session token on admin work, a
+ * worker's session-wide read). Checks that need the object (a run, a step, an action) stay with it.
  */
 export function requireOperationRole(op: Operation): MiddlewareHandler<AppEnv> {
-  const adminOnly = op.roles.length === 1 && op.roles[0] === "admin";
   return async (c, next) => {
     const caller = c.get("caller");
-    if (adminOnly) requireAdmin(c);
-    if (caller.kind === "admin" && op.roles.includes("admin")) return next();
     const sid = c.req.param("sid");
     const tid = c.req.param("tid");
-    const actor = sid === undefined ? null : tid === undefined ? requireSessionActor(c, sid) : requireTaskActor(c, sid, tid);
-    if (actor !== null && !(op.roles as readonly string[]).includes(actor.role)) {
-      fail("tool_not_available", `${op.tool} is not available to the ${actor.role} role`, { role: actor.role, tool: op.tool });
+    if (caller.kind === "token" && sid !== undefined) {
+      if (tid === undefined) requireSessionActor(c, sid);
+      else requireTaskActor(c, sid, tid);
     }
+    const refusal = roleRefusal(op, caller.kind === "admin" ? "admin" : caller.claims.role);
+    if (refusal !== null) fail(refusal.code, refusal.message, refusal.details);
     return next();
   };
 }

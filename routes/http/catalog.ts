@@ -53,8 +53,10 @@ export interface Operation {
 
 const S = "/v1/sessions/{sid}";
 const T = `${S}/tasks/{tid}`;
-/** Every session token may read: an approver reads like an observer. */
+/** Every session token may read a task in its scope: an approver reads like an observer. */
 const inScope: readonly Role[] = ["orchestrator", "worker", "observer", "approver"];
+/** Reads across the session's tasks: not a worker's, whose token reads only its own task (see roleRefusal). */
+const sessionWide: readonly Role[] = ["orchestrator", "observer", "approver"];
 
 /** Every v1 operation, in the order OpenAPI, /v1/tools and MCP tools/list show them (docs/api.md "Routes" describes them). */
 export const OPERATIONS: readonly Operation[] = [
@@ -63,11 +65,11 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "get", path: `${S}/tokens`, operationId: "listTokens", tool: "list_tokens", roles: ["admin", "orchestrator"], summary: "The session's live tokens (token_id, role, agent_id, run_id, task_id, expires_at), oldest first; never the tokens themselves.", query: TokenListQueryParams },
   { method: "delete", path: `${S}/tokens/{token_id}`, operationId: "revokeToken", tool: "revoke_token", roles: ["admin", "orchestrator"], summary: "Revoke one token: every surface then answers it 401 with details.reason revoked, and its open streams and command sockets close." },
   { method: "post", path: `${S}/tokens/revoke-all`, operationId: "revokeAllTokens", tool: "revoke_all_tokens", roles: ["admin", "orchestrator"], summary: "Revoke every token of the session, this one included, and answer a fresh orchestrator token (201).", body: EmptyBody },
-  { method: "get", path: S, operationId: "getSession", tool: "get_session", roles: inScope, summary: "Session snapshot with task_summary counts." },
+  { method: "get", path: S, operationId: "getSession", tool: "get_session", roles: sessionWide, summary: "Session snapshot with task_summary counts." },
   { method: "post", path: `${S}/peers`, operationId: "setPeerCredential", tool: "set_peer_credential", roles: ["orchestrator"], summary: "Set (or replace) the Authorization value delegated steps send to one A2A peer origin; 201 with the origin. The value is kept in the session, never in a WAL, and no read returns it.", body: SetPeerCredentialBody },
   { method: "delete", path: `${S}/peers/{origin}`, operationId: "deletePeerCredential", tool: "delete_peer_credential", roles: ["orchestrator"], summary: "Forget the Authorization value stored for one A2A peer origin (the origin percent-encoded as the path segment); delegated steps call that origin without it from their next request. 404 not_found when none is stored." },
   { method: "get", path: `${S}/peers`, operationId: "listPeers", tool: "list_peers", roles: ["orchestrator"], summary: "The A2A peer origins the session holds a credential for, with when each was set (never the values)." },
-  { method: "get", path: `${S}/tasks`, operationId: "listTasks", tool: "agent.task_list", roles: inScope, summary: "List tasks: active by default; include_terminal adds terminal ones, newest first.", query: TaskListQueryParams },
+  { method: "get", path: `${S}/tasks`, operationId: "listTasks", tool: "agent.task_list", roles: sessionWide, summary: "List tasks: active by default; include_terminal adds terminal ones, newest first.", query: TaskListQueryParams },
   { method: "post", path: `${S}/tasks`, operationId: "createTask", tool: "agent.task_create", roles: ["orchestrator"], summary: "Create a task DAG.", body: CreateTaskBody },
   { method: "get", path: "/v1/task-template", operationId: "getTaskTemplate", tool: "agent.task_template", roles: inScope, summary: "The guide for writing a task DAG." },
   { method: "get", path: "/v1/tools", operationId: "listTools", tool: "list_tools", roles: inScope, summary: "JSON Schemas of the tools the caller's role may use." },
@@ -88,10 +90,10 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "get", path: `${T}/actions`, operationId: "listTaskActions", tool: "agent.task_actions", roles: inScope, summary: "The task's human actions, oldest first, optionally only open or only resolved ones; paginated.", query: ActionListQueryParams },
   { method: "get", path: `${T}/actions/{action_id}`, operationId: "getTaskAction", tool: "agent.task_action", roles: inScope, summary: "One human action; with wait_ms (at most 30,000) it answers as soon as the action is resolved, or with the still-open action when the wait ends.", query: ActionGetQueryParams },
   { method: "post", path: `${T}/actions/{action_id}/respond`, operationId: "respondAction", tool: "agent.respond_action", roles: ["orchestrator", "approver"], summary: "Resolve an open action: approved, rejected or submitted (input checked against its input_schema, 400 validation_error otherwise); an answer to a resolved one is 409 action_resolved.", body: RespondActionBody },
-  { method: "get", path: `${S}/actions`, operationId: "listSessionActions", tool: "session_actions", roles: inScope, summary: "The session's inbox: open actions of all its tasks with their task's title, newest first; paginated.", query: SessionActionsQueryParams },
+  { method: "get", path: `${S}/actions`, operationId: "listSessionActions", tool: "session_actions", roles: sessionWide, summary: "The session's inbox: open actions of all its tasks with their task's title, newest first; paginated.", query: SessionActionsQueryParams },
   { method: "post", path: `${S}/links`, operationId: "linkTasks", tool: "link_tasks", roles: ["orchestrator"], summary: "Link two tasks of the session (parent_child, blocks, source_task, source_attempt) or a task to a ref (produced_artifact, consumed_artifact, evidence): 201 with the new link, 200 with the same live link again. A blocks link holds its blocked task (no dispatch, no claim: 409 task_not_dispatchable) until the blocker completes; one closing a cycle of blocks links is 409 dependency_cycle.", body: LinkTasksBody },
   { method: "delete", path: `${S}/links/{link_id}`, operationId: "unlinkTasks", tool: "unlink_tasks", roles: ["orchestrator"], summary: "Remove a link: it stays in the graph's history with status removed; a blocks link no longer holds its task." },
-  { method: "get", path: `${S}/graph`, operationId: "getTaskGraph", tool: "task_graph", roles: inScope, summary: "The session's task graph: nodes (its tasks by task_id, a page of at most `limit`) and the edges from them, explicit links and the parent_child and source_task edges the tasks' own records imply (implicit: true); next_cursor for the next page.", query: GraphQueryParams },
+  { method: "get", path: `${S}/graph`, operationId: "getTaskGraph", tool: "task_graph", roles: sessionWide, summary: "The session's task graph: nodes (its tasks by task_id, a page of at most `limit`) and the edges from them, explicit links and the parent_child and source_task edges the tasks' own records imply (implicit: true); next_cursor for the next page.", query: GraphQueryParams },
   { method: "get", path: `${T}/steps`, operationId: "querySteps", tool: "agent.task_query_steps", roles: inScope, summary: "Query steps (workers: ready steps in their scope, limit 5).", query: StepQueryParams },
   { method: "post", path: `${T}/steps/{step}/claim`, operationId: "claimStep", tool: "agent.task_claim_step", roles: ["worker"], summary: "Claim a ready step under a lease.", body: EmptyBody },
   { method: "post", path: `${T}/steps/claim-next`, operationId: "claimNextStep", tool: "agent.task_claim_next", roles: ["worker"], summary: "Claim the first claimable step in scope, or answer no_step_claimed.", body: EmptyBody },
@@ -102,8 +104,38 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "get", path: `${T}/summary`, operationId: "getTaskSummary", tool: "task_summary", roles: inScope, summary: "Compact DAG summary for a prompt, within token_budget.", query: SummaryQueryParams },
   { method: "get", path: `${T}/wal`, operationId: "exportWal", tool: "task_wal", roles: inScope, summary: "The WAL as JSON Lines after after_seq.", query: WalQueryParams },
   { method: "get", path: `${T}/events`, operationId: "streamTaskEvents", tool: "task_events", roles: inScope, summary: "Server-Sent Events of the task's runtime events (id: the event's sequence, strictly increasing); resumes exactly from Last-Event-ID or after_seq (a wal_seq); ends with an end frame once the task is terminal.", query: EventsQueryParams, stream: "sse" },
-  { method: "get", path: `${S}/events`, operationId: "streamSessionEvents", tool: "session_events", roles: inScope, summary: "Server-Sent Events of the session's task summaries (snapshot.updated) as they change; resumes from Last-Event-ID or after_seq.", query: EventsQueryParams, stream: "sse" },
+  { method: "get", path: `${S}/events`, operationId: "streamSessionEvents", tool: "session_events", roles: sessionWide, summary: "Server-Sent Events of the session's task summaries (snapshot.updated) as they change; resumes from Last-Event-ID or after_seq.", query: EventsQueryParams, stream: "sse" },
 ];
+
+/** Why a role is refused an operation: the 403 code, message and details every surface answers alike. */
+export interface RoleRefusal {
+  readonly code: "tool_not_available" | "permission_denied";
+  readonly message: string;
+  readonly details: Record<string, unknown>;
+}
+
+/** An operation on the whole session (its path names no task): a worker's token is outside its scope there. */
+export const isSessionWide = (op: Operation): boolean => op.path.includes("{sid}") && !op.path.includes("{tid}");
+
+/**
+ * The one rule for a caller the catalog does not give an operation, for REST, MCP and the matrix in
+ * docs/security.md: null when it may call it (its session and task scope are checked apart). The admin token acts
+ * in no session; an admin-only operation needs it. A worker token reads only its own task, so a session-wide read is
+ * outside its scope (details.scope "task"). A command socket would hold an object's slot for a token that can send
+ * no command over it. Any other operation is a tool the role does not have (tool_not_available).
+ */
+export function roleRefusal(op: Operation, role: Role): RoleRefusal | null {
+  if (op.roles.includes(role)) return null;
+  if (role === "admin") return op.path.includes("{sid}") ? { code: "permission_denied", message: "the admin token acts in no session: use a session token", details: { role } } : null;
+  if (op.roles.length === 1 && op.roles[0] === "admin") return { code: "permission_denied", message: `${op.tool} needs the admin token`, details: { role, tool: op.tool } };
+  if (role === "worker" && op.method === "get" && isSessionWide(op)) {
+    return { code: "permission_denied", message: `a worker token reads only its own task: ${op.tool} reads the whole session`, details: { role, scope: "task", tool: op.tool } };
+  }
+  if (op.stream === "websocket") {
+    return { code: "permission_denied", message: `a ${role} token sends no commands: a command socket is for ${op.roles.join(", ")} tokens`, details: { role, tool: op.tool } };
+  }
+  return { code: "tool_not_available", message: `${op.tool} is not available to the ${role} role`, details: { role, tool: op.tool } };
+}
 
 /**
  * JSON Schema of a zod schema: the input side (what a request sends), or the output side (what the route reads

@@ -16,6 +16,7 @@ import type { AppEnv } from "../http/auth.js";
 import { parseJsonTextIfValid } from "../../durable-objects/commands/command-json.js";
 import { readBodyText } from "../http/body.js";
 import { parseCorsOrigins } from "../http/cors.js";
+import { roleRefusal } from "../http/catalog.js";
 import { fail, STATUS_OF } from "../../durable-objects/shared/http-errors.js";
 import { mcpTool, type McpCaller, restCallOf, ToolArgumentError, toolAvailable, toolsFor } from "./mcp-tools.js";
 import { errorText, resultText } from "./mcp-text.js";
@@ -72,11 +73,13 @@ function refusal(code: ErrorCode, message: string, details: Record<string, unkno
   return { isError: true, content: [{ type: "text", text: errorText(code, message) }], structuredContent: { status: STATUS_OF[code], error: { code, message, details } } };
 }
 
-/** Runs a tool call as its REST operation. Unknown and role-forbidden tools are tool_not_available results. */
+/** Runs a tool call as its REST operation. An unknown tool is tool_not_available; one the role lacks, refused as its route would (roleRefusal). */
 async function callTool(scope: McpRequestScope, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
   const tool = mcpTool(name);
-  if (tool === undefined || !toolAvailable(tool, scope.caller.role)) {
-    return refusal("tool_not_available", `${name} is not available to the ${scope.caller.role} role`, { role: scope.caller.role, tool: name });
+  if (tool === undefined) return refusal("tool_not_available", `${name} is not available to the ${scope.caller.role} role`, { role: scope.caller.role, tool: name });
+  if (!toolAvailable(tool, scope.caller.role)) {
+    const refused = roleRefusal(tool.operations[0]!, scope.caller.role)!;
+    return refusal(refused.code, refused.message, { ...refused.details, tool: name });
   }
   // A tool result is one JSON value held whole in memory: the WAL comes to MCP clients in pages, never streamed whole.
   if (name === "task_wal" && args.limit === "all") {

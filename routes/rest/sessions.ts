@@ -59,7 +59,6 @@ sessionRoutes.post("/:sid/tokens", async (c) => {
 
 sessionRoutes.get("/:sid/tokens", async (c) => {
   const sid = c.req.param("sid");
-  requireSessionOrAdmin(c, sid, "list_tokens");
   const query = validate(TokenListQueryParams, c.req.query());
   const page = (await sessionStub(c, sid).listTokens(query.limit ?? DEFAULT_TOKEN_PAGE_LIMIT, query.cursor ?? null)) as RpcResult<TokenListPage>;
   return page.ok ? c.json(page.value) : errorResponse(c, page.error);
@@ -96,12 +95,6 @@ function makerExpiry(c: Context<AppEnv>): number | undefined {
   return caller.kind === "token" ? caller.claims.exp : undefined;
 }
 
-/** The admin, or an orchestrator of session `sid` (the token routes' readers); 403 otherwise. */
-function requireSessionOrAdmin(c: Context<AppEnv>, sid: string, tool: string): void {
-  if (c.get("caller").kind === "admin") return;
-  const actor = requireSessionActor(c, sid);
-  if (actor.role !== "orchestrator") fail("tool_not_available", `${tool} is not available to the ${actor.role} role`, { role: actor.role, tool });
-}
 
 sessionRoutes.get("/:sid", async (c) => {
   const sid = c.req.param("sid");

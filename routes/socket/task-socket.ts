@@ -20,10 +20,6 @@ import { taskStub } from "../../durable-objects/commands/batch.js";
 import { HOLDER_HEADER, SCOPE_HEADER, TOKEN_HEADER } from "../../durable-objects/commands/command-frames.js";
 import { fail } from "../../durable-objects/shared/http-errors.js";
 import { type AppEnv, requireTaskActor, slotHolder } from "../http/auth.js";
-import { OPERATIONS } from "../http/catalog.js";
-
-/** The roles that may hold a command socket: those that may send a command over it (the catalog's roles). */
-const SOCKET_ROLES: ReadonlySet<string> = new Set(OPERATIONS.find((op) => op.operationId === "commandSocket")!.roles);
 
 /** The route of the command socket: authenticate, then hand the upgrade to the task's object. */
 export const taskSocketRoutes = new Hono<AppEnv>();
@@ -31,10 +27,9 @@ export const taskSocketRoutes = new Hono<AppEnv>();
 taskSocketRoutes.get("/:sid/tasks/:tid/socket", async (c) => {
   const sid = c.req.param("sid");
   const tid = c.req.param("tid");
-  const actor = requireTaskActor(c, sid, tid);
-  // A socket is held by its task's object for as long as it stays open: a role that can send no command over it
-  // (an observer) must not take one of the object's slots.
-  if (!SOCKET_ROLES.has(actor.role)) fail("permission_denied", `a ${actor.role} token sends no commands: a command socket is for ${[...SOCKET_ROLES].join(", ")} tokens`);
+  // requireOperationRole has refused the roles that can send no command over it (roleRefusal): a socket holds one
+  // of its task object's slots for as long as it stays open.
+  requireTaskActor(c, sid, tid);
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") fail("validation_error", "this route takes a WebSocket upgrade (Upgrade: websocket)");
   const url = new URL(c.req.url);
   url.searchParams.delete("access_token");

@@ -44,4 +44,11 @@ describe("the dashboard's token", () => {
     expect(routeOf("#/")).toEqual({ view: "session" });
     expect(routeOf("#/tasks/BAD!")).toEqual({ view: "session" });
   });
+
+  it("Should keep a worker, whose token reads only its own task, on that task's view whatever the fragment", () => {
+    const worker = viewerOf(`x.${b64({ role: "worker", sid: "sess_1", sub: "w1", tid: "report-1", run: "run_1" })}.y`)!;
+    expect(worker.taskId).toBe("report-1");
+    expect(viewerOf(token)!.taskId).toBeNull();
+    for (const hash of ["#/", "", "#/tasks/other-task"]) expect(routeOf(hash, worker.taskId)).toEqual({ view: "task", taskId: "report-1" });
+  });
 });

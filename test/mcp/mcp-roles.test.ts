@@ -1,7 +1,8 @@
 /**
  * MCP tools by role, through the official clients (2026-07-28 and 2025-11-25): `tools/list` shows exactly the
  * tools the catalog gives the caller's role, with argument schemas taken from the routes' zod schemas, and a
- * tool outside the role (or no tool at all) is a tool_not_available result that writes nothing.
+ * tool outside the role (or no tool at all) is a tool_not_available result that writes nothing (a worker's
+ * session-wide read: permission_denied, its token reading only its own task).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonSchemaOf, OPERATIONS, type Operation } from "../../routes/http/catalog.js";
@@ -13,8 +14,11 @@ import { mintRole, uniqueId } from "../support/support.js";
 const ROLES: readonly SessionRole[] = ["orchestrator", "worker", "observer", "approver"];
 const KINDS: readonly ClientKind[] = ["modern", "legacy"];
 
-/** The tools every session token may call: reads only. */
-const READS = ["get_session", "agent.task_list", "agent.task_template", "agent.task_get", "agent.task_actions", "agent.task_action", "session_actions", "agent.task_query_steps", "task_summary", "task_wal", "task_graph"];
+/** The reads of one task, which every session token may call (a worker's of its own task). */
+const TASK_READS = ["agent.task_template", "agent.task_get", "agent.task_actions", "agent.task_action", "agent.task_query_steps", "task_summary", "task_wal"];
+/** The reads across the session, which every session token but a worker's may call. */
+const SESSION_READS = ["get_session", "agent.task_list", "session_actions", "task_graph"];
+const READS = [...SESSION_READS, ...TASK_READS];
 
 /** Each role's tools by their task-tool names (docs/model.md "Tools"), written out so that a catalog change shows here. */
 const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
@@ -44,7 +48,7 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
     "link_tasks",
     "unlink_tasks",
   ],
-  worker: [...READS, "agent.task_claim_step", "agent.task_claim_next", "agent.task_update_step", "agent.task_progress", "finish_worker_run", "agent.request_action"],
+  worker: [...TASK_READS, "agent.task_claim_step", "agent.task_claim_next", "agent.task_update_step", "agent.task_progress", "finish_worker_run", "agent.request_action"],
   observer: READS,
   approver: [...READS, "agent.respond_action"],
 };
@@ -202,18 +206,21 @@ describe.each(KINDS)("A tool outside the caller's role (%s client)", (kind) => {
     await expectToolRefusedWritingNothing(ctx.taskPath, ctx.s.orch, () => clients.get(role)!.callTool({ name, arguments: args() }), "tool_not_available", 403);
   });
 
-  it.each(ROLES)("Should answer every tool the %s role lacks, whatever its arguments, with tool_not_available", async (role) => {
+  it.each(ROLES)("Should answer every tool the %s role lacks, whatever its arguments, with tool_not_available (a worker's session-wide read: permission_denied)", async (role) => {
     const missing = MCP_TOOLS.filter((t) => !toolAvailable(t, role));
+    const outOfScope = (name: string) => role === "worker" && [...SESSION_READS, "list_peers"].includes(name);
     await expectToolRefusedWritingNothing(
       ctx.taskPath,
       ctx.s.orch,
       async () => {
         const results = await Promise.all(missing.map((t) => clients.get(role)!.callTool({ name: t.name, arguments: { task_id: taskId(), step_id: "a" } })));
         for (const [i, result] of results.entries()) {
-          expect(result.structuredContent, missing[i]!.name).toEqual({ status: 403, error: { code: "tool_not_available", message: expect.any(String), details: { role, tool: missing[i]!.name } } });
+          const name = missing[i]!.name;
+          const error = outOfScope(name) ? { code: "permission_denied", details: { role, scope: "task", tool: name } } : { code: "tool_not_available", details: { role, tool: name } };
+          expect(result.structuredContent, name).toEqual({ status: 403, error: { ...error, message: expect.any(String) } });
         }
-        // The last one stands for all in the helper's full shape check (every role lacks at least one tool).
-        return results.at(-1);
+        // The last tool_not_available one stands for all in the helper's full shape check (every role lacks a write tool).
+        return results.filter((r: any) => r.structuredContent.error.code === "tool_not_available").at(-1);
       },
       "tool_not_available",
       403,

@@ -1,8 +1,8 @@
 /**
  * @module The maintainer's docs against the code they describe: docs/api.md names every operation of the route
  * catalog (method and path) and every error code with the HTTP status STATUS_OF gives it; docs/limits.md names every
- * configurable limit of wrangler.toml's [vars]; docs/security.md's role matrix gives each operation exactly the catalog's
- * roles. A route, code or var added without its line in the docs fails here, and so does a line left behind.
+ * configurable limit of wrangler.toml's [vars] (docs/security.md's matrix is generated and checked whole: security-matrix.test.ts).
+ * A route, code or var added without its line in the docs fails here, and so does a line left behind.
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -14,7 +14,7 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const read = (file: string): string => readFileSync(`${ROOT}${file}`, "utf8");
 
 /** What a doc is checked for: the operations (method and path) and error statuses of the code. */
-type OperationRef = { readonly method: string; readonly path: string; readonly roles?: readonly string[] };
+type OperationRef = { readonly method: string; readonly path: string };
 
 /** `METHOD /path` of an operation, as the docs write it (in backticks). */
 const routeOf = (op: OperationRef): string => `${op.method.toUpperCase()} ${op.path}`;
@@ -54,42 +54,7 @@ function varsOf(toml: string): string[] {
   return [...section.matchAll(/^([A-Z][A-Z0-9_]*)\s*=/gm)].map((m) => m[1]!);
 }
 
-/**
- * The role matrix: `` | `METHOD /path` | `tool` | ✓ | — | … `` under a header row naming the roles → the roles
- * marked ✓ for each route. Pure.
- */
-function roleMatrix(doc: string): Map<string, string[]> {
-  const lines = doc.split("\n");
-  const header = lines.find((line) => /^\|\s*operation\s*\|/.test(line));
-  if (header === undefined) return new Map();
-  const columns = header.split("|").slice(1, -1).map((cell) => cell.trim());
-  const matrix = new Map<string, string[]>();
-  for (const line of lines) {
-    const route = /^\|\s*`((?:GET|POST|PATCH|DELETE) \/[^`]*)`\s*\|/.exec(line)?.[1];
-    if (route === undefined) continue;
-    const cells = line.split("|").slice(1, -1).map((cell) => cell.trim());
-    matrix.set(route, columns.flatMap((column, i) => (cells[i] === "✓" ? [column] : [])));
-  }
-  return matrix;
-}
-
-/** Operations whose row is missing or marks other roles than the catalog's, and rows of no operation. Pure. */
-function roleMismatches(doc: string, operations: readonly OperationRef[]): string[] {
-  const matrix = roleMatrix(doc);
-  const problems: string[] = [];
-  for (const op of operations) {
-    const marked = matrix.get(routeOf(op))?.slice().sort();
-    const roles = [...(op.roles ?? [])].sort();
-    if (marked === undefined) problems.push(`${routeOf(op)} has no row`);
-    else if (marked.join(",") !== roles.join(",")) problems.push(`${routeOf(op)} marks ${marked.join(", ") || "nobody"}; the catalog: ${roles.join(", ")}`);
-  }
-  const real = new Set(operations.map(routeOf));
-  for (const route of matrix.keys()) if (!real.has(route)) problems.push(`${route} has a row but is no operation`);
-  return problems;
-}
-
 const api = read("docs/api.md");
-const security = read("docs/security.md");
 const limits = read("docs/limits.md");
 
 describe("docs/api.md", () => {
@@ -111,16 +76,10 @@ describe("docs/limits.md", () => {
   });
 });
 
-describe("docs/security.md", () => {
-  it("Should give every operation exactly the roles the catalog gives it", () => {
-    expect(roleMismatches(security, OPERATIONS)).toEqual([]);
-  });
-});
-
 describe("the checks themselves", () => {
   const ops: OperationRef[] = [
-    { method: "get", path: "/v1/a/{x}", roles: ["observer"] },
-    { method: "post", path: "/v1/a/{x}/b", roles: ["admin", "worker"] },
+    { method: "get", path: "/v1/a/{x}" },
+    { method: "post", path: "/v1/a/{x}/b" },
   ];
   const doc = ["| route | what |", "|---|---|", "| `GET /v1/a/{x}` | reads |", "| `POST /v1/a/{x}/b?y=1` | writes |"].join("\n");
 
@@ -141,12 +100,5 @@ describe("the checks themselves", () => {
   it("Should read the vars of the [vars] section only", () => {
     expect(varsOf('name = "x"\n[build]\nCOMMAND = "y"\n[vars]\n# a comment\nA_MS = "1"\nB = ""\n')).toEqual(["A_MS", "B"]);
     expect(varsOf('[vars]\nA = "1"\n[[migrations]]\nTAG = "v1"\n')).toEqual(["A"]);
-  });
-
-  it("Should report a role the matrix marks that the catalog does not give, and a missing row", () => {
-    const matrix = ["| operation | tool | admin | worker | observer |", "|---|---|:---:|:---:|:---:|", "| `GET /v1/a/{x}` | `a` | — | — | ✓ |", "| `POST /v1/a/{x}/b` | `b` | ✓ | ✓ | — |"].join("\n");
-    expect(roleMismatches(matrix, ops)).toEqual([]);
-    expect(roleMismatches(matrix.replace("| `a` | — | — | ✓ |", "| `a` | — | ✓ | ✓ |"), ops)).toEqual(["GET /v1/a/{x} marks observer, worker; the catalog: observer"]);
-    expect(roleMismatches(matrix.replace("| `GET /v1/a/{x}` | `a` | — | — | ✓ |", ""), ops)).toEqual(["GET /v1/a/{x} has no row"]);
   });
 });

@@ -113,7 +113,7 @@ describe("link_tasks and unlink_tasks", () => {
     expect(expectOk(await graph(other.s)).edges).toEqual([]);
   });
 
-  it("Should let only the orchestrator link and unlink (403), and every session token read the graph", async () => {
+  it("Should let only the orchestrator link and unlink (403), and every session token but a worker's read the graph", async () => {
     const { s, paths } = await sessionWith("a", "b");
     const made = expectOk(await link(s, { kind: "source_task", from_task_id: "b", to_task_id: "a" }), 201).link;
     const worker = (await dispatch(s, paths.a!)).token;
@@ -121,8 +121,10 @@ describe("link_tasks and unlink_tasks", () => {
     for (const token of [worker, s.observer, approver]) {
       expectError(await link(s, { kind: "blocks", from_task_id: "a", to_task_id: "b" }, token), 403, "tool_not_available");
       expectError(await unlink(s, made.link_id, token), 403, "tool_not_available");
-      expect(expectOk(await graph(s, "", token)).edges).toEqual([expect.objectContaining({ link_id: made.link_id, status: "active" })]);
+      if (token !== worker) expect(expectOk(await graph(s, "", token)).edges).toEqual([expect.objectContaining({ link_id: made.link_id, status: "active" })]);
     }
+    // A worker's token reads only its own task: the session's graph is outside it.
+    expectError(await graph(s, "", worker), 403, "permission_denied");
     // Another session's orchestrator is refused too.
     const stranger = await newSession();
     expectError(await link(s, { kind: "blocks", from_task_id: "a", to_task_id: "b" }, stranger.orch), 403, "permission_denied");

@@ -51,20 +51,22 @@ describe("Peer credentials", () => {
     const s = await newSession();
     const other = await newSession();
     const worker = await dispatch(s, await newTask(s, uniqueId("peers"), [step("a")]));
+    // [token, code of the write, code of the read]: a worker's token reads only its own task, so the session-wide
+    // list is outside its scope.
     const refused = {
-      observer: [s.observer, "tool_not_available"],
-      worker: [worker.token, "tool_not_available"],
-      approver: [await mintRole(s, "approver"), "tool_not_available"],
-      admin: ["test-admin-token", "permission_denied"],
-      "another session's orchestrator": [other.orch, "permission_denied"],
+      observer: [s.observer, "tool_not_available", "tool_not_available"],
+      worker: [worker.token, "tool_not_available", "permission_denied"],
+      approver: [await mintRole(s, "approver"), "tool_not_available", "tool_not_available"],
+      admin: ["test-admin-token", "permission_denied", "permission_denied"],
+      "another session's orchestrator": [other.orch, "permission_denied", "permission_denied"],
     } as const;
-    for (const [who, [token, code]] of Object.entries(refused)) {
+    for (const [who, [token, setCode, listCode]] of Object.entries(refused)) {
       const set = await call("POST", peersOf(s.sid), token, { origin: "https://peer.example", authorization: `Bearer from-${who}` });
       expect(set.status, who).toBe(403);
-      expect(set.body.error.code, who).toBe(code);
+      expect(set.body.error.code, who).toBe(setCode);
       const list = await call("GET", peersOf(s.sid), token);
       expect(list.status, who).toBe(403);
-      expect(list.body.error.code, who).toBe(code);
+      expect(list.body.error.code, who).toBe(listCode);
     }
     expect(expectOk(await call("GET", peersOf(s.sid), s.orch))).toEqual({ peers: [] });
     expect(await sessionStub(s.sid).peerAuthorization("https://peer.example")).toBeNull();

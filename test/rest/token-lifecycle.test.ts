@@ -70,8 +70,10 @@ describe("token ids and the token list", () => {
     const worker = await dispatch(S, path);
     const approver = await mintRole(S, "approver");
     expectOk(await call("GET", `/v1/sessions/${S.sid}/tokens`, ADMIN));
+    // A worker reads nothing session-wide: its refusal of the list is permission_denied, as for every such read.
+    expectError(await call("GET", `/v1/sessions/${S.sid}/tokens`, worker.token), 403, "permission_denied");
     for (const token of [S.observer, approver, worker.token]) {
-      expectError(await call("GET", `/v1/sessions/${S.sid}/tokens`, token), 403, "tool_not_available");
+      if (token !== worker.token) expectError(await call("GET", `/v1/sessions/${S.sid}/tokens`, token), 403, "tool_not_available");
       expectError(await call("DELETE", `/v1/sessions/${S.sid}/tokens/tok_x`, token), 403, "tool_not_available");
       expectError(await call("POST", `/v1/sessions/${S.sid}/tokens/revoke-all`, token, {}), 403, "tool_not_available");
     }

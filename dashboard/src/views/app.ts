@@ -6,10 +6,10 @@ import { SessionView } from "./session-view.js";
 import { TaskView } from "./task-view.js";
 import type { ViewProps } from "./view-props.js";
 
-function useRoute(): Route {
-  const [route, setRoute] = useState(() => routeOf(location.hash));
+function useRoute(ownTask: string | null): Route {
+  const [route, setRoute] = useState(() => routeOf(location.hash, ownTask));
   useEffect(() => {
-    const onHash = () => setRoute(routeOf(location.hash));
+    const onHash = () => setRoute(routeOf(location.hash, ownTask));
     addEventListener("hashchange", onHash);
     return () => removeEventListener("hashchange", onHash);
   }, []);
@@ -18,7 +18,7 @@ function useRoute(): Route {
 
 /** The page: a header with the session and the viewer's role, then the routed view. */
 export function App(props: ViewProps) {
-  const route = useRoute();
+  const route = useRoute(props.viewer.taskId);
   return html`
     <header class="top">
       <a class="brand" href="#/">Agent task runtime</a>
