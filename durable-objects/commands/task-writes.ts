@@ -1,6 +1,7 @@
 /** @module Task writes: which command each write path means, shared by the single routes and the batch route. */
 import type { z } from "zod";
 import type { MintedToken } from "../session/session-tokens.js";
+import { sha256DerivedId } from "../../src/lib/hash.js";
 import {
   type AnyWriteAnswer as WriteAnswer,
   CancelRunBody,
@@ -103,8 +104,17 @@ export async function withWorkerToken(env: Env, sessionId: string, answer: Write
     { role: "worker", sid: sessionId, tid: task.task_id, sub: run.agent_id, run: run.run_id, pool: run.worker_pool_id, allowed: run.allowed_step_ids },
     ttl,
     makerExp,
+    await workerTokenId(sessionId, run.run_id),
   )) as RpcResult<MintedToken>;
   return minted.ok ? ok({ ...answer, ...minted.value }) : minted;
+}
+
+/**
+ * The token id of a worker run: one per run, whatever the number of times its dispatch is answered (a retry mints
+ * its token again), so a retried dispatch answers the same `token_id` and revoking it ends every copy.
+ */
+async function workerTokenId(sessionId: string, runId: string): Promise<string> {
+  return `tok_${(await sha256DerivedId("worker-token", sessionId, runId)).slice(0, 26)}`;
 }
 
 /** The answer of a write as the HTTP layer returns it (worker token added for dispatches, never outliving `makerExp`). */

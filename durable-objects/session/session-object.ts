@@ -105,9 +105,9 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   /** Mints a token of this session that lives `ttlSeconds`, never past `notAfterSeconds` (not_found: no such session). */
-  async mintToken(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number): Promise<RpcResult<MintedToken>> {
+  async mintToken(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number, tokenId?: string): Promise<RpcResult<MintedToken>> {
     if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
-    return ok(await this.tokens.mint(request, Date.now(), ttlSeconds, notAfterSeconds));
+    return ok(await this.tokens.mint(request, Date.now(), ttlSeconds, notAfterSeconds, tokenId));
   }
 
   /** GET /v1/sessions/{sid}/tokens: the live tokens, oldest first. */

@@ -107,8 +107,8 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   /** unlink_tasks: the link becomes a removed tombstone; not_found for an unknown link. */
   unlinkTasks(linkId: string): Promise<RpcResult<{ link: TaskLink }>>;
   /** A page of the session's task graph (validation_error: a cursor that does not decode). */
-  /** Mints a token of this session that lives `ttlSeconds`, never past `notAfterSeconds`. */
-  mintToken(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number): Promise<RpcResult<MintedToken>>;
+  /** Mints a token of this session that lives `ttlSeconds`, never past `notAfterSeconds`; `tokenId` names a worker run's. */
+  mintToken(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number, tokenId?: string): Promise<RpcResult<MintedToken>>;
   /** GET /v1/sessions/{sid}/tokens. */
   listTokens(limit: number, after: string | null): Promise<RpcResult<TokenListPage>>;
   /** DELETE /v1/sessions/{sid}/tokens/{token_id}. */

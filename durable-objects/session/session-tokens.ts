@@ -65,13 +65,17 @@ export class SessionTokens {
     return this.generationCache;
   }
 
-  /** Mints a token of the current generation and records it; it expires after `ttlSeconds`, never after `notAfterSeconds`. */
-  async mint(request: TokenRequest, nowMs: number, ttlSeconds: number, notAfterSeconds?: number): Promise<MintedToken> {
-    const tokenId = `tok_${this.newId().toLowerCase()}`;
+  /**
+   * Mints a token of the current generation and records it; it expires after `ttlSeconds`, never after
+   * `notAfterSeconds`. A worker run's tokens share the id `tokenId` (a dispatch answered again mints its run's
+   * token again): the row keeps the latest expiry, and a revoked run stays revoked.
+   */
+  async mint(request: TokenRequest, nowMs: number, ttlSeconds: number, notAfterSeconds?: number, tokenId: string = `tok_${this.newId().toLowerCase()}`): Promise<MintedToken> {
     const generation = this.generation();
     const minted = await mintToken(this.secret(), { ...request, jti: tokenId, gen: generation }, nowMs, ttlSeconds, notAfterSeconds);
     this.sql.exec(
-      "INSERT INTO tokens (token_id, role, agent_id, run_id, task_id, generation, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      `INSERT INTO tokens (token_id, role, agent_id, run_id, task_id, generation, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (token_id) DO UPDATE SET generation = excluded.generation, expires_at_ms = MAX(expires_at_ms, excluded.expires_at_ms)`,
       tokenId, request.role, request.sub, request.run, request.tid ?? null, generation, minted.exp * 1000,
     );
     return { token: minted.token, token_id: tokenId, expires_at: minted.expires_at };

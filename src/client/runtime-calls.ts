@@ -2,7 +2,8 @@
  * @module RuntimeCalls: the operations of a RuntimeClient, one typed method per operation of routes/http/catalog.ts,
  * plus the event streams. RuntimeClient (runtime-client.ts) extends it with what makes other clients
  * (`withToken`, `worker`, `dispatchWorker`), beside the WorkerClient it makes: those two classes name each
- * other, so they share a module, and the operations live here.
+ * other, so they share a module, and the operations live here. The file runs over 400 lines: one short method per
+ * operation, kept in one class so that the SDK's whole surface reads in one place.
  */
 import { MAX_WAL_PAGE_LIMIT } from "../contract/limits.js";
 import type { RuntimeEvent, WalEvent } from "../core/browser.js";

@@ -208,7 +208,7 @@ describe.each(KINDS)("A tool outside the caller's role (%s client)", (kind) => {
 
   it.each(ROLES)("Should answer every tool the %s role lacks, whatever its arguments, with tool_not_available (a worker's session-wide read: permission_denied)", async (role) => {
     const missing = MCP_TOOLS.filter((t) => !toolAvailable(t, role));
-    const outOfScope = (name: string) => role === "worker" && [...SESSION_READS, "list_peers"].includes(name);
+    const outOfScope = (name: string) => role === "worker" && [...SESSION_READS, "list_peers", "list_tokens"].includes(name);
     await expectToolRefusedWritingNothing(
       ctx.taskPath,
       ctx.s.orch,
