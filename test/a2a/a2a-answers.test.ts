@@ -8,7 +8,7 @@ import { type Message, type StreamResponse, type Task, TaskState } from "@a2a-js
 import type { Client } from "@a2a-js/sdk/client";
 import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import { beforeAll, describe, expect, it } from "vitest";
-import { connectA2a, data, send } from "../support/a2a-clients.js";
+import { connectA2a, data, send, failure } from "../support/a2a-clients.js";
 import { call, newSession, step, type TestSession } from "../support/helpers.js";
 import { eventually, expectOk, mintRole, walOf } from "../support/support.js";
 
@@ -23,16 +23,6 @@ beforeAll(async () => {
 });
 
 const taskPath = (id: string) => `/v1/sessions/${S.sid}/tasks/${id}`;
-
-/** The error a promise fails with; fails the test when it succeeds. */
-async function failure(p: Promise<unknown>): Promise<any> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error("expected the call to fail");
-}
 
 /** A task the client submitted and the orchestrator planned with one step (WORKING, nothing asked yet). */
 async function planned(): Promise<Task> {

@@ -8,7 +8,7 @@ import { type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
 import type { Client } from "@a2a-js/sdk/client";
 import { A2AError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import { beforeAll, describe, expect, it } from "vitest";
-import { collect, connectA2a, data, rpc, send } from "../support/a2a-clients.js";
+import { collect, connectA2a, data, rpc, send, failure } from "../support/a2a-clients.js";
 import { ADMIN, call, newSession, newTask, step, type TestSession } from "../support/helpers.js";
 import { BASE, eventually, expectOk, mintRole } from "../support/support.js";
 
@@ -25,16 +25,6 @@ beforeAll(async () => {
   client = await connectA2a(clientToken);
   other = await connectA2a(await mintRole(S, "a2a_client", "someone-else"));
 });
-
-/** The error a promise fails with; fails the test when it succeeds. */
-async function failure(p: Promise<unknown>): Promise<any> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error("expected the call to fail");
-}
 
 /** A task submitted by the client, answered at once (SUBMITTED). */
 async function submit(textValue = "Summarise the quarter's sales", contextId = ""): Promise<Task> {

@@ -60,3 +60,13 @@ export async function rpc(token: string | undefined, body: unknown, headers: Rec
   }
   return { status: res.status, contentType: res.headers.get("content-type"), headers: res.headers, body: parsed };
 }
+
+/** The error a promise fails with; fails the test when it succeeds. */
+export async function failure(p: Promise<unknown>): Promise<any> {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  throw new Error("expected the call to fail");
+}
