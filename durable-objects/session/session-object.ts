@@ -113,7 +113,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   /** GET /v1/sessions/{sid}/tokens: the live tokens, oldest first. */
   async listTokens(limit: number, after: string | null): Promise<RpcResult<TokenListPage>> {
     if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
-    return ok(this.tokens.list(Date.now(), limit, after));
+    return this.tokens.list(Date.now(), limit, after);
   }
 
   /** DELETE /v1/sessions/{sid}/tokens/{token_id}: revokes one token; the sockets it holds are closed from the alarm. */

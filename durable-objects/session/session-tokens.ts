@@ -48,8 +48,9 @@ export class SessionTokens {
     private readonly sql: SqlStorage,
     private readonly secret: () => string,
   ) {
+    // `seq` orders the list in minting order, and never comes back once used (a cursor stays exact).
     sql.exec(`CREATE TABLE IF NOT EXISTS tokens (
-      token_id TEXT PRIMARY KEY, role TEXT NOT NULL, agent_id TEXT NOT NULL, run_id TEXT, task_id TEXT,
+      seq INTEGER PRIMARY KEY AUTOINCREMENT, token_id TEXT NOT NULL UNIQUE, role TEXT NOT NULL, agent_id TEXT NOT NULL, run_id TEXT, task_id TEXT,
       generation INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL, revoked_at TEXT
     )`);
     sql.exec("CREATE INDEX IF NOT EXISTS tokens_by_expiry ON tokens (expires_at_ms)");
@@ -81,19 +82,20 @@ export class SessionTokens {
     return { token: minted.token, token_id: tokenId, expires_at: minted.expires_at };
   }
 
-  /** The live tokens (not revoked, not expired), oldest first, `limit` after the token id `after`. */
-  list(nowMs: number, limit: number, after: string | null): TokenListPage {
+  /** The live tokens (not revoked, not expired), in the order they were first minted, `limit` after the cursor `after` (a page's next_cursor, checked by the route's query schema). */
+  list(nowMs: number, limit: number, after: string | null): RpcResult<TokenListPage> {
     this.forgetExpired(nowMs);
     const rows = this.sql
-      .exec<TokenRow>(
-        "SELECT token_id, role, agent_id, run_id, task_id, expires_at_ms FROM tokens WHERE revoked_at IS NULL AND token_id > ? ORDER BY token_id LIMIT ?",
-        after ?? "", limit + 1,
+      .exec<TokenRow & { seq: number }>(
+        "SELECT seq, token_id, role, agent_id, run_id, task_id, expires_at_ms FROM tokens WHERE revoked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
+        after === null ? 0 : Number(after), limit + 1,
       )
       .toArray();
-    const tokens: ListedToken[] = rows.slice(0, limit).map((r) => ({
+    const page = rows.slice(0, limit);
+    const tokens: ListedToken[] = page.map((r) => ({
       token_id: r.token_id, role: r.role as ListedToken["role"], agent_id: r.agent_id, run_id: r.run_id, task_id: r.task_id, expires_at: new Date(r.expires_at_ms).toISOString(),
     }));
-    return { tokens, next_cursor: rows.length > limit ? tokens[tokens.length - 1]!.token_id : null };
+    return ok({ tokens, next_cursor: rows.length > limit ? String(page[page.length - 1]!.seq) : null });
   }
 
   /** Revokes one token; not_found for an id this session never minted or one already expired. Revoking twice is no error. */

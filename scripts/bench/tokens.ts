@@ -1,7 +1,8 @@
 /**
- * @module `npm run bench:tokens -- --baseline-rev <rev>`: what checking every token against its session's
- * revocations costs on the hot path. Two `wrangler dev` servers side by side, this checkout and `<rev>` (a commit
- * without revocation checks, checked out into a temporary work tree), each measured in turns within one run: the
+ * @module `npm run bench:tokens -- --baseline <rev or checkout>`: what checking every token against its session's
+ * revocations costs on the hot path. Two `wrangler dev` servers side by side, this checkout and the baseline (a
+ * checkout without revocation checks, or a commit checked out into a temporary work tree), each measured in turns
+ * within one run: the
  * floor (`GET /health/object`), a worker's authenticated read through its task object (`GET .../steps?limit=1`),
  * and the unbatched step (status completed + claim_next) with 8 workers on one task. Each figure is taken as a
  * ratio to its own server's floor, so the two servers' shares of the machine cancel out; the answer is the ratio
@@ -32,8 +33,9 @@ interface Side {
   steps: number[];
 }
 
-/** A detached work tree of `rev` beside this checkout's node_modules, removed when the bench ends. */
+/** The baseline's work tree: a checkout as it is, or a detached work tree of a commit (beside this checkout's node_modules), removed when the bench ends. */
 function baselineTree(rev: string): { dir: string; remove: () => void } {
+  if (existsSync(path.join(rev, "package.json"))) return { dir: path.resolve(rev), remove: () => undefined };
   const dir = mkdtempSync(path.join(os.tmpdir(), "bench-baseline-"));
   execFileSync("git", ["worktree", "add", "--detach", dir, rev], { stdio: "ignore" });
   symlinkSync(path.resolve("node_modules"), path.join(dir, "node_modules"));
@@ -50,9 +52,9 @@ async function side(name: string, server: DevServer, adminToken: string): Promis
 }
 
 run(async () => {
-  const opts = parseCli("usage: npm run bench:tokens -- --baseline-rev <git rev> [--quick]", { quick: false, "baseline-rev": null as string | null });
-  const rev = opts["baseline-rev"];
-  if (rev === null) throw new Error("--baseline-rev is required: a commit to compare against (e.g. the one before revocation checks)");
+  const opts = parseCli("usage: npm run bench:tokens -- --baseline <git rev or checkout dir> [--quick]", { quick: false, baseline: null as string | null });
+  const rev = opts.baseline;
+  if (rev === null) throw new Error("--baseline is required: a commit or a checkout to compare against (e.g. the commit before revocation checks)");
   const plan = PLANS[opts.quick ? "quick" : "full"];
   const adminToken = defaultAdminToken();
   const loadStart = os.loadavg();

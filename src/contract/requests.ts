@@ -200,5 +200,5 @@ export const DEFAULT_TOKEN_PAGE_LIMIT = 100;
 /** GET /v1/sessions/{sid}/tokens query: a page of live tokens after `cursor` (a token id). */
 export const TokenListQueryParams = z.strictObject({
   limit: intParam(1, MAX_TOKEN_PAGE_LIMIT).optional(),
-  cursor: z.string().min(1).max(128).optional(),
+  cursor: z.string().regex(/^\d{1,15}$/, "must be the next_cursor of an earlier page").optional(),
 });

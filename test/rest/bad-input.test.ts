@@ -146,7 +146,7 @@ const ROUTES: Readonly<Record<string, RouteCase>> = {
     badBodies: () => [{ orchestrator_agent_id: "" }, { metadata: [] }, { metadata: { k: JSON.parse(deepText(MAX_JSON_DEPTH)) } }, { metadata: { k: "x".repeat(MAX_JSON_BYTES) } }],
   },
   mintToken: { caller: "admin", body: () => ({ role: "observer", agent_id: "obs", ttl_seconds: 3_600 }), badBodies: () => [{ role: "admin" }, { role: "worker" }, { role: "observer", ttl_seconds: 59 }] },
-  listTokens: { caller: "orch", badQuery: { limit: ["0", "1001", "abc", "1.5", "-1"], cursor: ["", "x".repeat(129)] } },
+  listTokens: { caller: "orch", badQuery: { limit: ["0", "1001", "abc", "1.5", "-1"], cursor: ["", "abc", "-1", "1".repeat(16)] } },
   revokeToken: { caller: "orch" },
   // Every mutant is refused before anything is revoked (a revoke-all would end the fixture's tokens).
   revokeAllTokens: { caller: "orch", body: () => ({}), badBodies: () => [{ reason: "x" }, { role: "orchestrator" }] },
