@@ -8,7 +8,7 @@ import type { AnyWriteAnswer as WriteAnswer } from "../../src/contract/index.js"
 import { rateLimited, type RuntimeError, runtimeError, utf8Length } from "../../src/core/index.js";
 import type { Env } from "../shared/env.js";
 import { tokenShareReached } from "../shared/token-slots.js";
-import { errorEnvelope, fail, retryAfterSeconds, STATUS_OF, toRuntimeError } from "../shared/http-errors.js";
+import { BEARER_CHALLENGE, errorEnvelope, fail, retryAfterSeconds, STATUS_OF, toRuntimeError } from "../shared/http-errors.js";
 import type { RpcResult } from "../shared/rpc-result.js";
 import type { BatchItem } from "../task/task-graph-rpc.js";
 import { prepareBatch, settleBatch, type TokenVerifier } from "./batch.js";
@@ -24,10 +24,18 @@ export const SCOPE_HEADER = "x-task-scope";
 /** How the route names the token that opens a socket (its identity, tokens.ts `tokenIdentity`): its share is counted by it. */
 export const HOLDER_HEADER = "x-slot-holder";
 
-/** What each socket remembers across hibernation: the task the route authenticated it for. */
+/**
+ * What each socket remembers across hibernation (its attachment): the task the route authenticated it for and,
+ * of the token that opened it, its role, its worker run (null for other roles) and when it expires (`exp`,
+ * seconds since the epoch): the socket closes when that run ends or that time comes. A socket opened before
+ * these were kept has none of them (and keeps only its task).
+ */
 export interface SocketScope {
   sid: string;
   tid: string;
+  role?: string;
+  run?: string | null;
+  exp?: number;
 }
 
 /** The scope of an upgrade the route handed to the object; null for any other request. */
@@ -37,10 +45,25 @@ export function upgradeScope(request: Request): SocketScope | null {
   if (header === null) return null;
   try {
     const value = JSON.parse(header) as Partial<SocketScope>;
-    return typeof value.sid === "string" && typeof value.tid === "string" ? { sid: value.sid, tid: value.tid } : null;
+    if (typeof value.sid !== "string" || typeof value.tid !== "string") return null;
+    return {
+      sid: value.sid,
+      tid: value.tid,
+      ...(typeof value.role === "string" ? { role: value.role } : {}),
+      ...(typeof value.run === "string" || value.run === null ? { run: value.run } : {}),
+      ...(typeof value.exp === "number" ? { exp: value.exp } : {}),
+    };
   } catch {
     return null;
   }
+}
+
+/** WebSocket close code of a socket whose token no longer holds (401 unauthorized); the reason says why: `run_ended`, `expired`. */
+export const TOKEN_ENDED_CLOSE = 4401;
+
+/** The object's answer to an upgrade whose token no longer holds (its run has ended): 401 with the envelope and challenge. */
+export function upgradeUnauthorized(error: RuntimeError): Response {
+  return Response.json(errorEnvelope(error), { status: STATUS_OF.unauthorized, headers: { "www-authenticate": BEARER_CHALLENGE } });
 }
 
 /** The object's answer to an upgrade it does not take: 404 with the error envelope. */

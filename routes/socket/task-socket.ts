@@ -17,7 +17,7 @@
  */
 import { Hono } from "hono";
 import { taskStub } from "../../durable-objects/commands/batch.js";
-import { HOLDER_HEADER, SCOPE_HEADER } from "../../durable-objects/commands/command-frames.js";
+import { HOLDER_HEADER, SCOPE_HEADER, type SocketScope } from "../../durable-objects/commands/command-frames.js";
 import { fail } from "../../durable-objects/shared/http-errors.js";
 import { type AppEnv, requireTaskActor, slotHolder } from "../http/auth.js";
 import { OPERATIONS } from "../http/catalog.js";
@@ -38,7 +38,11 @@ taskSocketRoutes.get("/:sid/tasks/:tid/socket", async (c) => {
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") fail("validation_error", "this route takes a WebSocket upgrade (Upgrade: websocket)");
   const url = new URL(c.req.url);
   url.searchParams.delete("access_token");
-  const headers = { upgrade: "websocket", [SCOPE_HEADER]: JSON.stringify({ sid, tid }), [HOLDER_HEADER]: await slotHolder(c) };
+  // The object keeps the token's run and expiry with the socket: it closes the socket when either ends.
+  const caller = c.get("caller");
+  const exp = caller.kind === "token" ? caller.claims.exp : undefined;
+  const scope: SocketScope = { sid, tid, role: actor.role, run: actor.run_id, ...(exp === undefined ? {} : { exp }) };
+  const headers = { upgrade: "websocket", [SCOPE_HEADER]: JSON.stringify(scope), [HOLDER_HEADER]: await slotHolder(c) };
   return taskStub(c.env, sid, tid).fetch(url.toString(), { headers });
 });
 

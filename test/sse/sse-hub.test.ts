@@ -134,7 +134,7 @@ describe("SseHub", () => {
     const catching = hub.open(() => (stage++ === 0 ? { frames: "data: history\n\n", next: "more" } : { frames: "event: end\ndata: {}\n\n", next: "close" }), ONE).getReader();
     expect(text((await catching.read()).value)).toBe("data: history\n\n");
     hub.publish("data: last\n\n");
-    hub.endAll("event: end\ndata: {}\n\n");
+    hub.end(() => "event: end\ndata: {}\n\n");
     expect(text((await liveOne.first).value)).toBe("data: last\n\nevent: end\ndata: {}\n\n");
     expect((await liveOne.reader.read()).done).toBe(true);
     expect(text((await catching.read()).value)).toBe("event: end\ndata: {}\n\n");
