@@ -34,7 +34,7 @@ const COMMAND_OF_TOOL: Readonly<Record<string, keyof typeof COMMAND_ROLES>> = {
 /** How the core answers `role` issuing a command of `type` (role only: no task, so no scope). */
 export type CommandDecision = (type: string, role: Exclude<ActorRole, "system">) => RuntimeError | null;
 
-const coreDecision: CommandDecision = (type, role) => authorize(null, { role, session_id: "s", agent_id: role, run_id: null } satisfies Actor, type);
+const coreDecision: CommandDecision = (type, role) => authorize(null, { role, session_id: "s", agent_id: role, run_id: null } satisfies Actor, { type });
 
 /** The core command a write operation runs, or undefined for a read, the batch and socket, and session work the core does not decide. */
 export function commandOf(op: Operation): keyof typeof COMMAND_ROLES | undefined {

@@ -8,7 +8,7 @@ import type { AnyWriteAnswer as WriteAnswer } from "../../src/contract/index.js"
 import { rateLimited, type RuntimeError, runtimeError, utf8Length } from "../../src/core/index.js";
 import type { Env } from "../shared/env.js";
 import { tokenShareReached } from "../shared/token-slots.js";
-import { errorEnvelope, fail, retryAfterSeconds, STATUS_OF, toRuntimeError } from "../shared/http-errors.js";
+import { BEARER_CHALLENGE, errorEnvelope, fail, retryAfterSeconds, STATUS_OF, toRuntimeError } from "../shared/http-errors.js";
 import type { RpcResult } from "../shared/rpc-result.js";
 import type { BatchItem } from "../task/task-graph-rpc.js";
 import { prepareBatch, settleBatch, type TokenVerifier } from "./batch.js";
@@ -25,15 +25,20 @@ export const SCOPE_HEADER = "x-task-scope";
 export const HOLDER_HEADER = "x-slot-holder";
 
 /**
- * How the route names the token that opens a socket for its revocation: `{token_id, generation}` as JSON. The
- * object tags the socket with them, so the session's close of a revoked token (or of an older generation) finds it.
+ * What each socket remembers across hibernation (its attachment): the task the route authenticated it for and,
+ * of the token that opened it, its role, its worker run (null for other roles) and when it expires (`exp`,
+ * seconds since the epoch), its id and its session's token generation when it was minted: the socket closes when
+ * that run ends, that time comes or the session revokes the token. A socket opened before these were kept has none
+ * of them (and keeps only its task).
  */
-export const TOKEN_HEADER = "x-socket-token";
-
-/** What each socket remembers across hibernation: the task the route authenticated it for. */
 export interface SocketScope {
   sid: string;
   tid: string;
+  role?: string;
+  run?: string | null;
+  exp?: number;
+  token_id?: string | null;
+  generation?: number;
 }
 
 /** The scope of an upgrade the route handed to the object; null for any other request. */
@@ -43,10 +48,27 @@ export function upgradeScope(request: Request): SocketScope | null {
   if (header === null) return null;
   try {
     const value = JSON.parse(header) as Partial<SocketScope>;
-    return typeof value.sid === "string" && typeof value.tid === "string" ? { sid: value.sid, tid: value.tid } : null;
+    if (typeof value.sid !== "string" || typeof value.tid !== "string") return null;
+    return {
+      sid: value.sid,
+      tid: value.tid,
+      ...(typeof value.role === "string" ? { role: value.role } : {}),
+      ...(typeof value.run === "string" || value.run === null ? { run: value.run } : {}),
+      ...(typeof value.exp === "number" ? { exp: value.exp } : {}),
+      ...(typeof value.token_id === "string" || value.token_id === null ? { token_id: value.token_id } : {}),
+      ...(typeof value.generation === "number" ? { generation: value.generation } : {}),
+    };
   } catch {
     return null;
   }
+}
+
+/** WebSocket close code of a socket whose token no longer holds (401 unauthorized); the reason says why: `run_ended`, `expired`, `revoked`. */
+export const TOKEN_ENDED_CLOSE = 4401;
+
+/** The object's answer to an upgrade whose token no longer holds (its run has ended): 401 with the envelope and challenge. */
+export function upgradeUnauthorized(error: RuntimeError): Response {
+  return Response.json(errorEnvelope(error), { status: STATUS_OF.unauthorized, headers: { "www-authenticate": BEARER_CHALLENGE } });
 }
 
 /** The object's answer to an upgrade it does not take: 404 with the error envelope. */

@@ -50,11 +50,13 @@ export function errorEnvelope(error: RuntimeError): { error: { code: RuntimeErro
   return { error: { code: error.code, message: error.message, details: error.details ?? {} } };
 }
 
+/** The challenge a 401 carries (RFC 6750 §3): MCP clients read it before anything else. */
+export const BEARER_CHALLENGE = 'Bearer realm="agent-task-runtime"';
+
 /** Answers the error envelope with the code's status; a rate_limited answer says when to retry (Retry-After, whole seconds). */
 export function errorResponse(c: Context, error: RuntimeError): Response {
   if (error.code === "rate_limited") c.header("retry-after", String(retryAfterSeconds(error)));
-  // RFC 6750 §3: a 401 names the scheme it wants, which MCP clients read before anything else.
-  if (error.code === "unauthorized") c.header("www-authenticate", 'Bearer realm="agent-task-runtime"');
+  if (error.code === "unauthorized") c.header("www-authenticate", BEARER_CHALLENGE);
   return c.json(errorEnvelope(error), STATUS_OF[error.code]);
 }
 

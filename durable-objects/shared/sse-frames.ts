@@ -32,6 +32,14 @@ export function endFrame(status: string, walSeq: number): string {
   return `event: end\ndata: ${JSON.stringify({ reason: "task_terminal", status, wal_seq: walSeq })}\n\n`;
 }
 
+/**
+ * The last frame of a stream opened with a worker run's token once that run has ended: the token reads nothing
+ * more (a reconnect is 401 run_ended). An `end` frame, so clients stop rather than reconnect; no id.
+ */
+export function runEndedFrame(runId: string, status: string, walSeq: number): string {
+  return `event: end\ndata: ${JSON.stringify({ reason: "run_ended", run_id: runId, status, wal_seq: walSeq })}\n\n`;
+}
+
 /** A session stream frame: one row of the session event log, its data stored as sent. */
 export function snapshotFrame(seq: number, data: string): string {
   return `id: ${seq}\nevent: snapshot.updated\ndata: ${data}\n\n`;

@@ -41,14 +41,15 @@ export interface HubLimits {
 }
 
 /**
- * Who a subscriber is: the identity of its token (its share is counted by it), and, when the Worker that
- * serves the client holds the stream (routes/http/subscriber-relay.ts), an id by which it reports the client
- * gone (`dropSubscriber`) and a probe the hub calls when a slot is wanted: true while the client is there.
+ * Who a subscriber is: its token's identity (its share is counted by it) and worker run (`runId`, set by the object: its
+ * streams end with the run); when the Worker serving the client holds the stream (routes/http/subscriber-relay.ts), an id
+ * by which it reports the client gone (`dropSubscriber`) and a probe the hub calls when a slot is wanted: true while it is.
  */
 export interface SubscriberHolder {
   readonly token: string;
   readonly id?: string;
   readonly probe?: () => Promise<boolean>;
+  readonly runId?: string | null;
 }
 
 /** Why a new subscriber was not taken: the hub (scope "object") or the token's share ("token") is full; try again after `retryAfterMs`. */
@@ -243,15 +244,9 @@ export class SseHub {
     for (const sub of this.subscribers) if (sub.live) this.push(sub, bytes);
   }
 
-  /** Ends every live subscriber after what is pending, with a last frame (the task is terminal). */
-  endAll(lastFrame: string): void {
-    const bytes = this.encoder.encode(lastFrame);
-    for (const sub of this.subscribers) {
-      if (!sub.live) continue;
-      sub.pending.push(bytes);
-      sub.pendingBytes += bytes.byteLength;
-      this.close(sub, "end");
-    }
+  /** Ends, after what is pending and a last frame, every live subscriber (the task is terminal), or those `match` picks, live or not. */
+  end(lastFrame: (holder: SubscriberHolder) => string, match?: (holder: SubscriberHolder) => boolean): void {
+    for (const sub of this.subscribers) if (match === undefined ? sub.live : match(sub.holder)) this.close(sub, "end", this.encoder.encode(lastFrame(sub.holder)));
   }
 
   private push(sub: Subscriber, bytes: Uint8Array): void {
@@ -345,9 +340,13 @@ export class SseHub {
     }
   }
 
-  /** Closes after the pending frames (they stay queued in the stream until read). */
-  private close(sub: Subscriber, reason: CloseReason): void {
+  /** Closes after the pending frames and `last` (they stay queued in the stream until read). */
+  private close(sub: Subscriber, reason: CloseReason, last?: Uint8Array): void {
     if (sub.done) return;
+    if (last !== undefined) {
+      sub.pending.push(last);
+      sub.pendingBytes += last.byteLength;
+    }
     this.flush(sub);
     try {
       sub.controller.close();

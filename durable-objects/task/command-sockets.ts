@@ -1,12 +1,23 @@
 /**
  * @module The command sockets a task object holds (WebSocket Hibernation API): accepting an upgrade within
- * SOCKET_MAX_CONNECTIONS, one lane per socket that runs its frames in arrival order, and the caps on what
- * frames waiting may hold. The frame protocol itself (parsing, per-command tokens, answers, status codes) is
+ * SOCKET_MAX_CONNECTIONS, one lane per socket that runs its frames in arrival order, the caps on what
+ * frames waiting may hold, and the life of the token that opened each socket: the socket closes (4401) when
+ * that token's worker run ends or the token expires. The frame protocol itself (parsing, per-command tokens, answers, status codes) is
  * the routes' (routes/socket/task-socket.ts): this is the transport that carries it to the object's group commit.
  */
-import type { Action } from "../../src/core/index.js";
+import { type Action, type RuntimeError, runtimeError } from "../../src/core/index.js";
 import type { Env, RuntimeConfig } from "../shared/env.js";
-import { answerFrame, HOLDER_HEADER, TOKEN_HEADER, type SocketScope, upgradeNotFound, upgradeRefused, upgradeRefusedForToken, upgradeScope } from "../commands/command-frames.js";
+import {
+  answerFrame,
+  HOLDER_HEADER,
+  type SocketScope,
+  TOKEN_ENDED_CLOSE,
+  upgradeNotFound,
+  upgradeRefused,
+  upgradeRefusedForToken,
+  upgradeScope,
+  upgradeUnauthorized,
+} from "../commands/command-frames.js";
 import { perTokenShare } from "../shared/token-slots.js";
 import type { TokenVerifier } from "../commands/batch.js";
 import type { TokenClaims } from "../shared/tokens.js";
@@ -14,27 +25,6 @@ import { admitToken, isRevoked } from "../shared/revocations.js";
 import type { RpcResult } from "../shared/rpc-result.js";
 import type { AnyWriteAnswer as WriteAnswer } from "../../src/contract/index.js";
 import type { BatchItem } from "./task-graph-rpc.js";
-
-const TOKEN_TAG = "token:";
-const GENERATION_TAG = "generation:";
-
-/** The opening token's id and generation the route sent (TOKEN_HEADER), or null. */
-function socketToken(request: Request): { token_id: string | null; generation: number; exp: number } | null {
-  const header = request.headers.get(TOKEN_HEADER);
-  if (header === null) return null;
-  try {
-    const value = JSON.parse(header) as { token_id?: unknown; generation?: unknown; exp?: unknown };
-    const tokenId = typeof value.token_id === "string" ? value.token_id : null;
-    const generation = typeof value.generation === "number" ? value.generation : 0;
-    return { token_id: tokenId, generation, exp: typeof value.exp === "number" ? value.exp : 0 };
-  } catch {
-    return null;
-  }
-}
-
-function tokenTags(token: { token_id: string | null; generation: number }): string[] {
-  return [...(token.token_id === null ? [] : [`${TOKEN_TAG}${token.token_id}`]), `${GENERATION_TAG}${token.generation}`];
-}
 
 /** Frames a connection may have waiting; past it the socket is closed with 1013 (try again later). */
 export const MAX_QUEUED_FRAMES = 64;
@@ -51,6 +41,18 @@ export interface SocketHost {
   identity(): { sessionId: string; taskId: string } | null;
   /** The object's group commit. */
   executeBatch(items: BatchItem[]): Promise<RpcResult<WriteAnswer>[]>;
+  /** Why the token a socket was opened with no longer holds for the task (its worker run has ended: run_ended), or null. */
+  spentToken(scope: SocketScope): RuntimeError | null;
+  /** A socket whose token expires was taken: the object's alarm must come by then (see `nextExpiry`). */
+  expiryAdded(): void;
+}
+
+/** Why a socket's token no longer holds: the reason of its 4401 close. */
+export type TokenEnd = "run_ended" | "expired" | "revoked";
+
+/** Whether the token a socket was opened with has expired at `now` (ms). */
+function expiredAt(scope: SocketScope, now: number): boolean {
+  return scope.exp !== undefined && scope.exp * 1000 <= now;
 }
 
 /** The command sockets of one task object. */
@@ -68,6 +70,12 @@ export class CommandSockets {
    * verifies its tokens again.
    */
   private readonly verified = new WeakMap<WebSocket, Map<string, TokenClaims>>();
+  /** Sockets to close once the frame they are running is answered (its answer is the last thing they get). */
+  private readonly closeAfterFrame = new Map<WebSocket, { code: number; reason: string }>();
+  /** Sockets this object closed: the frames still queued on them are not run. */
+  private readonly closedHere = new WeakSet<WebSocket>();
+  /** The earliest expiry (ms) of an open socket's token; undefined until computed again from the attachments. */
+  private earliestExpiry: number | null | undefined = undefined;
 
   constructor(private readonly host: SocketHost) {}
 
@@ -106,6 +114,8 @@ export class CommandSockets {
     if (scope === null) return upgradeNotFound("no such route");
     const held = this.host.identity();
     if (held === null || held.sessionId !== scope.sid || held.taskId !== scope.tid) return upgradeNotFound("no such task");
+    const spent = expiredAt(scope, Date.now()) ? runtimeError("unauthorized", "the token has expired", { reason: "expired" }) : this.host.spentToken(scope);
+    if (spent !== null) return upgradeUnauthorized(spent);
     const ctx = this.host.ctx;
     const open = ctx.getWebSockets().length;
     const max = this.host.config.socket.maxConnections;
@@ -117,35 +127,88 @@ export class CommandSockets {
     const ownSockets = holder === "" ? 0 : ctx.getWebSockets(holder).length;
     if (ownSockets >= share) return upgradeRefusedForToken(ownSockets, share);
     const pair = new WebSocketPair();
-    const token = socketToken(request);
-    ctx.acceptWebSocket(pair[1], [...(holder === "" ? [] : [holder]), ...(token === null ? [] : tokenTags(token))]);
+    ctx.acceptWebSocket(pair[1], holder === "" ? [] : [holder]);
     pair[1].serializeAttachment(scope);
+    if (scope.exp !== undefined) {
+      this.earliestExpiry = undefined;
+      this.host.expiryAdded();
+    }
     // The session learns where the token holds a socket before the socket is handed out: a revocation reaches it.
-    if (token?.token_id != null) {
+    if (typeof scope.token_id === "string" && scope.exp !== undefined) {
       const session = this.host.env.SESSIONS.get(this.host.env.SESSIONS.idFromName(scope.sid));
-      await session.noteSocket({ token_id: token.token_id, task_id: scope.tid, expires_at_ms: token.exp * 1000 });
+      await session.noteSocket({ token_id: scope.token_id, task_id: scope.tid, expires_at_ms: scope.exp * 1000 });
     }
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
   /**
    * The session's close of revoked tokens: every socket opened with one of `tokenIds`, or with a token of a
-   * generation older than `generation`, is closed with 4401 "revoked".
+   * generation older than `generation`, closes with 4401 "revoked".
    */
-  closeTokenSockets(tokenIds: readonly string[], generation: number): void {
+  closeRevoked(tokenIds: readonly string[], generation: number): number {
     const ids = new Set(tokenIds);
-    for (const socket of this.host.ctx.getWebSockets()) {
-      const tags = this.host.ctx.getTags(socket);
-      const id = tags.find((t) => t.startsWith(TOKEN_TAG))?.slice(TOKEN_TAG.length);
-      const gen = Number(tags.find((t) => t.startsWith(GENERATION_TAG))?.slice(GENERATION_TAG.length) ?? 0);
-      if ((id !== undefined && ids.has(id)) || gen < generation) this.refuse(socket, 4401, "revoked");
-    }
+    const revoked = (scope: SocketScope) => (typeof scope.token_id === "string" && ids.has(scope.token_id)) || (scope.generation ?? 0) < generation;
+    return this.closeSockets(revoked, TOKEN_ENDED_CLOSE, "revoked" satisfies TokenEnd);
   }
 
-  /** Closes a socket whose token no longer holds, with the reason as the close reason. */
-  private refuse(socket: WebSocket, code: number, reason: string): void {
+  /**
+   * The earliest time (ms) an open socket's token expires, for the object's alarm (which closes it then, also
+   * while the object hibernates); null when none will. Read from the attachments once, then kept until a socket
+   * comes or goes.
+   */
+  nextExpiry(): number | null {
+    if (this.earliestExpiry !== undefined) return this.earliestExpiry;
+    let earliest: number | null = null;
+    for (const socket of this.host.ctx.getWebSockets()) {
+      if (socket.readyState !== WebSocket.OPEN || this.ending(socket)) continue;
+      const exp = (socket.deserializeAttachment() as SocketScope).exp;
+      if (exp !== undefined && (earliest === null || exp * 1000 < earliest)) earliest = exp * 1000;
+    }
+    return (this.earliestExpiry = earliest);
+  }
+
+  /**
+   * Closes the open sockets whose attachment `match`es with `code` and `reason`; how many. A socket running a
+   * frame is closed once that frame is answered (a worker's own finish gets its answer), and the frames queued
+   * behind it are not run. Used when a run ends, when tokens expire, and for any other end of a token.
+   */
+  closeSockets(match: (scope: SocketScope) => boolean, code: number, reason: string): number {
+    let closed = 0;
+    for (const socket of this.host.ctx.getWebSockets()) {
+      if (socket.readyState !== WebSocket.OPEN || this.ending(socket) || !match(socket.deserializeAttachment() as SocketScope)) continue;
+      closed += 1;
+      if (this.lanes.has(socket)) this.closeAfterFrame.set(socket, { code, reason });
+      else this.closeNow(socket, code, reason);
+    }
+    if (closed > 0) this.earliestExpiry = undefined;
+    return closed;
+  }
+
+  /** Whether this object closed the socket, or will once its frame in flight is answered. */
+  private ending(socket: WebSocket): boolean {
+    return this.closedHere.has(socket) || this.closeAfterFrame.has(socket);
+  }
+
+  /** After a commit that ended worker runs: the sockets their tokens opened close (4401 run_ended). */
+  closeRuns(runIds: ReadonlySet<string>): number {
+    return this.closeSockets((scope) => typeof scope.run === "string" && runIds.has(scope.run), TOKEN_ENDED_CLOSE, "run_ended" satisfies TokenEnd);
+  }
+
+  /** The sockets whose tokens have expired by `now` close (4401 expired): the object's alarm calls it. */
+  closeExpired(now: number): number {
+    return this.closeSockets((scope) => expiredAt(scope, now), TOKEN_ENDED_CLOSE, "expired" satisfies TokenEnd);
+  }
+
+  /** Why this socket's token no longer holds, checked before each frame and push (a hibernated object set no timer). */
+  private tokenEnd(scope: SocketScope): TokenEnd | null {
+    if (expiredAt(scope, Date.now())) return "expired";
+    return this.host.spentToken(scope) === null ? null : "run_ended";
+  }
+
+  private closeNow(socket: WebSocket, code: number, reason: string): void {
     this.lanes.delete(socket);
-    this.verified.delete(socket);
+    this.closeAfterFrame.delete(socket);
+    this.closedHere.add(socket);
     try {
       socket.close(code, reason);
     } catch {
@@ -155,6 +218,16 @@ export class CommandSockets {
 
   /** The object's `webSocketMessage`: queues the frame on its socket's lane, or closes a socket past the caps. */
   async message(socket: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    // A socket being closed runs nothing more; one whose token no longer holds is closed, its frame not run.
+    if (this.ending(socket)) return;
+    const scope = socket.deserializeAttachment() as SocketScope;
+    const ended = this.tokenEnd(scope);
+    if (ended !== null) {
+      if (this.lanes.has(socket)) this.closeAfterFrame.set(socket, { code: TOKEN_ENDED_CLOSE, reason: ended });
+      else this.closeNow(socket, TOKEN_ENDED_CLOSE, ended);
+      this.earliestExpiry = undefined;
+      return;
+    }
     const lane = this.lanes.get(socket) ?? { tail: Promise.resolve(), queued: 0 };
     this.lanes.set(socket, lane);
     const bytes = typeof message === "string" ? message.length : message.byteLength;
@@ -165,14 +238,17 @@ export class CommandSockets {
       return;
     }
     this.queuedBytes += bytes;
-    const scope = socket.deserializeAttachment() as SocketScope;
     const run = lane.tail.then(async () => {
+      // Queued behind the frame after which its socket was closed: not run.
+      if (this.closedHere.has(socket)) return;
       const answer = await answerFrame(this.host.env, this.host.config.maxBodyBytes, scope, message, (items) => this.host.executeBatch(items), this.verifierOf(socket));
       try {
         socket.send(JSON.stringify(answer));
       } catch {
         // the client is gone; its commands were written and a retry with the same keys gets their answers
       }
+      const close = this.closeAfterFrame.get(socket);
+      if (close !== undefined) this.closeNow(socket, close.code, close.reason);
     });
     lane.tail = run.catch(() => undefined).finally(() => {
       this.queuedBytes -= bytes;
@@ -191,8 +267,10 @@ export class CommandSockets {
     const sockets = this.host.ctx.getWebSockets();
     if (sockets.length === 0 || actions.length === 0) return;
     const frames = actions.map((action) => JSON.stringify({ event: "action.resolved", task_id: taskId, action }));
+    // An expired token hears nothing more: its socket closes now, should the alarm not have come yet.
+    this.closeExpired(Date.now());
     for (const socket of sockets) {
-      if (socket.readyState !== WebSocket.OPEN) continue;
+      if (socket.readyState !== WebSocket.OPEN || this.ending(socket)) continue;
       for (const frame of frames) {
         try {
           socket.send(frame);
@@ -207,6 +285,8 @@ export class CommandSockets {
   /** The object's `webSocketClose`: forgets the lane and completes the close handshake. */
   close(socket: WebSocket, reason: string): void {
     this.lanes.delete(socket);
+    this.closeAfterFrame.delete(socket);
+    this.earliestExpiry = undefined;
     try {
       socket.close(1000, reason);
     } catch {
@@ -217,5 +297,7 @@ export class CommandSockets {
   /** The object's `webSocketError`: forgets the lane. */
   error(socket: WebSocket): void {
     this.lanes.delete(socket);
+    this.closeAfterFrame.delete(socket);
+    this.earliestExpiry = undefined;
   }
 }

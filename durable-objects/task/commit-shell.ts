@@ -59,6 +59,10 @@ export interface CommitShellParts {
   readonly pushIndex: (entry: IndexEntry) => Promise<void>;
   /** Told after a commit that resolved actions (answered, expired or withdrawn): their records as now resolved. */
   readonly actionsResolved?: (actions: readonly Action[]) => void;
+  /** Told after a commit that ended worker runs (finished, cancelled, timed out), after its frames were published: their ids. */
+  readonly runsEnded?: (runIds: ReadonlySet<string>) => void;
+  /** A deadline of the object's other parts the alarm must also come by (a command socket's token expiry), or null. */
+  readonly otherDeadline?: () => number | null;
   /** The calls delegated steps make to other task objects and to A2A peers. */
   readonly outbound: OutboundPorts;
   /** A snapshot of the state is written with the commit that takes the WAL this many events past the last one. */
@@ -252,35 +256,38 @@ export class CommitShell {
    * Step 4 of the commit path: the committed events, as SSE frames encoded once, to every live subscriber;
    * after a terminal event, the `end` frame and close. Still synchronous with the commit, so a subscriber's
    * switch from history to live (also synchronous) never falls between an append and its publication.
-   * Actions the commit resolved go to whoever waits on them (long-polls, command sockets).
+   * Actions the commit resolved go to whoever waits on them (long-polls, command sockets); runs it ended, after
+   * the frames, to the listener that closes their tokens' streams and sockets.
    */
   private publish(events: readonly WalEvent[]): void {
-    this.publishResolvedActions(events);
+    let resolved: Action[] | null = null;
+    // The runs the commit ended (a late result ends none): their tokens' streams and sockets close after the frames.
+    let ended: Set<string> | null = null;
+    for (const e of events) {
+      if (e.event_type === "action_resolved") {
+        const action = this.current.actions.get(e.payload.action_id);
+        if (action !== undefined) (resolved ??= []).push(action);
+      } else if (e.event_type === "worker_run_ended" && e.payload.reason !== "late_result") (ended ??= new Set()).add(e.payload.run_id);
+    }
+    // Whole, their text read back from the WAL.
+    if (resolved !== null) this.notify(() => this.parts.actionsResolved?.(fullActions(this.sql, this.current, resolved)), "publishing resolved actions");
     const hub = this.parts.hub;
-    if (hub.liveCount === 0 || events.length === 0) return;
-    let frames = "";
-    for (const e of events) frames += runtimeFrames(e);
-    hub.publish(frames);
-    const task = this.current.task;
-    if (task !== null && isTerminalTask(task)) hub.endAll(endFrame(task.status, this.current.last_wal_seq));
+    if (hub.liveCount > 0 && events.length > 0) {
+      let frames = "";
+      for (const e of events) frames += runtimeFrames(e);
+      hub.publish(frames);
+      const task = this.current.task;
+      if (task !== null && isTerminalTask(task)) hub.end(() => endFrame(task.status, this.current.last_wal_seq));
+    }
+    if (ended !== null) this.notify(() => this.parts.runsEnded?.(ended), "closing the streams of ended runs");
   }
 
-  /** The actions these committed events resolved, whole (their text read back from the WAL), to the shell's listener. */
-  private publishResolvedActions(events: readonly WalEvent[]): void {
-    const listener = this.parts.actionsResolved;
-    if (listener === undefined) return;
-    let resolved: Action[] | null = null;
-    for (const e of events) {
-      if (e.event_type !== "action_resolved") continue;
-      const action = this.current.actions.get(e.payload.action_id);
-      if (action !== undefined) (resolved ??= []).push(action);
-    }
-    if (resolved === null) return;
+  /** Calls a listener after a commit: the commit stands, so a listener's fault must not turn it into an error answer. */
+  private notify(call: () => void, what: string): void {
     try {
-      listener(fullActions(this.sql, this.current, resolved));
+      call();
     } catch (e) {
-      // The commit stands; a listener's fault must not turn it into an error answer.
-      reportIncident(e, "task object: publishing resolved actions");
+      reportIncident(e, `task object: ${what}`);
     }
   }
 
@@ -354,7 +361,7 @@ export class CommitShell {
    */
   private async scheduleAlarm(exact = false): Promise<void> {
     // A broken object's one deadline is its next try to replay the WAL: what it owes otherwise waits for that.
-    const owed = this.broken !== null ? [this.rebuildRetryAt] : [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt];
+    const owed = this.broken !== null ? [this.rebuildRetryAt] : [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt, this.parts.otherDeadline?.() ?? null];
     const candidates = owed.filter((t): t is number => t !== null);
     const earliest = candidates.length === 0 ? null : Math.min(...candidates);
     const target = earliest !== null && this.alarmFloor !== null ? Math.max(earliest, this.alarmFloor) : earliest;
@@ -363,6 +370,11 @@ export class CommitShell {
     this.alarmAt = target;
     if (target === null) await this.parts.alarms.deleteAlarm();
     else await this.parts.alarms.setAlarm(target);
+  }
+
+  /** The object's other parts added a deadline (otherDeadline): the alarm comes by it. */
+  async deadlineAdded(): Promise<void> {
+    await this.scheduleAlarm();
   }
 
   /** The single alarm: expire due leases and run deadlines, push a due index change, re-arm. Idempotent. */

@@ -31,7 +31,7 @@ export class IdempotentWrites {
    */
   async createTask(actor: Actor, body: Record<string, unknown>, clientIdem: Idempotency | null): Promise<RpcResult<WriteAnswer>> {
     // Authorized before anything may be replayed; the key is the caller's own.
-    const denied = authorize(null, actor, "create_task");
+    const denied = authorize(null, actor, { type: "create_task" });
     if (denied !== null) return err(denied);
     const idem = scopeIdempotency(actor, clientIdem);
     const pending = idem === null ? undefined : this.creating.get(idem.key);
@@ -118,7 +118,7 @@ export class IdempotentWrites {
     const broken = shell.guard();
     if (broken !== null) return err(broken);
     if (shell.state.task === null) return null;
-    const denied = authorize(shell.state.task, actor, commandType);
+    const denied = authorize(shell.state, actor, { type: commandType });
     if (denied !== null) return err(denied);
     const idem = scopeIdempotency(actor, clientIdem)!;
     try {
@@ -130,8 +130,9 @@ export class IdempotentWrites {
 
   private executeOne(unit: UnitOfWork, item: BatchItem, stored: ReadonlyMap<string, IdempotencyRow>, now: number): RpcResult<WriteAnswer> {
     // Authorized before any replay: a stored answer (a worker token, a claimed step) goes only to a caller
-    // who may send this command, and only to the caller whose scoped key it is.
-    const denied = authorize(this.shell.state.task, item.actor, item.command.type);
+    // who may send this command, only to the caller whose scoped key it is, and never to the token of a run
+    // that has ended (run_ended: a spent token gets nothing, as an expired one gets nothing at the Worker).
+    const denied = authorize(this.shell.state, item.actor, item.command);
     if (denied !== null) return err(denied);
     const replayed = (item.idem === null ? null : replayOf<WriteAnswer>(item.idem, stored.get(item.idem.key), now)) ?? unit.findPending(item.idem);
     if (replayed !== null) return replayed;

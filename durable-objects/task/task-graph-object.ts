@@ -6,7 +6,7 @@
  * command sockets (command-sockets.ts).
  */
 import { DurableObject } from "cloudflare:workers";
-import { type Actor, type ChildReport, type ChildTaskRequest, type PromptSummary, runtimeError, type StepPage, type StepQuery, systemActor, type TaskGetRequest } from "../../src/core/index.js";
+import { type Actor, type ChildReport, checkRunToken, type ChildTaskRequest, type PromptSummary, runtimeError, type StepPage, type StepQuery, systemActor, type TaskGetRequest } from "../../src/core/index.js";
 import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig, taskObjectName } from "../shared/env.js";
 import { ActionWaiters, MAX_ACTION_WAITERS, type PollAnswer } from "./action-waiters.js";
@@ -68,6 +68,12 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
         this.waiters.resolve(actions);
         this.sockets.pushActionsResolved(this.shell.state.task!.task_id, actions);
       },
+      // A run's token reads nothing more once the run has ended: its streams end and its sockets close.
+      runsEnded: (runIds) => {
+        this.reads.endRunStreams(runIds);
+        this.sockets.closeRuns(runIds);
+      },
+      otherDeadline: () => this.sockets.nextExpiry(),
       outbound,
       snapshotEveryEvents: this.config.snapshotEveryEvents,
       idempotencyIndexKeys: this.config.idempotencyIndexKeys,
@@ -81,6 +87,8 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
       config: this.config,
       identity: () => this.reads.identity(),
       executeBatch: (items) => this.writes.executeBatch(items),
+      spentToken: (scope) => checkRunToken(this.shell.state, { role: scope.role ?? "", run_id: scope.run ?? null }),
+      expiryAdded: () => void this.shell.deadlineAdded(),
     });
     void ctx.blockConcurrencyWhile(() => this.shell.start());
   }
@@ -192,13 +200,14 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
 
   /** The session's close of revoked tokens' command sockets. */
   async closeTokenSockets(tokenIds: readonly string[], generation: number): Promise<void> {
-    this.sockets.closeTokenSockets(tokenIds, generation);
+    this.sockets.closeRevoked(tokenIds, generation);
   }
 
   // ---- Platform hooks ----------------------------------------------------------------------------
 
-  /** The single alarm: expire due leases and run deadlines, push a due index change, re-arm. */
+  /** The single alarm: close the sockets of expired tokens, expire due leases and run deadlines, push a due index change, re-arm. */
   override async alarm(): Promise<void> {
+    this.sockets.closeExpired(Date.now());
     await this.shell.alarm();
   }
 

@@ -7,6 +7,7 @@
 import {
   type Action,
   type Actor,
+  checkRunToken,
   checkScope,
   isTerminalTask,
   LARGE_PAGE_ITEMS,
@@ -30,7 +31,7 @@ import { indexEntryOf } from "./index-entry.js";
 import { fullAction, fullActions } from "./action-text.js";
 import type { LargeReads } from "./large-reads.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
-import { endFrame, runtimeFrames, type TaskCursor } from "../shared/sse-frames.js";
+import { endFrame, runEndedFrame, runtimeFrames, type TaskCursor } from "../shared/sse-frames.js";
 import type { CatchUp, SseHub, SubscriberHolder } from "../shared/sse-hub.js";
 import { readWal, readWalTail } from "./storage/wal-store.js";
 
@@ -147,7 +148,18 @@ export class TaskReads {
     if (cursor.seq > last) {
       return err(runtimeError("validation_error", `the resume point ${cursor.seq} is after the end of this task's WAL`, { after_seq: cursor.seq, last_wal_seq: last }));
     }
-    return this.hub.admit(this.catchUpFrom(cursor), holder);
+    // Tagged with the caller's worker run, if any: the stream ends when that run does (endRunStreams).
+    return this.hub.admit(this.catchUpFrom(cursor), { ...holder, runId: actor.role === "worker" ? actor.run_id : null });
+  }
+
+  /** After a commit that ended worker runs: the event streams their tokens opened end with an `end` frame saying so. */
+  endRunStreams(runIds: ReadonlySet<string>): void {
+    const state = this.shell.state;
+    const status = state.task?.status ?? "pending";
+    this.hub.end(
+      (holder) => runEndedFrame(holder.runId!, status, state.last_wal_seq),
+      (holder) => typeof holder.runId === "string" && runIds.has(holder.runId),
+    );
   }
 
   /** Catch-up for one subscriber: pages of the WAL after its cursor, then live (or `end` for a terminal task). */
@@ -222,7 +234,11 @@ export class TaskReads {
     return ok(this.shell.state.task === null ? null : indexEntryOf(this.shell.state));
   }
 
-  /** Reads need a task, a caller in scope, and (unless `reconcile` is false) reconciled leases first. */
+  /**
+   * Reads need a task, a caller in scope, (unless `reconcile` is false) reconciled leases first, and a token that
+   * still holds: a worker whose run has ended reads nothing more (checkRunToken, after reconciling, so a run past
+   * its deadline is timed out by then).
+   */
   private readable(actor: Actor, reconcile = true): RuntimeError | null {
     const guard = this.shell.guard();
     if (guard !== null) return guard;
@@ -231,6 +247,6 @@ export class TaskReads {
     const outOfScope = checkScope(task, actor);
     if (outOfScope !== null) return outOfScope;
     if (reconcile) this.shell.reconcileBeforeRead();
-    return null;
+    return checkRunToken(this.shell.state, actor);
   }
 }

@@ -117,9 +117,9 @@ export async function relaySubscriber(c: Context<AppEnv>, source: SubscriberSour
   return c.body(readable, 200, SSE_HEADERS);
 }
 
-/** The last frame of a stream whose token no longer holds: `event: end` with the 401's reason. */
+/** The last frame of a stream whose token no longer holds: `event: end` naming why (as a run's end names `run_ended`). */
 function endFrame(reason: TokenRefusalReason): Uint8Array {
-  return new TextEncoder().encode(`event: end\ndata: ${JSON.stringify({ reason: "unauthorized", details: { reason } })}\n\n`);
+  return new TextEncoder().encode(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
 }
 
 /**

@@ -17,7 +17,7 @@
  */
 import { Hono } from "hono";
 import { taskStub } from "../../durable-objects/commands/batch.js";
-import { HOLDER_HEADER, SCOPE_HEADER, TOKEN_HEADER } from "../../durable-objects/commands/command-frames.js";
+import { HOLDER_HEADER, SCOPE_HEADER, type SocketScope } from "../../durable-objects/commands/command-frames.js";
 import { fail } from "../../durable-objects/shared/http-errors.js";
 import { type AppEnv, requireTaskActor, slotHolder } from "../http/auth.js";
 
@@ -29,13 +29,19 @@ taskSocketRoutes.get("/:sid/tasks/:tid/socket", async (c) => {
   const tid = c.req.param("tid");
   // requireOperationRole has refused the roles that can send no command over it (roleRefusal): a socket holds one
   // of its task object's slots for as long as it stays open.
-  requireTaskActor(c, sid, tid);
+  const actor = requireTaskActor(c, sid, tid);
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") fail("validation_error", "this route takes a WebSocket upgrade (Upgrade: websocket)");
   const url = new URL(c.req.url);
   url.searchParams.delete("access_token");
+  // The object keeps the token's run, expiry, id and generation with the socket: it closes the socket when the run
+  // ends, the token expires or the session revokes it.
   const caller = c.get("caller");
-  const token = caller.kind === "token" ? { token_id: caller.claims.jti ?? null, generation: caller.claims.gen ?? 0, exp: caller.claims.exp } : null;
-  const headers = { upgrade: "websocket", [SCOPE_HEADER]: JSON.stringify({ sid, tid }), [HOLDER_HEADER]: await slotHolder(c), [TOKEN_HEADER]: JSON.stringify(token) };
+  const claims = caller.kind === "token" ? caller.claims : null;
+  const scope: SocketScope = {
+    sid, tid, role: actor.role, run: actor.run_id,
+    ...(claims === null ? {} : { exp: claims.exp, token_id: claims.jti ?? null, generation: claims.gen ?? 0 }),
+  };
+  const headers = { upgrade: "websocket", [SCOPE_HEADER]: JSON.stringify(scope), [HOLDER_HEADER]: await slotHolder(c) };
   return taskStub(c.env, sid, tid).fetch(url.toString(), { headers });
 });
 

@@ -81,8 +81,8 @@ export interface WorkerRunOptions {
   readonly finish?: boolean;
 }
 
-/** Why the loop stopped. */
-export type WorkerStopReason = "no_step_claimed" | "claim_lost" | "task_terminal" | "task_not_dispatchable" | "aborted";
+/** Why the loop stopped (`run_ended`: the run was ended for it, cancelled, timed out or by the task's completion, and its token is spent). */
+export type WorkerStopReason = "no_step_claimed" | "claim_lost" | "task_terminal" | "task_not_dispatchable" | "run_ended" | "aborted";
 
 /** What a run did. */
 export interface WorkerRunReport {
@@ -94,9 +94,15 @@ export interface WorkerRunReport {
   readonly finished: boolean;
 }
 
+/** The service's answer to the token of a run that has ended: 401 with `details.reason` run_ended. */
+function isRunEnded(e: unknown): boolean {
+  return e instanceof RuntimeApiError && e.code === "unauthorized" && e.details.reason === "run_ended";
+}
+
 /** Errors that mean the run no longer holds its step or may not claim: the loop stops instead of throwing. */
 function stopReasonOf(e: unknown): WorkerStopReason | undefined {
   if (!(e instanceof RuntimeApiError)) return undefined;
+  if (isRunEnded(e)) return "run_ended";
   switch (e.code) {
     case "task_terminal":
       return "task_terminal";
@@ -148,7 +154,7 @@ export async function runWorker<W extends WorkerLoopCalls>(worker: W, handler: S
       finished = true;
     } catch (e) {
       // The run already ended (cancelled, timed out, its task closed): nothing left to finish.
-      if (!isRuntimeApiError(e, "invalid_transition", "permission_denied", "task_terminal")) throw e;
+      if (!isRunEnded(e) && !isRuntimeApiError(e, "invalid_transition", "permission_denied", "task_terminal")) throw e;
     }
   };
 
@@ -175,9 +181,9 @@ export async function runWorker<W extends WorkerLoopCalls>(worker: W, handler: S
   }
   const stopped = next.stop;
   // A terminal task may be waiting for this run to acknowledge its cancellation (a fail or cancel asked it):
-  // finishing ends the run now rather than at the service's cancellation timeout; a run the task already ended
-  // answers invalid_transition, which `finish` ignores.
-  if (opts.finish !== false) await finish(stopped === "aborted" || stopped === "task_terminal" ? "cancelled" : "finished");
+  // finishing ends the run now rather than at the service's cancellation timeout; a run already ended answers
+  // run_ended (its token is spent), which `finish` ignores, and is not finished again.
+  if (opts.finish !== false && stopped !== "run_ended") await finish(stopped === "aborted" || stopped === "task_terminal" ? "cancelled" : "finished");
   return { runId: worker.runId, completed, failed, stopped, finished };
 }
 

@@ -233,11 +233,14 @@ export interface ToolList {
   readonly tools: ToolDescription[];
 }
 
-/** The `end` frame of a task's event stream: the task is terminal. */
+/** The `end` frame of a task's event stream: the task is terminal, or (`run_ended`) the worker run whose token opened the stream has ended. */
 export interface StreamEnd {
-  readonly reason: "task_terminal" | (string & {});
-  readonly status: TaskStatus;
-  readonly wal_seq: number;
+  /** `revoked` and `expired`: the stream's token stopped holding (those ends carry no status or wal_seq). */
+  readonly reason: "task_terminal" | "run_ended" | "revoked" | "expired" | (string & {});
+  readonly status?: TaskStatus;
+  readonly wal_seq?: number;
+  /** With `run_ended`: the run that ended. */
+  readonly run_id?: string;
 }
 
 /** One event of GET /v1/sessions/{sid}/events (`event: snapshot.updated`, `id: <sequence>`): a task of the session changed. */

@@ -11,7 +11,7 @@ export { nextDeadline, RETRY_POLICY } from "./decide/decide-runs.js";
 export { firstClaimable } from "./decide/decide-steps.js";
 export { delegateRetryDelay } from "./decide/decide-delegation.js";
 export { blockedBy, blockedRefusal } from "./decide/decide-links.js";
-export { checkScope } from "./decide/guards.js";
+export { checkRunToken, checkScope } from "./decide/guards.js";
 export * from "./schemas/record-basics.js";
 export * from "./schemas/json-values.js";
 export * from "./schemas/delegation-records.js";

@@ -271,8 +271,8 @@ describe("lease expiry", () => {
       ["task_step_failed", "system"],
       ["worker_run_ended", "system"],
     ]);
-    // The run is over: its token no longer claims or updates.
-    expectError(await call("POST", `${t}/steps/b/claim`, w.token), 403, "permission_denied");
-    expectError(await call("POST", `${t}/runs/${w.run_id}/finish`, w.token, { outcome: "finished" }), 409, "invalid_transition");
+    // The run is over: its token no longer claims or updates (401 run_ended).
+    expectError(await call("POST", `${t}/steps/b/claim`, w.token), 401, "unauthorized");
+    expectError(await call("POST", `${t}/runs/${w.run_id}/finish`, w.token, { outcome: "finished" }), 401, "unauthorized");
   });
 });

@@ -161,13 +161,13 @@ describe("403 permission_denied: out of session or task scope", () => {
     expect(view.runs.every((r: any) => r.status === "active")).toBe(true);
   });
 
-  it("Should answer 403 permission_denied when a worker whose run has ended claims again", async () => {
+  it("Should answer 401 unauthorized (run_ended), not 403, when a worker whose run has ended claims again", async () => {
     const s = await newSession();
     const t = await newTask(s, "t1", [step("a"), step("b")]);
     const w = await dispatch(s, t, { max_steps: 3 });
     expectOk(await call("POST", `${t}/runs/${w.run_id}/finish`, w.token, { outcome: "finished" }));
-    expectError(await call("POST", `${t}/steps/a/claim`, w.token), 403, "permission_denied");
-    expectError(await call("POST", `${t}/steps/claim-next`, w.token), 403, "permission_denied");
+    expectError(await call("POST", `${t}/steps/a/claim`, w.token), 401, "unauthorized");
+    expectError(await call("POST", `${t}/steps/claim-next`, w.token), 401, "unauthorized");
   });
 
   it("Should answer 403 permission_denied when a worker token names a run the task never dispatched", async () => {

@@ -231,8 +231,11 @@ describe("RuntimeClient: one typed method per operation", () => {
 
     const w2 = await S.orch.dispatchWorker(t);
     expect((await S.orch.cancelRun(t, w2.runId, { reason: "not needed" })).task.active_runs).toBe(0);
-    const orchWorker = S.orch.worker(t, { token: w.token, runId: w.runId });
-    expect((await orchWorker.getTask()).runs.map((r) => r.status)).toEqual(["finished", "cancelled"]);
+    // A finished run's token reads nothing more; a worker client made from a live run's token does.
+    await expect(w.getTask()).rejects.toMatchObject({ code: "unauthorized", status: 401, details: { reason: "run_ended", run_id: w.runId } });
+    const w3 = await S.orch.dispatchWorker(t);
+    const orchWorker = S.orch.worker(t, { token: w3.token, runId: w3.runId });
+    expect((await orchWorker.getTask()).runs.map((r) => r.status)).toEqual(["finished", "cancelled", "active"]);
   });
 
   it("Should read the prompt summary, the WAL (whole and after a seq), the task template and the tools", async () => {
@@ -583,7 +586,7 @@ describe("worker.run and orchestrate", () => {
         started();
         await new Promise((r) => ctx.signal.addEventListener("abort", r, { once: true }));
         reason = ctx.signal.reason;
-        await expect(ctx.progress({ summary: "still here?" })).rejects.toMatchObject({ code: "permission_denied" });
+        await expect(ctx.progress({ summary: "still here?" })).rejects.toMatchObject({ code: "unauthorized", status: 401, details: { reason: "run_ended", run_id: w.runId } });
         throw ctx.signal.reason;
       },
       { watchMs: 10 },
@@ -591,7 +594,7 @@ describe("worker.run and orchestrate", () => {
     await isStarted;
     await S.orch.cancelRun(t, w.runId, { reason: "changed my mind" });
     const report = await running;
-    expect(report).toMatchObject({ stopped: "claim_lost", completed: [], failed: [], finished: false });
+    expect(report).toMatchObject({ stopped: "run_ended", completed: [], failed: [], finished: false });
     expect(reason).toBeInstanceOf(RuntimeApiError);
     const view = await S.orch.getTask(t);
     expect(view.steps[0]).toMatchObject({ status: "failed", status_reason: "worker_cancelled" });

@@ -134,12 +134,30 @@ describe("SseHub", () => {
     const catching = hub.open(() => (stage++ === 0 ? { frames: "data: history\n\n", next: "more" } : { frames: "event: end\ndata: {}\n\n", next: "close" }), ONE).getReader();
     expect(text((await catching.read()).value)).toBe("data: history\n\n");
     hub.publish("data: last\n\n");
-    hub.endAll("event: end\ndata: {}\n\n");
+    hub.end(() => "event: end\ndata: {}\n\n");
     expect(text((await liveOne.first).value)).toBe("data: last\n\nevent: end\ndata: {}\n\n");
     expect((await liveOne.reader.read()).done).toBe(true);
     expect(text((await catching.read()).value)).toBe("event: end\ndata: {}\n\n");
     expect((await catching.read()).done).toBe(true);
     expect(hub.stats).toMatchObject({ open: 0, closed: { end: 2 } });
+  });
+
+  it("Should end the subscribers of an ended run, live or still catching up, each with its own last frame, and no others", async () => {
+    const hub = new SseHub(LIMITS);
+    const runLive = await waitingReader(hub.open(live, { token: "w1", runId: "run_1" }));
+    const other = await waitingReader(hub.open(live, { token: "w2", runId: "run_2" }));
+    let stage = 0;
+    const runCatching = hub.open(() => (stage++ === 0 ? { frames: "data: history\n\n", next: "more" } : { frames: "data: more history\n\n", next: "more" }), { token: "w1", runId: "run_1" }).getReader();
+    expect(text((await runCatching.read()).value)).toBe("data: history\n\n");
+    hub.publish("data: run ended\n\n");
+    hub.end((holder) => `event: end\ndata: {"run_id":"${holder.runId}"}\n\n`, (holder) => holder.runId === "run_1");
+    expect(text((await runLive.first).value)).toBe('data: run ended\n\nevent: end\ndata: {"run_id":"run_1"}\n\n');
+    expect((await runLive.reader.read()).done).toBe(true);
+    // Its history is not read further: the token reads nothing more.
+    expect(text((await runCatching.read()).value)).toBe('event: end\ndata: {"run_id":"run_1"}\n\n');
+    expect((await runCatching.read()).done).toBe(true);
+    expect(text((await other.first).value)).toBe("data: run ended\n\n");
+    expect(hub.stats).toMatchObject({ open: 1, closed: { end: 2 } });
   });
 
   it("Should refuse a subscriber past maxSubscribers, saying when to retry, and take one again once one closes", async () => {

@@ -1,12 +1,13 @@
 /**
  * @module Which roles may issue which command at all (docs/model.md): the check that runs before anything
- * else looks at a request, an idempotent replay included. Finer rules (own claim, active run) stay in decide.
+ * else looks at a request, an idempotent replay included, and with it whether a worker's run (its token) is
+ * still live. Finer rules (own claim, active run) stay in decide.
  */
 import type { Command } from "../model/commands.js";
 import type { Actor, ActorRole } from "./context.js";
 import { type RuntimeError, runtimeError } from "../model/errors.js";
-import { checkScope } from "./guards.js";
-import type { Task } from "../model/records.js";
+import { checkRunToken, checkScope } from "./guards.js";
+import type { DagState } from "../model/state.js";
 
 type Roles = readonly ActorRole[];
 const ORCHESTRATOR: Roles = ["orchestrator"];
@@ -47,15 +48,18 @@ export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: 
 };
 
 /**
- * May this actor issue a command of this type against this task at all: its role (tool_not_available) and
- * its session and task scope (permission_denied). An unknown type passes: decide answers validation_error.
+ * May this actor issue this command against this task at all: its role (tool_not_available), its session and
+ * task scope (permission_denied), and, for a worker, whether its run is still live (unauthorized, run_ended:
+ * checkRunToken). An unknown type passes: decide answers validation_error. `state` is null for a create.
  */
-export function authorize(task: Task | null, actor: Actor, type: unknown): RuntimeError | null {
+export function authorize(state: DagState | null, actor: Actor, command: { readonly [field: string]: unknown }): RuntimeError | null {
   if (actor.role === "system") return null;
+  const type = command.type;
   const rule = typeof type === "string" && Object.hasOwn(COMMAND_ROLES, type) ? COMMAND_ROLES[type as Command["type"]] : undefined;
   if (rule === undefined || rule.roles === "anyone") return null;
   if (!rule.roles.includes(actor.role)) {
     return runtimeError("tool_not_available", `${rule.tool} is not available to the ${actor.role} role`, { role: actor.role, tool: rule.tool });
   }
-  return task === null ? null : checkScope(task, actor);
+  const task = state?.task ?? null;
+  return task === null ? null : (checkScope(task, actor) ?? checkRunToken(state!, actor, command));
 }

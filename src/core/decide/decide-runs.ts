@@ -4,7 +4,7 @@ import type { DecideContext, Decision } from "./context.js";
 import { Emitter, systemActor } from "./context.js";
 import { leaseAfterResolution } from "./decide-actions.js";
 import { emitDelegationStarts, emitDelegationTimeout, startsDelegations } from "./decide-delegation.js";
-import { closing, emitRunEnd, emitRunningIfFirstActive, RUN_ENDINGS, TASK_STOP_REASONS } from "./decide-shared.js";
+import { awaitsLateResult, CANCEL_TIMEOUT, closing, emitRunEnd, emitRunningIfFirstActive, RUN_ENDINGS } from "./decide-shared.js";
 import { accept, acceptNothing, refuse } from "./decision.js";
 import { blockedRefusal } from "./decide-links.js";
 import { runtimeError } from "../model/errors.js";
@@ -14,15 +14,6 @@ import { err, ok, type Result } from "../model/result.js";
 import type { RetryOutcome } from "../events/events.js";
 import { retryField, retryOutcome } from "../model/retry-policy.js";
 import { type DagState, dependenciesCompleted, isTerminalTask } from "../model/state.js";
-
-/** Why a run asked to cancel ended when its wait ran out. */
-const CANCEL_TIMEOUT = "child_agent_cancel_timeout";
-
-/**
- * Reasons a run ends with when a task-level termination stops it (at once, on acknowledging the cancellation, or
- * when the wait for that ran out); such a run may still hand in its result once.
- */
-const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set([...Object.values(TASK_STOP_REASONS), CANCEL_TIMEOUT]);
 
 /** agent.dispatch_worker: a run scoped to this task, its pool, and optionally allowed_step_ids (deduplicated). */
 export function decideDispatchWorker(state: DagState, cmd: CommandOf<"dispatch_worker">, ctx: DecideContext): Decision {
@@ -83,7 +74,7 @@ export function decideFinishRun(state: DagState, cmd: CommandOf<"finish_run">, c
   }
   if (run.status !== "active") {
     // A late run of a terminated task may still persist its result, once; it changes no step.
-    if (run.status_reason !== null && TASK_LEVEL_ENDINGS.has(run.status_reason) && run.result === null && cmd.result !== undefined && cmd.result !== null) {
+    if (awaitsLateResult(run) && cmd.result !== undefined && cmd.result !== null) {
       em.emit("worker_run_ended", null, { run_id: run.run_id, status: run.status, reason: "late_result", result: cmd.result });
       return accept(em);
     }

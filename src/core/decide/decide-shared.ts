@@ -66,6 +66,20 @@ export function emitDependantsReady(state: DagState, em: Emitter, completed: Ste
  */
 export const TASK_STOP_REASONS = { complete_task: "task_completed", fail_task: "task_failed", cancel_task: "task_cancelled" } as const;
 
+/** Why a run asked to cancel ended when its wait ran out. */
+export const CANCEL_TIMEOUT = "child_agent_cancel_timeout";
+
+/**
+ * Reasons a run ends with when a task-level termination stops it (at once, on acknowledging the cancellation, or
+ * when the wait for that ran out); such a run may still hand in its result once.
+ */
+const TASK_LEVEL_ENDINGS: ReadonlySet<string> = new Set([...Object.values(TASK_STOP_REASONS), CANCEL_TIMEOUT]);
+
+/** A run a task-level termination ended, that has not handed in a result yet: it may, once (`late_result`). */
+export function awaitsLateResult(run: WorkerRun): boolean {
+  return run.status !== "active" && run.status !== "cancelling" && run.status_reason !== null && TASK_LEVEL_ENDINGS.has(run.status_reason) && run.result === null;
+}
+
 /** How a worker run ended, and the fallback written for a step it still held (failed with the reason). */
 export const RUN_ENDINGS = {
   finished: { status: "finished", reason: "worker_finished_without_terminal_step_status", attempt: "failed" },

@@ -62,7 +62,7 @@ export function decide(state: DagState, command: unknown, ctx: DecideContext): D
   }
   const cmd = parsed.data;
   if (cmd.type !== "create_task" && state.task === null) return refuse(runtimeError("not_found", "no such task"));
-  const denied = authorize(state.task, ctx.actor, cmd.type);
+  const denied = authorize(state, ctx.actor, cmd);
   if (denied !== null) return refuse(denied);
   const decision = (deciders[cmd.type] as (s: DagState, c: Command, ctx: DecideContext) => Decision)(state, cmd, ctx);
   if (decision.ok) {

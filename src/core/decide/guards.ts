@@ -4,6 +4,7 @@ import { type RuntimeError, runtimeError } from "../model/errors.js";
 import type { Step, Task, WorkerRun } from "../model/records.js";
 import { err, ok, type Result } from "../model/result.js";
 import { type DagState, isTerminalTask } from "../model/state.js";
+import { awaitsLateResult } from "./decide-shared.js";
 
 /** The caller must be in the task's session (and, for a worker, scoped to this task). */
 export function checkScope(task: Task, actor: Actor): RuntimeError | null {
@@ -13,6 +14,29 @@ export function checkScope(task: Task, actor: Actor): RuntimeError | null {
   // An A2A client reaches only what it submitted, and cannot learn that other tasks exist.
   if (actor.role === "a2a_client" && task.origin?.client_agent_id !== actor.agent_id) return runtimeError("not_found", "no such task");
   return null;
+}
+
+/** The statuses of a run that is over: its token is spent. A `cancelling` run is not over yet (it may still finish). */
+const ENDED_RUN_STATUSES: ReadonlySet<WorkerRun["status"]> = new Set(["finished", "cancelled", "timed_out"]);
+
+/**
+ * A worker token lives as long as its run: once the run has ended (finished, cancelled, timed out), every read and
+ * command of the task with it is `unauthorized`, reason `run_ended` (with the run's status and why it ended), an
+ * idempotent replay included, on every surface. One command passes: the run's own `finish_run` carrying the result
+ * a run ended by a task-level stop may still hand in, once (decided as `late_result`). `command` is the command
+ * being authorized (absent for a read).
+ */
+export function checkRunToken(state: DagState, actor: { readonly role: string; readonly run_id: string | null }, command?: { readonly [field: string]: unknown }): RuntimeError | null {
+  if (actor.role !== "worker" || actor.run_id === null) return null;
+  const run = state.runs.get(actor.run_id);
+  if (run === undefined || !ENDED_RUN_STATUSES.has(run.status)) return null;
+  if (command?.type === "finish_run" && command.run_id === run.run_id && command.result != null && awaitsLateResult(run)) return null;
+  return runtimeError("unauthorized", `worker run ${run.run_id} has ended (${run.status}${run.status_reason === null ? "" : `: ${run.status_reason}`}); its token is no longer valid`, {
+    reason: "run_ended",
+    run_id: run.run_id,
+    run_status: run.status,
+    status_reason: run.status_reason,
+  });
 }
 
 /**

@@ -349,6 +349,16 @@ function predictTerminalFinish(state: DagState, caller: Caller & { kind: "orches
   };
 }
 
+/** Run statuses after which the run's token is spent. */
+const ENDED_RUN: ReadonlySet<string> = new Set(["finished", "cancelled", "timed_out"]);
+/** Why a task's own end stopped a run: such a run may still hand in its result, once. */
+const TASK_END_REASONS: ReadonlySet<string> = new Set(["task_completed", "task_failed", "task_cancelled", "child_agent_cancel_timeout"]);
+
+/** The one command a spent run token may still send: its own finish with the result of a run the task's end stopped, once. */
+function handsInLateResult(run: WorkerRun, cmd: Command): boolean {
+  return cmd.type === "finish_run" && cmd.run_id === run.run_id && cmd.result != null && run.result === null && run.status_reason !== null && TASK_END_REASONS.has(run.status_reason);
+}
+
 /** An answer on an ended task: its actions were all withdrawn when it ended. */
 function respondToEnded(state: DagState, cmd: CommandOf<"respond_action">): Prediction {
   return { accept: false, code: state.actions.has(cmd.action_id) ? "action_resolved" : "not_found" };
@@ -393,6 +403,9 @@ export function predict(state: DagState, actor: Actor, command: unknown, now: nu
   if (caller.kind === "approver") {
     if (cmd.type !== "respond_action") return { accept: false, code: "tool_not_available" };
     return isTerminalTask(task) ? respondToEnded(state, cmd) : predictRespond(state, cmd, now);
+  }
+  if (caller.kind === "worker" && WORKER_TOOLS.has(cmd.type) && ENDED_RUN.has(caller.run.status) && !handsInLateResult(caller.run, cmd)) {
+    return { accept: false, code: "unauthorized", details: { reason: "run_ended", run_id: caller.run.run_id, run_status: caller.run.status } };
   }
   if (isTerminalTask(task)) {
     if (cmd.type === "respond_action" && caller.kind === "orchestrator") return respondToEnded(state, cmd);

@@ -362,7 +362,8 @@ describe("Status", () => {
       [{ type: "fail_task" }, orchestrator],
       [{ type: "cancel_task" }, orchestrator],
     ];
-    for (const [command, actor] of attempts) rejects(h, command, "task_terminal", actor);
+    // Completing the task ended w's run, so its spent token is refused first; a stop leaves it cancelling, told why.
+    for (const [command, actor] of attempts) rejects(h, command, actor === w && end === "completed" ? "unauthorized" : "task_terminal", actor);
   });
 
   it.each(Object.keys(TERMINATE))("after the task is %s no step status change is written to the WAL", (end) => {
@@ -387,8 +388,9 @@ describe("Status", () => {
     expect(payload(d.events[0])).toMatchObject({ reason: "task_failed", status: "cancelled" });
     expect(h.state.runs.get(w.run_id!)!.result).toEqual({ transcript: "t", summary: "a is done" });
     expect([...h.state.steps.values()].map((s) => s.status)).toEqual(statuses);
-    rejects(h, setStep("a", "completed", { result_summary: "late" }), "task_terminal", w);
-    rejects(h, { type: "finish_run", run_id: w.run_id, outcome: "finished", result: { again: true } }, "invalid_transition", w);
+    // Its run has ended and its result is in: its token is spent.
+    expect(rejects(h, setStep("a", "completed", { result_summary: "late" }), "unauthorized", w).details).toMatchObject({ reason: "run_ended", run_id: w.run_id });
+    rejects(h, { type: "finish_run", run_id: w.run_id, outcome: "finished", result: { again: true } }, "unauthorized", w);
     consistent(h);
   });
 

@@ -128,8 +128,8 @@ describe("agent.task_fail / agent.task_cancel with runs in flight", () => {
       expect(e.details).toEqual({ ...told, run_id: worker.run_id });
       expect(e.message).toContain(`finish the run by ${iso(deadline)}`);
     }
-    // A run that had already ended, and the orchestrator, get the plain answer.
-    expect(rejects(h, { type: "claim_next" }, wd, "task_terminal").details).toEqual({ status });
+    // A run that had already ended holds a spent token; the orchestrator gets the plain answer.
+    expect(rejects(h, { type: "claim_next" }, wd, "unauthorized").details).toMatchObject({ reason: "run_ended", run_id: wd.run_id });
     expect(rejects(h, { type: "update_step", step_id: "cl", status: "completed" }, orchestrator, "task_terminal").details).toEqual({ status });
   });
 
@@ -156,7 +156,8 @@ describe("agent.task_fail / agent.task_cancel with runs in flight", () => {
     h.now = deadline;
     const timedOut = h.ok({ type: "reconcile_leases" }).events.filter((e) => e.event_type === "child_agent_cancel_timeout").map((e) => (e.payload as { run_id: string }).run_id);
     expect(timedOut).not.toContain(wc.run_id);
-    rejects(h, { type: "finish_run", run_id: wc.run_id, outcome: "finished", result: { again: true } }, wc, "invalid_transition");
+    // Its result is in and its run over: its token is spent.
+    rejects(h, { type: "finish_run", run_id: wc.run_id, outcome: "finished", result: { again: true } }, wc, "unauthorized");
     consistent(h);
   });
 
@@ -193,7 +194,8 @@ describe("agent.task_fail / agent.task_cancel with runs in flight", () => {
     // The late run may still hand in its result once, and still learns why it was stopped.
     const late = h.ok({ type: "finish_run", run_id: wc.run_id, outcome: "finished", result: { transcript: "t" } }, wc);
     expect(late.events.map((e) => e.payload)).toEqual([{ run_id: wc.run_id, status: "cancelled", reason: "late_result", result: { transcript: "t" } }]);
-    expect(rejects(h, { type: "claim_next" }, wi, "task_terminal").details).toMatchObject({ run_cancel_requested: true, run_status: "cancelled", reason: "task_failed" });
+    // Anything else from a run that has ended is refused as a spent token, saying how the run ended.
+    expect(rejects(h, { type: "claim_next" }, wi, "unauthorized").details).toEqual({ reason: "run_ended", run_id: wi.run_id, run_status: "cancelled", status_reason: "child_agent_cancel_timeout" });
     expect(h.state.task!.updated_at).toBe(iso(stopAt));
     consistent(h);
   });

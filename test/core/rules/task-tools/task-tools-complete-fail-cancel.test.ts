@@ -88,7 +88,8 @@ describe("Task Tools", () => {
       expect(late.events.map((e) => [e.event_type, e.step_id])).toEqual([["worker_run_ended", null]]);
       expect(h.status("a")).toBe(stepStatus);
       expect(runOf(h, w).result).toEqual({ transcript: "t" });
-      rejectsAs(h, { type: "finish_run", run_id: w.run_id!, outcome: "cancelled" }, w, "invalid_transition");
+      // The run has ended: its token is spent.
+      rejectsAs(h, { type: "finish_run", run_id: w.run_id!, outcome: "cancelled" }, w, "unauthorized");
       expect(byType(h.wal, "task_step_failed").filter((e) => (e.payload as { reason: string }).reason.startsWith("worker_"))).toEqual([]);
     });
 

@@ -78,7 +78,8 @@ describe("Task Tools", () => {
       const d2 = h.ok({ type: "cancel_run", run_id: w2.run_id! });
       expect(d2.events.map((e) => [e.event_type, e.step_id])).toEqual([["task_step_failed", "c"], ["worker_run_ended", null]]);
       expect(h.status("a")).toBe("claimed");
-      rejectsAs(h, { type: "finish_run", run_id: w3.run_id!, outcome: "finished" }, w1, "permission_denied");
+      // w1's own run has ended: its token is spent.
+      rejectsAs(h, { type: "finish_run", run_id: w3.run_id!, outcome: "finished" }, w1, "unauthorized");
     });
   });
 });

@@ -28,7 +28,8 @@ describe("Task Tools", () => {
       for (const status of ["running", "completed", "failed", "blocked", "cancelled"]) {
         rejectsAs(h, { type: "update_step", step_id: "a", status }, orchestrator, "task_terminal");
         rejectsAs(h, { type: "update_step", step_id: "b", status }, orchestrator, "task_terminal");
-        rejectsAs(h, { type: "update_step", step_id: "b", status }, wLate, "task_terminal");
+        // Completing the task ends its runs (a spent token); a forced stop asks them to cancel (told so).
+        rejectsAs(h, { type: "update_step", step_id: "b", status }, wLate, close === "complete_task" ? "unauthorized" : "task_terminal");
       }
       rejectsAs(h, { type: "update_task", ops: [{ op: "update_task", title: "x" }] }, orchestrator, "task_terminal");
     });
