@@ -33,7 +33,8 @@ describe("the API reference's model", () => {
   it("Should group operations by the last resource of their path when they carry no tag", () => {
     const sectionOf = (id: string) => model.sections.find((s) => s.operations.some((o) => o.operationId === id))?.title;
     expect(sectionOf("createSession")).toBe("Sessions");
-    expect(sectionOf("mintToken")).toBe("Sessions");
+    // Tokens are a collection of their own (DELETE .../tokens/{token_id}): minting, listing and revoking read together.
+    for (const id of ["mintToken", "listTokens", "revokeToken", "revokeAllTokens"]) expect(sectionOf(id), id).toBe("Tokens");
     expect(sectionOf("createTask")).toBe("Tasks");
     expect(sectionOf("completeTask")).toBe("Tasks");
     expect(sectionOf("claimNextStep")).toBe("Steps");

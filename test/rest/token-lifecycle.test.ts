@@ -9,7 +9,7 @@ import { ADMIN, call, dispatch, newSession, newTask, step, type TestSession } fr
 import { expectError, expectOk, mintRole, signClaims, sleep, uniqueId } from "../support/support.js";
 import { openSocket, socketFrame } from "../support/test-socket.js";
 import { openStream } from "../support/sse.js";
-import { postMcp } from "../support/mcp-clients.js";
+import { connectMcp, postMcp } from "../support/mcp-clients.js";
 import { connectA2a, rpc, send } from "../support/a2a-clients.js";
 import { sessionStub } from "../support/surfaces.js";
 
@@ -121,6 +121,9 @@ describe("revoking one token", () => {
     const victim = await minted(s, s.orch, { role: "orchestrator" });
     const worker = expectOk(await call("POST", `${path}/workers`, s.orch, {}), 201);
     expectOk(await call("GET", path, victim.token));
+    // An official MCP client connected before the revocation.
+    const mcpClient = await connectMcp(victim.token);
+    expect((await mcpClient.listTools()).tools.length).toBeGreaterThan(0);
     const revoked = expectOk(await call("DELETE", `/v1/sessions/${s.sid}/tokens/${victim.token_id}`, s.orch));
     expect(revoked).toEqual({ token_id: victim.token_id, revoked_at: expect.any(String) });
     // Revoking it again is the same answer.
@@ -134,6 +137,9 @@ describe("revoking one token", () => {
     expect(frame.results[0]).toMatchObject({ ok: false, status: 401, body: { error: { code: "unauthorized", details: { reason: "revoked" } } } });
     const mcp = await postMcp({ id: 1, method: "tools/list", params: {} }, { authorization: `Bearer ${victim.token}` });
     expect(mcp.status).toBe(401);
+    expect(mcp.message.error.details).toEqual({ reason: "revoked" });
+    await expect(mcpClient.callTool({ name: "agent.task_get", arguments: { task_id: path.split("/").pop() } })).rejects.toThrow();
+    await mcpClient.close().catch(() => undefined);
 
     // Every other token goes on.
     expectOk(await call("GET", path, s.orch));
