@@ -5,15 +5,13 @@
  * it names the peer's question in `metadata.actionId` as the peer's status message named it. The peer is an
  * `@a2a-js/sdk` server (DefaultRequestHandler) served in-process through the real peer client.
  */
-import { runInDurableObject } from "cloudflare:test";
 import { AgentCard, type Message, type Part, Role, TaskState } from "@a2a-js/sdk";
 import { type AgentExecutor, AgentEvent, DefaultRequestHandler, type ExecutionEventBus, InMemoryTaskStore, JsonRpcTransportHandler, type RequestContext, ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server";
 import { describe, expect, it } from "vitest";
 import { PeerClient } from "../../durable-objects/peers/a2a-peer.js";
-import type { OutboundCalls } from "../../durable-objects/task/outbound-calls.js";
-import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
 import { call, newSession } from "../support/helpers.js";
-import { eventually, expectOk, taskStub, walOf } from "../support/support.js";
+import { delegatedTask } from "../support/peer-delegation.js";
+import { eventually, expectOk, walOf } from "../support/support.js";
 
 const PEER = "http://peer.test";
 const QUESTION = "Which region?";
@@ -98,26 +96,7 @@ describe("Our answers to a peer's question", () => {
     const taskId = "answered";
     const peer = askingPeer(1);
     const client = new PeerClient({ allowlist: ["peer.test"], timeoutMs: 5_000, maxResponseBytes: 1_048_576 }, peer.fetchImpl);
-    // The object exists, empty, before its task: its peer ports are set before the create commits.
-    await runInDurableObject(taskStub(s.sid, taskId), (instance: TaskGraphObject) => {
-      const outbound = (instance as unknown as { shell: { outbound: OutboundCalls } }).shell.outbound;
-      outbound.ports = {
-        ...outbound.ports,
-        peerSend: (cardUrl, message) => client.send(cardUrl, message),
-        peerGet: (cardUrl, id) => client.get(cardUrl, id),
-        peerCancel: (cardUrl, id) => client.cancel(cardUrl, id),
-      };
-    });
-    const path = `/v1/sessions/${s.sid}/tasks/${taskId}`;
-    expectOk(
-      await call("POST", `/v1/sessions/${s.sid}/tasks`, s.orch, {
-        task_id: taskId,
-        wal_name: taskId,
-        title: "Delegated",
-        steps: [{ step_id: "remote", title: "Ask the peer", summary: "Pick a region", depends_on_step_ids: [], delegate: { kind: "a2a", agent_card_url: `${PEER}/card` } }],
-      }),
-      201,
-    );
+    const path = await delegatedTask(s, taskId, client, `${PEER}/card`, "Pick a region");
     const action = await eventually(async () => {
       const open = expectOk(await call("GET", `${path}/actions?status=open`, s.orch)).actions as { action_id: string; prompt: string }[];
       expect(open).toHaveLength(1);

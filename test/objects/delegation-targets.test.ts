@@ -2,13 +2,11 @@
  * A delegated step whose peer's Agent Card puts its JSON-RPC interface on another origin: the task object's outbound
  * call is refused before anything is sent there, and the refusal is the attempt's recorded failure, with its reason.
  */
-import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { PeerClient } from "../../durable-objects/peers/a2a-peer.js";
-import type { OutboundCalls } from "../../durable-objects/task/outbound-calls.js";
-import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
 import { call, newSession } from "../support/helpers.js";
-import { eventually, expectOk, taskStub } from "../support/support.js";
+import { delegatedTask } from "../support/peer-delegation.js";
+import { eventually, expectOk } from "../support/support.js";
 
 describe("A delegated step's calls and the Agent Card's origin", () => {
   it("Should fail the attempt (delegate_refused, the reason in its summary) when the card aims the call at another allowlisted origin, sending it nothing", async () => {
@@ -22,20 +20,7 @@ describe("A delegated step's calls and the Agent Card's origin", () => {
       return new Response("must not be reached", { status: 500 });
     };
     const client = new PeerClient({ allowlist: ["peer.example", "payments.example"], timeoutMs: 5_000, maxResponseBytes: 1_048_576 }, fetchImpl, async (origin) => `Bearer secret-of-${new URL(origin).host}`);
-    await runInDurableObject(taskStub(s.sid, taskId), (instance: TaskGraphObject) => {
-      const outbound = (instance as unknown as { shell: { outbound: OutboundCalls } }).shell.outbound;
-      outbound.ports = { ...outbound.ports, peerSend: (cardUrl, message) => client.send(cardUrl, message), peerGet: (cardUrl, id) => client.get(cardUrl, id), peerCancel: (cardUrl, id) => client.cancel(cardUrl, id) };
-    });
-    const path = `/v1/sessions/${s.sid}/tasks/${taskId}`;
-    expectOk(
-      await call("POST", `/v1/sessions/${s.sid}/tasks`, s.orch, {
-        task_id: taskId,
-        wal_name: taskId,
-        title: "Delegated",
-        steps: [{ step_id: "remote", title: "Ask the peer", summary: "Pay the invoice", depends_on_step_ids: [], delegate: { kind: "a2a", agent_card_url: "https://peer.example/card" } }],
-      }),
-      201,
-    );
+    const path = await delegatedTask(s, taskId, client, "https://peer.example/card", "Pay the invoice");
     const step = await eventually(async () => {
       const remote = expectOk(await call("GET", path, s.orch)).steps.find((st: { step_id: string }) => st.step_id === "remote");
       expect(remote.status).toBe("failed");
