@@ -300,11 +300,11 @@ export class SseHub {
   /** A comment to every idle stream: keeps proxies from timing it out and finds readers that are gone. */
   private beat(): void {
     for (const sub of this.subscribers) {
-      // A reader still busy with earlier frames gets no heartbeat; one that has left more than maxQueuedBytes (a
-      // large commit) unread for a whole period is closed.
+      // Only an idle reader gets a heartbeat: one with frames waiting for their flush (a busy isolate) gets them
+      // first. One that has left more than maxQueuedBytes (a large commit) unread for a whole period is closed.
       const over = sub.live && sub.pendingBytes > this.limits.maxQueuedBytes;
       if (over && sub.overAtLastBeat) this.drop(sub, "slow", new Error(TOO_SLOW));
-      else if (sub.waiting) this.push(sub, HEARTBEAT);
+      else if (sub.waiting && sub.pendingBytes === 0) this.push(sub, HEARTBEAT);
       sub.overAtLastBeat = over;
     }
   }

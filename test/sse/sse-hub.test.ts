@@ -117,6 +117,18 @@ describe("SseHub", () => {
     expect(hub.stats).toMatchObject({ open: 0, live: 0, closed: { lifetime: 1 } });
   });
 
+  it("Should not close a reader that waits for a large commit when a heartbeat comes before the commit is handed over", async () => {
+    const hub = new SseHub(LIMITS);
+    const { reader, first } = await waitingReader(hub.open(live, ONE));
+    const large = `data: ${"x".repeat(LIMITS.maxQueuedBytes * 2)}\n\n`;
+    hub.publish(large);
+    // The heartbeat's timer fires before the flush's (a busy isolate): the reader is waiting, so the commit goes to it whole.
+    (hub as unknown as { beat(): void }).beat();
+    expect(text((await first).value)).toBe(large);
+    expect(hub.stats).toMatchObject({ live: 1, closed: { slow: 0 } });
+    await reader.cancel();
+  });
+
   it("Should send heartbeats to idle streams and stop its timer when the last one goes", async () => {
     const hub = new SseHub({ ...LIMITS, heartbeatMs: 30 });
     const reader = hub.open(live, ONE).getReader();
