@@ -34,6 +34,9 @@ export interface SocketHolding {
   readonly expires_at_ms: number;
 }
 
+/** The revoked tokens of a generation: read through the partial index tokens_revoked, whatever the number of live tokens. */
+export const REVOKED_TOKENS_SQL = "SELECT token_id FROM tokens WHERE revoked_at IS NOT NULL AND generation = ?";
+
 /** Tasks told of revocations per alarm; the rest wait for the next ring. */
 const PUSHES_PER_ALARM = 100;
 
@@ -54,6 +57,8 @@ export class SessionTokens {
       generation INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL, revoked_at TEXT
     )`);
     sql.exec("CREATE INDEX IF NOT EXISTS tokens_by_expiry ON tokens (expires_at_ms)");
+    // The revocation check reads the revoked ones only (every REVOCATION_CHECK_MS per isolate), never the live ones.
+    sql.exec("CREATE INDEX IF NOT EXISTS tokens_revoked ON tokens (generation) WHERE revoked_at IS NOT NULL");
     sql.exec("CREATE TABLE IF NOT EXISTS token_generation (id INTEGER PRIMARY KEY CHECK (id = 1), generation INTEGER NOT NULL)");
     sql.exec("CREATE TABLE IF NOT EXISTS token_sockets (token_id TEXT NOT NULL, task_id TEXT NOT NULL, expires_at_ms INTEGER NOT NULL, PRIMARY KEY (token_id, task_id))");
     // A task whose sockets of revoked tokens (or of an older generation) must be closed: sent from the alarm.
@@ -123,7 +128,7 @@ export class SessionTokens {
   /** What a revocation check needs: the generation, and the ids of revoked tokens not yet expired. */
   state(nowMs: number): RevocationState {
     this.forgetExpired(nowMs);
-    const revoked = this.sql.exec<{ token_id: string }>("SELECT token_id FROM tokens WHERE revoked_at IS NOT NULL AND generation = ?", this.generation()).toArray().map((r) => r.token_id);
+    const revoked = this.sql.exec<{ token_id: string }>(REVOKED_TOKENS_SQL, this.generation()).toArray().map((r) => r.token_id);
     return { generation: this.generation(), revoked };
   }
 

@@ -12,6 +12,8 @@ import { openStream } from "../support/sse.js";
 import { connectMcp, postMcp } from "../support/mcp-clients.js";
 import { connectA2a, rpc, send } from "../support/a2a-clients.js";
 import { sessionStub } from "../support/surfaces.js";
+import { runInDurableObject } from "cloudflare:test";
+import { REVOKED_TOKENS_SQL } from "../../durable-objects/session/session-tokens.js";
 
 let S: TestSession;
 beforeAll(async () => {
@@ -160,6 +162,12 @@ describe("revoking one token", () => {
     expect(after.status).toBe(401);
     expect(after.body.error.code).toBe(-32000);
     expect(after.body.error.data[0]).toMatchObject({ reason: "UNAUTHENTICATED", metadata: { reason: "revoked" } });
+  });
+
+  it("Should read only the revoked tokens for a revocation check, through their own index", async () => {
+    const s = await newSession();
+    const plan = await runInDurableObject(sessionStub(s.sid), (_o, state) => state.storage.sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${REVOKED_TOKENS_SQL}`, 0).toArray().map((r) => r.detail));
+    expect(plan.join(" ")).toContain("USING INDEX tokens_revoked");
   });
 
   it("Should reach every isolate within REVOCATION_CHECK_MS, also when the revocation was made elsewhere", async () => {
