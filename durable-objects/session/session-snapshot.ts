@@ -7,7 +7,7 @@ import type { CompactTask, IndexEntry, ListedTask, SessionSnapshot } from "../..
 import { openActionCount, staleAtMs, type TaskCounts } from "./task-counts.js";
 
 /** Live tasks listed, in creation order (the rest: the task list route from this offset). */
-export const SNAPSHOT_TASKS = 100;
+export const SNAPSHOT_TASKS = 50;
 /** Held-up tasks listed per snapshot (the rest: `?blocked_after=`). */
 export const SNAPSHOT_BLOCKED_TASKS = 50;
 /** Open action ids listed per held-up task (the rest: the task's actions route). */
