@@ -39,11 +39,27 @@ function recount(sql: SqlStorage, now: number): Counts {
 
 const countsOf = (snapshot: SessionSnapshot): Counts => Object.fromEntries(COUNT_NAMES.map((k) => [k, snapshot.task_summary[k]])) as Counts;
 
+/** The counts as the session stores them (all but stale, which is read from the clock), stale from the snapshot. */
+function stored(sql: SqlStorage, snapshot: SessionSnapshot): Counts {
+  const row = sql.exec<Omit<Counts, "stale">>(`SELECT ${COUNT_NAMES.filter((k) => k !== "stale").join(", ")} FROM task_counts`).one();
+  return { ...row, stale: snapshot.task_summary.stale };
+}
+
+/** The snapshot's counts equal the stored ones and the ones recomputed from every row. */
+async function expectKeptExact(o: SessionObject, sql: SqlStorage): Promise<void> {
+  const snapshot = (await o.snapshot())!;
+  const recounted = recount(sql, Date.now());
+  expect(countsOf(snapshot)).toEqual(recounted);
+  expect(stored(sql, snapshot)).toEqual(recounted);
+}
+
 /** The snapshot's counts and the counts recomputed from the rows, read in one turn of the session object. */
 async function keptAndRecounted(sid: string): Promise<{ kept: Counts; recounted: Counts }> {
   return runInDurableObject(sessionStub(sid), async (o: SessionObject, state) => {
     const snapshot = (await o.snapshot())!;
-    return { kept: countsOf(snapshot), recounted: recount(state.storage.sql, Date.now()) };
+    const recounted = recount(state.storage.sql, Date.now());
+    expect(stored(state.storage.sql, snapshot)).toEqual(countsOf(snapshot));
+    return { kept: countsOf(snapshot), recounted };
   });
 }
 
@@ -88,7 +104,7 @@ describe("the session's kept task counts", () => {
             else if (op.kind === "reserve") await o.reserve(`t${op.task}`, `wal-t${op.task}`);
             else await o.release(`t${op.task}`);
           }
-          expect(countsOf((await o.snapshot())!)).toEqual(recount(state.storage.sql, Date.now()));
+          await expectKeptExact(o, state.storage.sql);
         });
       }),
       { numRuns: 40 },
@@ -97,7 +113,7 @@ describe("the session's kept task counts", () => {
 
   it("Should count an overdue entry stale and stop once a newer push moves its deadline; an older push changes nothing", async () => {
     const sid = uniqueId("stale");
-    await runInDurableObject(sessionStub(sid), async (o: SessionObject) => {
+    await runInDurableObject(sessionStub(sid), async (o: SessionObject, state) => {
       await o.create(sid, new Date().toISOString(), {}, { agent_id: "orch", run_id: "orun_1" }, 3600, null);
       const overdue = new Date(Date.now() - MINUTE).toISOString();
       await o.upsertTask(entry("t1", { native_status: "running", wal_seq: 5, next_deadline_at: overdue, lost_attempts: 1 }));
@@ -108,6 +124,7 @@ describe("the session's kept task counts", () => {
       // A push that lost the race to a newer one (re-sent by the task's outbox) is ignored whole.
       await o.upsertTask(entry("t1", { native_status: "failed", wal_seq: 4, next_deadline_at: overdue }));
       expect((await o.snapshot())!.task_summary).toMatchObject({ active: 1, terminal: 0, failed: 0, stale: 0 });
+      await expectKeptExact(o, state.storage.sql);
     });
   });
 
@@ -172,7 +189,7 @@ describe("the session's kept task counts", () => {
       await o.release("t2");
       await o.upsertTask(entry("t3", { native_status: "pending", wal_seq: 1 }));
       expect((await o.snapshot())!.task_summary).toMatchObject({ active: 2, waiting: 1 });
-      expect(countsOf((await o.snapshot())!)).toEqual(recount(state.storage.sql, Date.now()));
+      await expectKeptExact(o, state.storage.sql);
     });
   });
 
@@ -196,7 +213,7 @@ describe("the session's kept task counts", () => {
     await runInDurableObject(stub, async (o: SessionObject, state) => {
       const snapshot = (await o.snapshot())!;
       expect(countsOf(snapshot)).toEqual({ active: 3, terminal: 1, failed: 1, lost: 1, waiting: 2, blocked: 1, stale: 1, open_actions: 2 });
-      expect(countsOf(snapshot)).toEqual(recount(state.storage.sql, Date.now()));
+      await expectKeptExact(o, state.storage.sql);
       expect(snapshot.blockedTasks.map((b) => b.taskId)).toEqual(["t1", "t2"]);
       // And they are kept from there on.
       await o.upsertTask(entry("t2", { native_status: "completed", wal_seq: 2 }));
