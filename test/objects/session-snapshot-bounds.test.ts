@@ -3,14 +3,15 @@
  * 2,000 tasks seeded in the session object's storage answers under 64 KiB, every list within its cap, each
  * with the request that pages on to the rest, and reading it touches as many rows at 2,000 tasks as at 1,000.
  */
-import { runInDurableObject } from "cloudflare:test";
+import { runInDurableObject, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.js";
 import { RECENT_TERMINAL, SNAPSHOT_ACTION_IDS, SNAPSHOT_BLOCKED_TASKS, SNAPSHOT_TASKS } from "../../durable-objects/session/session-snapshot.js";
 import type { IndexEntry, SessionSnapshot } from "../../src/contract/index.js";
 import { STEP_STATUSES, type TaskStatus } from "../../src/core/index.js";
+import { type FetchLike, RuntimeClient } from "../../src/client/index.js";
 import { call } from "../support/helpers.js";
-import { bindings, expectOk, signClaims, uniqueId } from "../support/support.js";
+import { BASE, bindings, expectOk, signClaims, uniqueId } from "../support/support.js";
 
 const sid = uniqueId("big");
 const stub = bindings.SESSIONS.get(bindings.SESSIONS.idFromName(sid));
@@ -113,5 +114,15 @@ describe("the session snapshot of a large session", () => {
     expect(pages).toBe(1_000 / SNAPSHOT_BLOCKED_TASKS);
     expect(new Set(seen).size).toBe(1_000);
     expect(seen).toEqual([...seen].sort());
+  });
+
+  it("Should read the next page of held-up tasks through the SDK's getSession with blocked_after", async () => {
+    const sdk = new RuntimeClient({ baseUrl: BASE, token: observer, fetch: SELF.fetch.bind(SELF) as FetchLike });
+    const first = await sdk.getSession(sid);
+    const next = new URL(first.pages.blockedTasks.next!, BASE);
+    const second = await sdk.getSession(sid, { blocked_after: Number(next.searchParams.get("blocked_after")) });
+    expect(second.blockedTasks).toHaveLength(SNAPSHOT_BLOCKED_TASKS);
+    expect(second.blockedTasks[0]!.taskId > first.blockedTasks.at(-1)!.taskId).toBe(true);
+    expect(second.blockedTasks.map((b) => b.taskId)).toEqual(expectOk<SessionSnapshot>(await call("GET", next.pathname + next.search, observer)).blockedTasks.map((b) => b.taskId));
   });
 });
