@@ -6,6 +6,7 @@ import type { SnapshotListPage } from "../../src/contract/index.js";
 import { readCounts } from "./session-counts.js";
 import { listedTask, RECENT_TERMINAL, SNAPSHOT_ACTION_IDS, SNAPSHOT_BLOCKED_TASKS, SNAPSHOT_TASKS, type SnapshotParts } from "./session-snapshot.js";
 
+/** A capped list's page: `next` only while it holds fewer than there are. */
 function page(listed: number, total: number, next: string): SnapshotListPage {
   return { listed, total, next: listed < total ? next : null };
 }
@@ -29,7 +30,7 @@ export function readSnapshotParts(sql: SqlStorage, session: { session_id: string
   });
   const recentTerminal = entries("SELECT entry FROM tasks WHERE terminal = 1 ORDER BY updated_at DESC LIMIT ?", RECENT_TERMINAL);
   const latestActive = sql.exec<{ at: string }>("SELECT updated_at AS at FROM tasks WHERE terminal = 0 AND updated_at IS NOT NULL ORDER BY updated_at DESC LIMIT 1").toArray()[0]?.at;
-  const updatedAt = [session.created_at, latestActive, recentTerminal[0]?.updated_at].reduce<string>((a, b) => (b !== undefined && b > a ? b : a), session.created_at);
+  const updatedAt = [latestActive, recentTerminal[0]?.updated_at].reduce<string>((a, b) => (b !== undefined && b > a ? b : a), session.created_at);
   const base = `/v1/sessions/${encodeURIComponent(session.session_id)}`;
   return {
     counts,
