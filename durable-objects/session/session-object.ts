@@ -5,13 +5,15 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { ulidFactory } from "../../src/lib/ids.js";
-import type { IndexEntry, LinkTasksInput, ListedTask, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage, TokenListPage } from "../../src/contract/index.js";
+import type { IndexEntry, LinkTasksInput, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage, TokenListPage } from "../../src/contract/index.js";
 import { type Actor, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../../src/core/index.js";
 import { SessionLinks } from "./session-links.js";
 import { openActionPage, replaceInboxActions } from "./session-inbox.js";
 import type { IndexEntryWithActions } from "../task/open-actions.js";
 import { type Env, readConfig, taskObjectName } from "../shared/env.js";
-import { buildSessionSnapshot } from "./session-snapshot.js";
+import { buildSessionSnapshot, listedTask } from "./session-snapshot.js";
+import { readSnapshotParts } from "./snapshot-reads.js";
+import { recordEntryChange } from "./session-counts.js";
 import { snapshotFrame } from "../shared/sse-frames.js";
 import { submittedTaskPage } from "./submitted-tasks.js";
 import { SseHub, type SubscriberHolder } from "../shared/sse-hub.js";
@@ -220,6 +222,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
         ...values, entry.task_id,
       );
     }
+    recordEntryChange(this.sql, previous, entry);
     if (open !== undefined) replaceInboxActions(this.sql, entry.task_id, open);
     this.links.taskUpdated(entry);
     this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
@@ -310,7 +313,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const rows = this.sql
       .exec<TaskRow>(`SELECT * FROM tasks WHERE ${clause} ORDER BY terminal ASC, CASE WHEN terminal = 0 THEN seq END ASC, updated_at DESC LIMIT ? OFFSET ?`, ...args, limit, offset)
       .toArray();
-    const tasks = rows.map((r) => this.listed(r));
+    const tasks = rows.map((r) => listedTask(r.entry!, Date.now()));
     return { tasks, total, limit, offset, next_offset: offset + tasks.length < total ? offset + tasks.length : null };
   }
 
@@ -320,28 +323,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   /**
-   * The session snapshot: the task read model (summary counts, tasks, blocked tasks, delivery state) in the Agent Runtime snapshot shape (schemaVersion,
-   * sessionId, threads, taskSummary, tasks, blockedTasks, deliveryState), plus the snake_case
-   * `task_summary` counts. This runtime has no threads, so `threads` is empty.
+   * The session snapshot (session-snapshot.ts): the kept counts and bounded lists in the Agent Runtime snapshot
+   * shape; `blockedAfter` pages on through the held-up tasks. Its cost does not grow with the session.
    */
-  async snapshot(): Promise<SessionSnapshot | null> {
+  async snapshot(blockedAfter = 0): Promise<SessionSnapshot | null> {
     const session = await this.describe();
     if (session === null) return null;
-    const rows = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE state = 'confirmed' ORDER BY seq").toArray().map((r) => this.listed(r));
-    const actionIds = new Map<string, string[]>();
-    for (const a of this.sql.exec<{ task_id: string; action_id: string }>("SELECT task_id, action_id FROM actions ORDER BY created_at, action_id")) {
-      const ids = actionIds.get(a.task_id) ?? [];
-      ids.push(a.action_id);
-      actionIds.set(a.task_id, ids);
-    }
-    return buildSessionSnapshot(session, rows, actionIds);
-  }
-
-  /** An entry is stale when it still shows held steps or live runs past the task's own next deadline. */
-  private listed(row: TaskRow): ListedTask {
-    const entry = JSON.parse(row.entry!) as IndexEntry;
-    const overdue = entry.next_deadline_at !== null && Date.parse(entry.next_deadline_at) + 5_000 < Date.now();
-    return { ...entry, index_state: overdue ? "stale" : "current" };
+    return buildSessionSnapshot(session, readSnapshotParts(this.sql, session, Date.now(), blockedAfter));
   }
 
   /** POST /v1/sessions/{sid}/peers: sets the credential of a peer origin (not_found: no such session). */

@@ -89,8 +89,8 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   listSubmittedTasks(query: SubmittedTaskQuery): Promise<RpcResult<SubmittedTaskPage>>;
   /** The session's inbox: open actions of all its tasks, newest first. */
   listOpenActions(query: { limit?: number; offset?: number }): Promise<SessionActionPage>;
-  /** The session snapshot; null when no session of this id was created. */
-  snapshot(): Promise<SessionSnapshot | null>;
+  /** The session snapshot (`blockedAfter`: where the previous page of held-up tasks ended); null when no session of this id was created. */
+  snapshot(blockedAfter?: number): Promise<SessionSnapshot | null>;
   /**
    * Sets (or replaces) the Authorization value sent to an A2A peer origin (not_found: no such session; validation_error:
    * too many origins).

@@ -1,4 +1,5 @@
 /** @module The session object's tables, made (or brought up to date in place) when the object starts. */
+import { createCountTables } from "./session-counts.js";
 
 /** Columns of the tasks table copied from the entry for filtering, added in place to tables made before them. */
 export const LISTED_COLUMNS = ["origin_client_agent_id", "thread_id", "parent_task_id", "root_task_id"] as const;
@@ -33,6 +34,9 @@ export function createSessionTables(sql: SqlStorage): void {
   sql.exec("CREATE TABLE IF NOT EXISTS actions (action_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, created_at TEXT NOT NULL, data TEXT NOT NULL)");
   sql.exec("CREATE INDEX IF NOT EXISTS actions_by_created ON actions (created_at, action_id)");
   sql.exec("CREATE INDEX IF NOT EXISTS actions_by_task ON actions (task_id)");
+  // The snapshot's first open actions of a held-up task.
+  sql.exec("CREATE INDEX IF NOT EXISTS actions_by_task_created ON actions (task_id, created_at, action_id)");
+  createCountTables(sql);
 }
 
 /**

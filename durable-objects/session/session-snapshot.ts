@@ -1,9 +1,26 @@
-/** @module The session read model (task summary, tasks, blockers, delivery state) in the Agent Runtime snapshot shape, from index entries (pure). */
+/**
+ * @module The session snapshot (GET /v1/sessions/{sid}) in the Agent Runtime snapshot shape, from its parts
+ * (pure): the kept counts and bounded lists that snapshot-reads.ts reads.
+ */
 import { RUNTIME_EVENT_SCHEMA_VERSION } from "../../src/core/index.js";
-import type { CompactTask, ListedTask, SessionSnapshot } from "../../src/contract/index.js";
+import type { CompactTask, IndexEntry, ListedTask, SessionSnapshot } from "../../src/contract/index.js";
+import { openActionCount, staleAtMs, type TaskCounts } from "./task-counts.js";
 
-/** Terminal tasks listed as recent. */
-const RECENT_TERMINAL = 10;
+/** Live tasks listed, in creation order (the rest: the task list route from this offset). */
+export const SNAPSHOT_TASKS = 50;
+/** Held-up tasks listed per snapshot (the rest: `?blocked_after=`). */
+export const SNAPSHOT_BLOCKED_TASKS = 50;
+/** Open action ids listed per held-up task (the rest: the task's actions route). */
+export const SNAPSHOT_ACTION_IDS = 10;
+/** Terminal tasks listed as recent, newest first. */
+export const RECENT_TERMINAL = 10;
+
+/** The index entry of a row as agent.task_list and the snapshot list it: `stale` once past its stale time. */
+export function listedTask(entryText: string, now: number): ListedTask {
+  const entry = JSON.parse(entryText) as IndexEntry;
+  const staleAt = staleAtMs(entry);
+  return { ...entry, index_state: staleAt !== null && staleAt < now ? "stale" : "current" };
+}
 
 /** A task of the session as the snapshot schema's compact `task`; `stale` when the entry may lag the task. */
 export function compactTask(sessionId: string, t: ListedTask): CompactTask {
@@ -21,73 +38,62 @@ export function compactTask(sessionId: string, t: ListedTask): CompactTask {
 
 type BlockedTask = SessionSnapshot["blockedTasks"][number];
 
-/** How many actions of the task are open (0 for an entry pushed before actions existed). */
-function openActionCount(t: ListedTask): number {
-  return t.open_action_count ?? 0;
+/** A held-up task (blocked, with blocked or failed steps, or waiting on people) and what it needs; `actionIds` its first open actions. */
+export function blockedTask(t: ListedTask, actionIds: readonly string[]): BlockedTask {
+  const open = openActionCount(t);
+  const requiredAction = open > 0
+    ? `respond to ${open === 1 ? "the open action" : `the ${open} open actions`}`
+    : t.native_status === "blocked"
+      ? "reopen the task"
+      : "reopen or replace the blocked and failed steps";
+  return { taskId: t.task_id, nativeStatus: t.native_status, blockedSteps: t.step_counts.blocked, failedSteps: t.step_counts.failed, requiredAction, actionIds: [...actionIds] };
 }
 
-/** Blocked tasks: tasks waiting on people (their open actions to answer), blocked tasks, tasks with blocked or failed steps. */
-function blockedTasks(active: readonly ListedTask[], openActionIds: ReadonlyMap<string, readonly string[]>): BlockedTask[] {
-  const listed: BlockedTask[] = [];
-  for (const t of active) {
-    const actionIds = [...(openActionIds.get(t.task_id) ?? [])];
-    const stuck = t.native_status === "blocked" || t.step_counts.blocked + t.step_counts.failed > 0;
-    if (!stuck && openActionCount(t) === 0) continue;
-    const requiredAction = openActionCount(t) > 0
-      ? `respond to ${openActionCount(t) === 1 ? "the open action" : `the ${openActionCount(t)} open actions`}`
-      : t.native_status === "blocked"
-        ? "reopen the task"
-        : "reopen or replace the blocked and failed steps";
-    listed.push({ taskId: t.task_id, nativeStatus: t.native_status, blockedSteps: t.step_counts.blocked, failedSteps: t.step_counts.failed, requiredAction, actionIds });
-  }
-  return listed;
+/** What the snapshot is made of: the counts and the bounded lists, with how each pages on. */
+export interface SnapshotParts {
+  counts: TaskCounts;
+  /** The newest updated_at of any task (the session's creation when it has none). */
+  updatedAt: string;
+  tasks: ListedTask[];
+  blocked: { task: ListedTask; actionIds: string[] }[];
+  recentTerminal: ListedTask[];
+  pages: SessionSnapshot["pages"];
 }
 
-/**
- * The session snapshot: snake_case `task_summary` counts (active, terminal, failed, lost, waiting — pending
- * or with open actions —, blocked, stale, open actions, recent terminal) and the Agent Runtime snapshot fields
- * (schemaVersion, sessionId, threads, taskSummary, tasks, blockedTasks, deliveryState). This runtime has no
- * threads: `threads` is empty.
- */
-export function buildSessionSnapshot(
-  session: { session_id: string; created_at: string },
-  rows: readonly ListedTask[],
-  /** Each task's open actions in the inbox, oldest first. */
-  openActionIds: ReadonlyMap<string, readonly string[]> = new Map(),
-): SessionSnapshot {
-  const terminal = rows.filter((t) => t.terminal).sort((a, b) => b.updated_at.localeCompare(a.updated_at));
-  const active = rows.filter((t) => !t.terminal);
-  const summary = {
-    active: active.length,
-    terminal: terminal.length,
-    failed: rows.filter((t) => t.native_status === "failed").length,
-    lost: active.filter((t) => t.lost_attempts > 0).length,
-    waiting: active.filter((t) => t.native_status === "pending" || openActionCount(t) > 0).length,
-    blocked: active.filter((t) => t.native_status === "blocked").length,
-    stale: rows.filter((t) => t.index_state === "stale").length,
-    open_actions: active.reduce((n, t) => n + openActionCount(t), 0),
-    recent_terminal: terminal.slice(0, RECENT_TERMINAL),
-  };
-  const updatedAt = rows.reduce((latest, t) => (t.updated_at > latest ? t.updated_at : latest), session.created_at);
+/** The snapshot from its parts (pure). This runtime has no threads: `threads` is empty. */
+export function buildSessionSnapshot(session: { session_id: string; created_at: string }, parts: SnapshotParts): SessionSnapshot {
+  const { counts } = parts;
+  const recent = parts.recentTerminal;
   return {
     ...session,
-    task_summary: summary,
+    task_summary: {
+      active: counts.active,
+      terminal: counts.terminal,
+      failed: counts.failed,
+      lost: counts.lost,
+      waiting: counts.waiting,
+      blocked: counts.blocked,
+      stale: counts.stale,
+      open_actions: counts.open_actions,
+      recent_terminal: recent,
+    },
     schemaVersion: RUNTIME_EVENT_SCHEMA_VERSION,
     sessionId: session.session_id,
-    updatedAt,
+    updatedAt: parts.updatedAt,
     threads: [] as never[],
     taskSummary: {
-      activeCount: summary.active,
-      terminalCount: summary.terminal,
-      failedCount: summary.failed,
-      lostCount: summary.lost,
-      waitingCount: summary.waiting,
-      blockedCount: summary.blocked,
-      staleCount: summary.stale,
-      recentTerminal: summary.recent_terminal.map((t) => compactTask(session.session_id, t)),
+      activeCount: counts.active,
+      terminalCount: counts.terminal,
+      failedCount: counts.failed,
+      lostCount: counts.lost,
+      waitingCount: counts.waiting,
+      blockedCount: counts.blocked,
+      staleCount: counts.stale,
+      recentTerminal: recent.map((t) => compactTask(session.session_id, t)),
     },
-    tasks: rows.map((t) => compactTask(session.session_id, t)),
-    blockedTasks: blockedTasks(active, openActionIds),
+    tasks: parts.tasks.map((t) => compactTask(session.session_id, t)),
+    blockedTasks: parts.blocked.map((b) => blockedTask(b.task, b.actionIds)),
     deliveryState: { status: "not_applicable" },
+    pages: parts.pages,
   };
 }

@@ -12,6 +12,7 @@ import {
   DEFAULT_TOKEN_PAGE_LIMIT,
   MintTokenBody,
   SessionActionsQueryParams,
+  SessionSnapshotQueryParams,
   TaskListQueryParams,
   TokenListQueryParams,
   type TokenListPage,
@@ -99,7 +100,8 @@ function makerExpiry(c: Context<AppEnv>): number | undefined {
 sessionRoutes.get("/:sid", async (c) => {
   const sid = c.req.param("sid");
   requireSessionActor(c, sid);
-  const snapshot = await c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid)).snapshot();
+  const query = validate(SessionSnapshotQueryParams, c.req.query());
+  const snapshot = await c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid)).snapshot(query.blocked_after ?? 0);
   if (snapshot === null) fail("not_found", `no session ${sid}`);
   return c.json(snapshot);
 });

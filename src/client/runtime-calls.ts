@@ -41,6 +41,7 @@ import type {
   RespondActionInput,
   SessionCreated,
   SessionSnapshot,
+  SessionSnapshotQuery,
   SessionEvent,
   SetPeerCredentialInput,
   PeerList,
@@ -158,9 +159,9 @@ export class RuntimeCalls {
     return this.read(`${sessionPath(sessionId)}/graph`, { ...query }, opts);
   }
 
-  /** GET /v1/sessions/{sid}: the session snapshot. */
-  getSession(sessionId: string, opts?: CallOptions): Promise<SessionSnapshot> {
-    return this.read(sessionPath(sessionId), undefined, opts);
+  /** GET /v1/sessions/{sid}: the session snapshot (`blocked_after`: the next page of its held-up tasks). */
+  getSession(sessionId: string, query: SessionSnapshotQuery = {}, opts?: CallOptions): Promise<SessionSnapshot> {
+    return this.read(sessionPath(sessionId), { ...query }, opts);
   }
 
   /** GET /v1/sessions/{sid}/tasks (agent.task_list). */

@@ -23,6 +23,7 @@ import type {
   SetPeerCredentialBody,
   SessionActionPage,
   SessionSnapshot,
+  SessionSnapshotQueryParams,
   StepQueryParams,
   TaskGraphPage,
   TaskLink,
@@ -107,6 +108,8 @@ export type LinkTasksRequest = z.input<typeof LinkTasksBody>;
 /** GET /v1/sessions/{sid}/tokens query. */
 export type TokenListQuery = z.output<typeof TokenListQueryParams>;
 export type { ListedToken, TokenListPage };
+/** GET /v1/sessions/{sid} query: `blocked_after` reads the next page of held-up tasks (the snapshot's `pages.blockedTasks`). */
+export type SessionSnapshotQuery = Query<typeof SessionSnapshotQueryParams>;
 /** GET /v1/sessions/{sid}/graph query. */
 export type TaskGraphQuery = Query<typeof GraphQueryParams>;
 export type { TaskGraphPage, TaskLink };

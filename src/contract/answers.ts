@@ -175,6 +175,15 @@ export interface SessionSnapshot {
   /** Tasks held up: blocked, with blocked or failed steps, or waiting on people (`actionIds`: the open actions to answer). */
   blockedTasks: { taskId: string; nativeStatus: TaskStatus; blockedSteps: number; failedSteps: number; requiredAction: string; actionIds: string[] }[];
   deliveryState: { status: string };
+  /** How each bounded list pages on: `tasks`, `blockedTasks` and the recent terminal tasks. */
+  pages: { tasks: SnapshotListPage; blockedTasks: SnapshotListPage; recentTerminal: SnapshotListPage };
+}
+
+/** One bounded list of the session snapshot: `listed` of `total`, and `next` the request for the rest (null: none). */
+export interface SnapshotListPage {
+  listed: number;
+  total: number;
+  next: string | null;
 }
 
 /** A page of one task's human actions (GET .../tasks/{tid}/actions), oldest first. */

@@ -83,6 +83,12 @@ export const boolParam = z.enum(["true", "false"]).transform((v) => v === "true"
 /** A whole-number query parameter within `min`..`max`. */
 export const intParam = (min: number, max: number) => z.string().regex(/^\d+$/, "must be a whole number").transform(Number).pipe(z.number().int().min(min).max(max));
 
+/** GET /v1/sessions/{sid} query: `blocked_after` pages on through the held-up tasks (the `next` of the snapshot's pages.blockedTasks). */
+export const SessionSnapshotQueryParams = z.strictObject({
+  blocked_after: intParam(0, Number.MAX_SAFE_INTEGER).optional(),
+  access_token: z.string().optional(),
+});
+
 /** GET /v1/sessions/{sid}/tasks query. */
 export const TaskListQueryParams = z.strictObject({
   include_terminal: boolParam.optional(),

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { StepSchema, stepSnapshot, taskReadModel } from "../../src/core/index.js";
 import { indexEntryOf } from "../../durable-objects/task/index-entry.js";
 import { buildSessionSnapshot } from "../../durable-objects/session/session-snapshot.js";
+import { countTasks, isHeldUp } from "../../durable-objects/session/task-counts.js";
 import type { ListedTask } from "../../src/contract/index.js";
 import { Harness, step } from "./harness.js";
 import { validateSnapshot } from "./runtime-event-contract.js";
@@ -70,7 +71,16 @@ describe("session snapshot", () => {
     const failed = new Harness();
     failed.create([step("a")]);
     failed.ok({ type: "fail_task" });
-    const snapshot = buildSessionSnapshot({ session_id: "sess_1", created_at: "2026-01-01T00:00:00.000Z" }, [listed(running, "t_running", "stale"), listed(done, "t_done"), listed(failed, "t_failed")]);
+    const rows = [listed(running, "t_running", "stale"), listed(done, "t_done"), listed(failed, "t_failed")];
+    const page = { listed: 1, total: 1, next: null };
+    const snapshot = buildSessionSnapshot({ session_id: "sess_1", created_at: "2026-01-01T00:00:00.000Z" }, {
+      counts: countTasks(rows),
+      updatedAt: rows[0]!.updated_at,
+      tasks: rows.filter((t) => !t.terminal),
+      blocked: rows.filter(isHeldUp).map((task) => ({ task, actionIds: [] })),
+      recentTerminal: rows.filter((t) => t.terminal),
+      pages: { tasks: page, blockedTasks: page, recentTerminal: { ...page, listed: 2, total: 2 } },
+    });
     const valid: boolean = validateSnapshot(snapshot);
     expect(valid, JSON.stringify(validateSnapshot.errors)).toBe(true);
     expect(snapshot.task_summary).toMatchObject({ active: 1, terminal: 2, failed: 1, lost: 1, stale: 1 });

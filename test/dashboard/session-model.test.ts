@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { InboxAction, ListedTask } from "../../src/client/index.js";
 import { buildSessionSnapshot } from "../../durable-objects/session/session-snapshot.js";
+import { countTasks } from "../../durable-objects/session/task-counts.js";
 import {
   ago,
   ANY_STATUS,
@@ -51,7 +52,9 @@ describe("the session model", () => {
   });
 
   it("Should agree with the server's session snapshot on every count", () => {
-    const snapshot = buildSessionSnapshot({ session_id: "s", created_at: "2026-01-01T00:00:00.000Z" }, rows);
+    const none = { listed: 0, total: 0, next: null };
+    const parts = { counts: countTasks(rows), updatedAt: "2026-01-01T00:00:09.000Z", tasks: [], blocked: [], recentTerminal: [], pages: { tasks: none, blockedTasks: none, recentTerminal: none } };
+    const snapshot = buildSessionSnapshot({ session_id: "s", created_at: "2026-01-01T00:00:00.000Z" }, parts);
     expect(countsOfSnapshot(snapshot)).toEqual(countsOfRows(rows));
   });
 
