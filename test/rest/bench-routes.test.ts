@@ -73,6 +73,6 @@ describe("bench routes", () => {
     const s = await newSession();
     const seed = await withBenchVar("POST", `/_bench/sessions/${s.sid}/seed`, ADMIN, { template_task_id: "missing", count: 1, prefix: "seeded-" });
     expect(seed.status).toBe(404);
-    expect(seed.body.error.code).toBe("not_found");
+    expect(seed.body.error).toMatchObject({ code: "not_found", details: { task_id: "missing" } });
   });
 });
