@@ -1,0 +1,85 @@
+/**
+ * @module `npm run bench:session [-- --quick] [--baseline <rev or checkout>]`: a session that holds many tasks. For
+ * this checkout and, in the same run, a baseline (a commit checked out into a temporary work tree, or a checkout),
+ * each on its own `wrangler dev` with BENCH_SEED=1: one session grown to 1,000, 10,000 and 100,000 tasks (created
+ * through the API up to 10,000, timed; the rest seeded as index rows through the test-only bench routes, which a
+ * baseline without them cannot do), the snapshot's p50 and body and the list and graph pages' p50 at each size;
+ * creates/s at 1, 16 and 64 in flight; and with 1,000 tasks each completing steps, the session object's requests/s
+ * (its index-push counter) and the server's CPU (the process group of wrangler and workerd: an approximation of the
+ * object's). Prints tables and the goals; writes bench/session-results.json.
+ */
+import os from "node:os";
+import { performance } from "node:perf_hooks";
+import { defaultAdminToken, type DevServer, startDevServer, stopDevServer, stopOnSignal } from "../dev-server.js";
+import { baselineTree } from "./harness/baseline.js";
+import { parseCli, run } from "./harness/cli.js";
+import { Client } from "./harness/http-client.js";
+import { machineInfo, sourceState } from "./harness/meter.js";
+import { fmt, printTables, writeResults } from "./harness/report.js";
+import { activeProgress, createRates, SESSION_PLANS, sessionGoals, sessionSizes, type SideResults } from "./scenarios/session.js";
+
+run(async () => {
+  const usage = "usage: npm run bench:session -- [--quick] [--baseline <git rev or checkout dir>] [--interval-ms 1000]";
+  const opts = parseCli(usage, { quick: false, baseline: null as string | null, intervalMs: 1_000 });
+  const plan = SESSION_PLANS[opts.quick ? "quick" : "full"];
+  const adminToken = defaultAdminToken();
+  const loadStart = os.loadavg();
+  const wallStart = performance.now();
+  const tree = opts.baseline === null ? null : baselineTree(opts.baseline);
+  const servers: DevServer[] = [];
+  stopOnSignal(async () => {
+    for (const s of servers) await stopDevServer(s);
+    tree?.remove();
+  });
+  const sides: { name: string; dir: string | undefined }[] = [{ name: "this checkout", dir: undefined }];
+  if (tree !== null) sides.unshift({ name: `baseline ${opts.baseline}`, dir: tree.dir });
+  const results: (SideResults & { side: string; build_through_api: unknown; stopped_at: string | null; creates: Awaited<ReturnType<typeof createRates>>; active: Awaited<ReturnType<typeof activeProgress>> })[] = [];
+  try {
+    console.log(`bench:session (${opts.quick ? "quick" : "full"}): sizes ${plan.sizes.join(", ")} (API creates up to ${plan.createUpTo}, the rest seeded through the test-only bench routes)`);
+    for (const side of sides) {
+      // One server at a time: the machine has few cores, and the two sides' figures are each other's ratios only for creates.
+      const server = await startDevServer({ vars: { BENCH_SEED: "1" }, ...(side.dir === undefined ? {} : { cwd: side.dir }) });
+      servers.push(server);
+      const client = new Client(server.base);
+      console.log(`  ${side.name} (${server.base}):`);
+      const grown = await sessionSizes(client, adminToken, plan, (l) => console.log(l));
+      if (grown.stopped_at !== null) console.log(`    stopped at ${grown.stopped_at}`);
+      const creates = await createRates(client, adminToken, plan);
+      console.log(`    creates/s ${creates.map((c) => `${c.per_s} at ${c.in_flight}`).join(", ")} in flight`);
+      const active = await activeProgress(client, adminToken, plan, server);
+      console.log(`    ${active.active_tasks} active tasks: ${active.task_writes_per_s} task writes/s, session requests/s ${fmt(active.session_requests_per_s)}, server CPU ${fmt(active.server_cpu_share, 2)} cores`);
+      results.push({ side: side.name, ...grown, creates, active });
+      await stopDevServer(server);
+      servers.pop();
+    }
+    const now = results.at(-1)!;
+    const base = results.length > 1 ? results[0]! : null;
+    const goals = sessionGoals(now, base, opts.intervalMs / 1000);
+    printTables([
+      {
+        title: "Reads of one session by its size (p50 of sequential calls; seeded = index rows added through the test-only bench route)",
+        headers: ["server", "tasks", "seeded", "snapshot ms", "snapshot KiB", "list (limit 50) ms", "graph (limit 100) ms"],
+        rows: results.flatMap((r) => r.sizes.map((s) => [r.side, String(s.tasks), String(s.seeded), fmt(s.snapshot_p50_ms, 2), fmt(s.snapshot_bytes / 1024, 1), fmt(s.list_p50_ms, 2), fmt(s.graph_p50_ms, 2)])),
+      },
+      {
+        title: "Task creates/s (small tasks, each level in a fresh session)",
+        headers: ["server", ...Object.keys(plan.creates).map((k) => `${k} in flight`)],
+        rows: results.map((r) => [r.side, ...r.creates.map((c) => fmt(c.per_s))]),
+      },
+      {
+        title: `${plan.activeTasks} active tasks completing steps, ${plan.activeInFlight} calls in flight (CPU: the server's process group, an approximation of the session object's)`,
+        headers: ["server", "task writes/s", "session requests/s", "requests per task per s", "server CPU (cores)"],
+        rows: results.map((r) => [r.side, fmt(r.active.task_writes_per_s), fmt(r.active.session_requests_per_s), fmt(r.active.session_requests_per_s === null ? null : r.active.session_requests_per_s / r.active.active_tasks, 3), fmt(r.active.server_cpu_share, 2)]),
+      },
+      {
+        title: "Goals (this checkout; creates against the baseline)",
+        headers: ["goal", "value", "target", "met"],
+        rows: goals.map((g) => [g.name, fmt(g.value, 3), `${g.op} ${g.target}`, g.met === null ? "-" : g.met ? "yes" : "no"]),
+      },
+    ]);
+    writeResults("bench/session-results.json", { plan: { ...plan, quick: opts.quick, interval_ms: opts.intervalMs }, baseline_rev: opts.baseline, source: sourceState(), machine: machineInfo(loadStart), results, goals }, Math.round((performance.now() - wallStart) / 1000));
+  } finally {
+    for (const s of servers) await stopDevServer(s);
+    tree?.remove();
+  }
+});
