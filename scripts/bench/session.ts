@@ -16,7 +16,7 @@ import { parseCli, run } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { machineInfo, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
-import { activeProgress, createRates, SESSION_PLANS, sessionGoals, sessionSizes, type SideResults } from "./scenarios/session.js";
+import { activeProgress, createRates, retried, SESSION_PLANS, sessionGoals, sessionSizes, type SideResults } from "./scenarios/session.js";
 
 run(async () => {
   const usage = "usage: npm run bench:session -- [--quick] [--baseline <git rev or checkout dir>] [--interval-ms 1000]";
@@ -52,6 +52,7 @@ run(async () => {
       await stopDevServer(server);
       servers.pop();
     }
+    if (retried.creates > 0) console.log(`\n${retried.creates} creates met a 503 (the dev server restarted under them) and were sent again`);
     const now = results.at(-1)!;
     const base = results.length > 1 ? results[0]! : null;
     const goals = sessionGoals(now, base, opts.intervalMs / 1000);
@@ -77,7 +78,7 @@ run(async () => {
         rows: goals.map((g) => [g.name, fmt(g.value, 3), `${g.op} ${g.target}`, g.met === null ? "-" : g.met ? "yes" : "no"]),
       },
     ]);
-    writeResults("bench/session-results.json", { plan: { ...plan, quick: opts.quick, interval_ms: opts.intervalMs }, baseline_rev: opts.baseline, source: sourceState(), machine: machineInfo(loadStart), results, goals }, Math.round((performance.now() - wallStart) / 1000));
+    writeResults("bench/session-results.json", { plan: { ...plan, quick: opts.quick, interval_ms: opts.intervalMs }, baseline_rev: opts.baseline, source: sourceState(), machine: machineInfo(loadStart), results, goals, creates_sent_again_after_503: retried.creates }, Math.round((performance.now() - wallStart) / 1000));
   } finally {
     for (const s of servers) await stopDevServer(s);
     tree?.remove();

@@ -40,13 +40,27 @@ export async function pool(total: number, inFlight: number, fn: (i: number) => P
   }));
 }
 
-/** A one-step task `tid` (small tasks, as a fan-out creates them). */
-const createOne = (client: Client, s: Session, tid: string) => client.task(s, tid, { title: `Bench task ${tid}`, steps: stepsOf(1) });
+/** Creates that met a 503 (the dev server restarted mid-request) and were sent again, over the run. */
+export const retried = { creates: 0 };
+
+/**
+ * A one-step task `tid` (small tasks, as a fan-out creates them). A 503 (wrangler dev restarted its Worker under the
+ * request) is sent again, at most 3 times; a task_id_conflict after one means the first try had created it.
+ */
+async function createOne(client: Client, s: Session, tid: string): Promise<void> {
+  const body = { task_id: tid, wal_name: tid, summary: "", title: `Bench task ${tid}`, steps: stepsOf(1) };
+  for (let attempt = 0; ; attempt++) {
+    const a = await client.call("POST", `/v1/sessions/${s.sid}/tasks`, s.orch, body);
+    if (a.status === 201 || (attempt > 0 && a.status === 409 && a.body?.error?.code === "task_id_conflict")) return;
+    if (a.status !== 503 || attempt === 3) throw new Error(`POST /v1/sessions/${s.sid}/tasks answered ${a.status}: ${JSON.stringify(a.body).slice(0, 300)}`);
+    retried.creates++;
+  }
+}
 
 /** Creates tasks `${prefix}${from}` … up to `to` (exclusive), `inFlight` at a time; creates/s. */
 export async function createTasks(client: Client, s: Session, prefix: string, from: number, to: number, inFlight: number): Promise<{ creates: number; seconds: number; per_s: number }> {
   const t0 = performance.now();
-  await pool(to - from, inFlight, async (i) => void (await createOne(client, s, `${prefix}${String(from + i).padStart(6, "0")}`)));
+  await pool(to - from, inFlight, (i) => createOne(client, s, `${prefix}${String(from + i).padStart(6, "0")}`));
   const seconds = (performance.now() - t0) / 1000;
   return { creates: to - from, seconds: round(seconds, 2), per_s: round((to - from) / seconds, 1) };
 }
