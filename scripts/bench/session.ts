@@ -16,7 +16,7 @@ import { parseCli, run } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { machineInfo, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
-import { activeProgress, createRates, retried, SESSION_PLANS, sessionGoals, sessionSizes, type SideResults } from "./scenarios/session.js";
+import { activeProgress, createRate, retried, SESSION_PLANS, sessionGoals, sessionSizes, type SideResults } from "./scenarios/session.js";
 
 run(async () => {
   const usage = "usage: npm run bench:session -- [--quick] [--baseline <git rev or checkout dir>] [--interval-ms 1000]";
@@ -33,26 +33,38 @@ run(async () => {
   });
   const sides: { name: string; dir: string | undefined }[] = [{ name: "this checkout", dir: undefined }];
   if (tree !== null) sides.unshift({ name: `baseline ${opts.baseline}`, dir: tree.dir });
-  const results: (SideResults & { side: string; build_through_api: unknown; stopped_at: string | null; creates: Awaited<ReturnType<typeof createRates>>; active: Awaited<ReturnType<typeof activeProgress>> })[] = [];
+  type Created = Awaited<ReturnType<typeof createRate>>;
+  const results: (SideResults & { side: string; build_through_api: unknown; stopped_at: string | null; creates: Created[]; active: Awaited<ReturnType<typeof activeProgress>> })[] = [];
   try {
     console.log(`bench:session (${opts.quick ? "quick" : "full"}): sizes ${plan.sizes.join(", ")} (API creates up to ${plan.createUpTo}, the rest seeded through the test-only bench routes)`);
+    // Both servers stay up; each phase runs on one at a time, and the creates alternate level by level, so a busier
+    // minute of the machine does not fall on one side's creates only.
+    const clients: Client[] = [];
     for (const side of sides) {
-      // One server at a time: the machine has few cores, and the two sides' figures are each other's ratios only for creates.
       const server = await startDevServer({ vars: { BENCH_SEED: "1" }, ...(side.dir === undefined ? {} : { cwd: side.dir }) });
       servers.push(server);
-      const client = new Client(server.base);
-      console.log(`  ${side.name} (${server.base}):`);
-      const grown = await sessionSizes(client, adminToken, plan, (l) => console.log(l));
-      if (grown.stopped_at !== null) console.log(`    stopped at ${grown.stopped_at}`);
-      const creates = await createRates(client, adminToken, plan);
-      console.log(`    creates/s ${creates.map((c) => `${c.per_s} at ${c.in_flight}`).join(", ")} in flight`);
-      const active = await activeProgress(client, adminToken, plan, server);
-      console.log(`    ${active.active_tasks} active tasks: ${active.task_writes_per_s} task writes/s, session requests/s ${fmt(active.session_requests_per_s)}, server CPU ${fmt(active.server_cpu_share, 2)} cores`);
-      results.push({ side: side.name, ...grown, creates, active });
-      await stopDevServer(server);
-      servers.pop();
+      clients.push(new Client(server.base));
     }
-    if (retried.creates > 0) console.log(`\n${retried.creates} creates met a 503 (the dev server restarted under them) and were sent again`);
+    const grown = [];
+    for (const [i, side] of sides.entries()) {
+      console.log(`  ${side.name} (${servers[i]!.base}):`);
+      const g = await sessionSizes(clients[i]!, adminToken, plan, (l) => console.log(l));
+      if (g.stopped_at !== null) console.log(`    stopped at ${g.stopped_at}`);
+      grown.push(g);
+    }
+    const creates: Created[][] = sides.map(() => []);
+    for (const [level, [inFlight, count]] of Object.entries(plan.creates).map(([k, v]) => [Number(k), v] as const).entries()) {
+      for (const i of level % 2 === 0 ? sides.keys() : [...sides.keys()].reverse()) {
+        const c = await createRate(clients[i]!, adminToken, inFlight, count);
+        creates[i]!.push(c);
+        console.log(`  ${sides[i]!.name}: ${c.per_s} creates/s at ${inFlight} in flight`);
+      }
+    }
+    for (const [i, side] of sides.entries()) {
+      const active = await activeProgress(clients[i]!, adminToken, plan, servers[i]!);
+      console.log(`  ${side.name}: ${active.active_tasks} active tasks: ${active.task_writes_per_s} task writes/s, session requests/s ${fmt(active.session_requests_per_s)}, server CPU ${fmt(active.server_cpu_share, 2)} cores`);
+      results.push({ side: side.name, ...grown[i]!, creates: creates[i]!, active });
+    }
     const now = results.at(-1)!;
     const base = results.length > 1 ? results[0]! : null;
     const goals = sessionGoals(now, base, opts.intervalMs / 1000);

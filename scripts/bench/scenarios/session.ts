@@ -138,14 +138,10 @@ export async function sessionSizes(client: Client, adminToken: string, plan: Ses
   return { session_id: s.sid, sizes, build_through_api: build, stopped_at: stoppedAt };
 }
 
-/** Creates/s at each number in flight, each in a fresh session. */
-export async function createRates(client: Client, adminToken: string, plan: SessionPlan) {
-  const out: { in_flight: number; creates: number; seconds: number; per_s: number }[] = [];
-  for (const [inFlight, count] of Object.entries(plan.creates).map(([k, v]) => [Number(k), v] as const)) {
-    const s = await client.session(adminToken);
-    out.push({ in_flight: inFlight, ...(await createTasks(client, s, "c", 0, count, inFlight)) });
-  }
-  return out;
+/** Creates/s at `inFlight` in flight, `count` creates in a fresh session. */
+export async function createRate(client: Client, adminToken: string, inFlight: number, count: number) {
+  const s = await client.session(adminToken);
+  return { in_flight: inFlight, ...(await createTasks(client, s, "c", 0, count, inFlight)) };
 }
 
 /** Index pushes the session object counted so far (bench routes), or null when the server has none. */
