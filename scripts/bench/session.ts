@@ -34,7 +34,7 @@ run(async () => {
   const sides: { name: string; dir: string | undefined }[] = [{ name: "this checkout", dir: undefined }];
   if (tree !== null) sides.unshift({ name: `baseline ${opts.baseline}`, dir: tree.dir });
   type Created = Awaited<ReturnType<typeof createRate>>;
-  const results: (SideResults & { side: string; build_through_api: unknown; stopped_at: string | null; creates: Created[]; active: Awaited<ReturnType<typeof activeProgress>> })[] = [];
+  const results: (SideResults & { side: string; build_through_api: { creates: number; seconds: number; per_s: number } | null; stopped_at: string | null; creates: Created[]; active: Awaited<ReturnType<typeof activeProgress>> })[] = [];
   try {
     console.log(`bench:session (${opts.quick ? "quick" : "full"}): sizes ${plan.sizes.join(", ")} (API creates up to ${plan.createUpTo}, the rest seeded through the test-only bench routes)`);
     // Both servers stay up; each phase runs on one at a time, and the creates alternate level by level, so a busier
@@ -73,6 +73,11 @@ run(async () => {
         title: "Reads of one session by its size (p50 of sequential calls; seeded = index rows added through the test-only bench route)",
         headers: ["server", "tasks", "seeded", "snapshot ms", "snapshot KiB", "list (limit 50) ms", "graph (limit 100) ms"],
         rows: results.flatMap((r) => r.sizes.map((s) => [r.side, String(s.tasks), String(s.seeded), fmt(s.snapshot_p50_ms, 2), fmt(s.snapshot_bytes / 1024, 1), fmt(s.list_p50_ms, 2), fmt(s.graph_p50_ms, 2)])),
+      },
+      {
+        title: "Building the session through the API (one-step tasks, 16 in flight; past these, seeded)",
+        headers: ["server", "tasks created", "seconds", "creates/s"],
+        rows: results.map((r) => [r.side, String(r.build_through_api?.creates ?? 0), fmt(r.build_through_api?.seconds), fmt(r.build_through_api?.per_s)]),
       },
       {
         title: "Task creates/s (small tasks, each level in a fresh session)",
