@@ -144,10 +144,10 @@ export async function createRate(client: Client, adminToken: string, inFlight: n
   return { in_flight: inFlight, ...(await createTasks(client, s, "c", 0, count, inFlight)) };
 }
 
-/** Index pushes the session object counted so far (bench routes), or null when the server has none. */
-async function indexPushes(client: Client, sid: string, adminToken: string): Promise<number | null> {
+/** Index pushes the session object counted since it started (bench routes), and when it started; null when the server has none. */
+async function indexPushes(client: Client, sid: string, adminToken: string): Promise<{ since: string; pushes: number } | null> {
   const a = await client.call("GET", `/_bench/sessions/${sid}/counters`, adminToken);
-  return a.status === 200 ? Number(a.body.counts?.index_push ?? 0) : null;
+  return a.status === 200 ? { since: String(a.body.since), pushes: Number(a.body.counts?.index_push ?? 0) } : null;
 }
 
 /**
@@ -188,7 +188,8 @@ export async function activeProgress(client: Client, adminToken: string, plan: S
   // Pushes of the window land a little after it: read the counter once the last writes settled.
   await new Promise((r) => setTimeout(r, 500));
   const pushes1 = await indexPushes(client, s.sid, adminToken);
-  const pushes = pushes0 === null || pushes1 === null ? null : pushes1 - pushes0;
+  // The counter lives in the object's memory: an object that restarted within the window (another `since`) counted only part of it.
+  const pushes = pushes0 === null || pushes1 === null || pushes0.since !== pushes1.since ? null : pushes1.pushes - pushes0.pushes;
   return {
     active_tasks: plan.activeTasks, in_flight: plan.activeInFlight, seconds: round(seconds, 2), task_writes_per_s: round(calls / seconds, 1),
     session_requests: pushes, session_requests_per_s: pushes === null ? null : round(pushes / seconds, 1),
