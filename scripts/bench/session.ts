@@ -71,8 +71,8 @@ run(async () => {
     printTables([
       {
         title: "Reads of one session by its size (p50 of sequential calls; seeded = index rows added through the test-only bench route)",
-        headers: ["server", "tasks", "seeded", "snapshot ms", "snapshot KiB", "list (limit 50) ms", "graph (limit 100) ms"],
-        rows: results.flatMap((r) => r.sizes.map((s) => [r.side, String(s.tasks), String(s.seeded), fmt(s.snapshot_p50_ms, 2), fmt(s.snapshot_bytes / 1024, 1), fmt(s.list_p50_ms, 2), fmt(s.graph_p50_ms, 2)])),
+        headers: ["server", "tasks", "seeded", "snapshot ms", "snapshot KiB", "list (limit 50) ms", "graph (limit 100) ms", "failed (see the results file)"],
+        rows: results.flatMap((r) => r.sizes.map((s) => [r.side, String(s.tasks), String(s.seeded), fmt(s.snapshot_p50_ms, 2), fmt(s.snapshot_bytes / 1024, 1), fmt(s.list_p50_ms, 2), fmt(s.graph_p50_ms, 2), Object.keys(s.errors ?? {}).join(", ")])),
       },
       {
         title: "Building the session through the API (one-step tasks, 16 in flight; past these, seeded)",
