@@ -6,6 +6,7 @@ import { type AppEnv, authenticate, requireOperationRole } from "./http/auth.js"
 import { discardUnreadBody, requireValidContentLength } from "./http/body.js";
 import { OPERATIONS } from "./http/catalog.js";
 import { corsFromEnv } from "./http/cors.js";
+import { benchRoutes } from "./rest/bench.js";
 import { eventRoutes } from "./rest/events.js";
 import { linkRoutes } from "./rest/links.js";
 import { errorResponse, toRuntimeError } from "../durable-objects/shared/http-errors.js";
@@ -27,6 +28,8 @@ export function buildApp(): Hono<AppEnv> {
     return c.json({ ok: pong === "pong" });
   });
   app.route("/", publicRoutes);
+  // Bench only: 404 unless the BENCH_SEED var is "1", then the admin token's alone (rest/bench.ts).
+  app.route("/_bench", benchRoutes);
   // A2A: the public Agent Card, and JSON-RPC for a2a_client tokens (the route authenticates: its errors are JSON-RPC's).
   app.get("/.well-known/agent-card.json", serveAgentCard);
   app.use("/a2a", requireValidContentLength);

@@ -1,7 +1,8 @@
 /**
  * @module SessionObject: one per session. Reserves task ids and wal names atomically, and keeps the task
  * index that agent.task_list pages through and the inbox of open actions its tasks report. Never on the hot
- * path of a claim or a step update.
+ * path of a claim or a step update. Over 400 lines: the object's RPC surface is one class, each method delegating
+ * to its part (links, tokens, peers, inbox, caps, bench hooks).
  */
 import { DurableObject } from "cloudflare:workers";
 import { ulidFactory } from "../../src/lib/ids.js";
@@ -22,6 +23,7 @@ import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import type { PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
 import { SessionPeers } from "./session-peers.js";
 import { createSessionTables } from "./session-schema.js";
+import { RequestCounts, type SeedResult, seedIndexRows } from "./session-bench.js";
 import { TaskCaps } from "./task-caps.js";
 import { type MintedToken, type RevocationState, SessionTokens, type SocketHolding, type TokenRequest } from "./session-tokens.js";
 
@@ -54,6 +56,8 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private readonly taskCaps = new TaskCaps(this.ctx.storage.sql, readConfig(this.env).caps);
   /** The session's tokens: minted, listed, revoked. */
   private readonly tokens = new SessionTokens(this.ctx.storage.sql, () => this.env.TOKEN_SECRET);
+  /** Requests carrying index entries, counted for the session benchmark (benchCounters). */
+  private readonly requestCounts = new RequestCounts();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -199,6 +203,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
    * one implicit transaction); an older push (lower wal_seq) never overwrites a newer one.
    */
   async upsertTask(entry: IndexEntry): Promise<void> {
+    this.requestCounts.add("index_push");
     const row = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE task_id = ?", entry.task_id).toArray()[0];
     const previous = row?.entry == null ? null : (JSON.parse(row.entry) as IndexEntry);
     if (previous !== null && previous.wal_seq >= entry.wal_seq) return;
@@ -226,6 +231,18 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     if (open !== undefined) replaceInboxActions(this.sql, entry.task_id, open);
     this.links.taskUpdated(entry);
     this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
+  }
+
+  /** Bench only (routes/rest/bench.ts): `count` index rows copied from a real task's (session-bench.ts). */
+  async benchSeed(templateTaskId: string, count: number, prefix: string): Promise<RpcResult<SeedResult>> {
+    const seeded = seedIndexRows(this.sql, templateTaskId, count, prefix);
+    if (seeded.ok) this.taskCaps.changed();
+    return seeded;
+  }
+
+  /** Bench only (routes/rest/bench.ts): the requests carrying index entries this object took since it started. */
+  async benchCounters(): Promise<ReturnType<RequestCounts["read"]>> {
+    return this.requestCounts.read();
   }
 
   /** link_tasks (POST /v1/sessions/{sid}/links). */

@@ -8,6 +8,7 @@ import type { Idempotency } from "../task/storage/idempotency-store.js";
 import type { RpcResult } from "../shared/rpc-result.js";
 import type { SubscriberHolder } from "../shared/sse-hub.js";
 import type { MintedToken, RevocationState, SocketHolding, TokenRequest } from "./session-tokens.js";
+import type { SeedResult } from "./session-bench.js";
 
 /** Filters of agent.task_list. */
 export interface TaskListQuery {
@@ -119,6 +120,10 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   revocationState(): Promise<RevocationState>;
   /** A task object took a command socket of a token. */
   noteSocket(holding: SocketHolding): Promise<void>;
+  /** Bench only (BENCH_SEED and the admin token): `count` index rows `${prefix}000000`, … copied from a confirmed task's (not_found: no such task). */
+  benchSeed(templateTaskId: string, count: number, prefix: string): Promise<RpcResult<SeedResult>>;
+  /** Bench only: the requests carrying index entries the object took since it started, by kind. */
+  benchCounters(): Promise<{ since: string; counts: Record<string, number> }>;
   /** GET /v1/sessions/{sid}/graph. */
   taskGraph(query: { limit: number; cursor?: string }): Promise<RpcResult<TaskGraphPage>>;
 }

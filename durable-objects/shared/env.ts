@@ -69,6 +69,8 @@ export interface Env {
   readonly A2A_PEER_TIMEOUT_MS?: string;
   /** Bytes of one peer answer past which it is abandoned (default 1,048,576). */
   readonly A2A_PEER_MAX_RESPONSE_BYTES?: string;
+  /** "1" serves the bench routes (/_bench/…, admin token only) that seed a session's index and read its request counters; never set in production. */
+  readonly BENCH_SEED?: string;
 }
 
 /** Counted caps the objects and routes hold (docs/limits.md "Counted caps"); the core's are in `limits`. */

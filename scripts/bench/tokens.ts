@@ -8,12 +8,10 @@
  * ratio to its own server's floor, so the two servers' shares of the machine cancel out; the answer is the ratio
  * of those ratios (this checkout ÷ baseline). Writes bench/tokens-results.json.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
-import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, type DevServer, startDevServer, stopDevServer, stopOnSignal } from "../dev-server.js";
+import { baselineTree } from "./harness/baseline.js";
 import { parseCli, run } from "./harness/cli.js";
 import { Client, stepsOf } from "./harness/http-client.js";
 import { machineInfo, round, sourceState } from "./harness/meter.js";
@@ -32,16 +30,6 @@ interface Side {
   floor: LoadResult[];
   reads: LoadResult[];
   steps: number[];
-}
-
-/** The baseline's work tree: a checkout as it is, or a detached work tree of a commit (beside this checkout's node_modules), removed when the bench ends. */
-function baselineTree(rev: string): { dir: string; remove: () => void } {
-  if (existsSync(path.join(rev, "package.json"))) return { dir: path.resolve(rev), remove: () => undefined };
-  const dir = mkdtempSync(path.join(os.tmpdir(), "bench-baseline-"));
-  execFileSync("git", ["worktree", "add", "--detach", dir, rev], { stdio: "ignore" });
-  symlinkSync(path.resolve("node_modules"), path.join(dir, "node_modules"));
-  for (const file of [".dev.vars"]) if (existsSync(file)) execFileSync("cp", [file, path.join(dir, file)]);
-  return { dir, remove: () => execFileSync("git", ["worktree", "remove", "--force", dir], { stdio: "ignore" }) };
 }
 
 async function side(name: string, server: DevServer, adminToken: string): Promise<Side> {

@@ -1,0 +1,15 @@
+/** @module The baseline a benchmark measures beside this checkout (`--baseline <rev or checkout>`): a checkout as it is, or a commit checked out into a temporary work tree. */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, symlinkSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+/** The baseline's work tree: a checkout as it is, or a detached work tree of a commit (beside this checkout's node_modules), removed when the bench ends. */
+export function baselineTree(rev: string): { dir: string; remove: () => void } {
+  if (existsSync(path.join(rev, "package.json"))) return { dir: path.resolve(rev), remove: () => undefined };
+  const dir = mkdtempSync(path.join(os.tmpdir(), "bench-baseline-"));
+  execFileSync("git", ["worktree", "add", "--detach", dir, rev], { stdio: "ignore" });
+  symlinkSync(path.resolve("node_modules"), path.join(dir, "node_modules"));
+  for (const file of [".dev.vars"]) if (existsSync(file)) execFileSync("cp", [file, path.join(dir, file)]);
+  return { dir, remove: () => execFileSync("git", ["worktree", "remove", "--force", dir], { stdio: "ignore" }) };
+}
