@@ -7,6 +7,7 @@
 import type { IndexEntry } from "../../src/contract/index.js";
 import { runtimeError } from "../../src/core/index.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
+import { recordEntryChange } from "./session-counts.js";
 
 /** Index rows one seed call inserts at most: one call is one storage transaction. */
 export const MAX_SEED_ROWS = 20_000;
@@ -34,6 +35,8 @@ export function seedIndexRows(sql: SqlStorage, templateTaskId: string, count: nu
       taskId, taskId, now, JSON.stringify(copy), entry.terminal ? 1 : 0, entry.native_status, entry.status, entry.updated_at,
       entry.origin_client_agent_id ?? null, entry.thread_id ?? null, entry.parent_task_id ?? null, rootTaskId, ++seq,
     );
+    // Counted as a first push is, so the snapshot's kept counts include the seeded tasks.
+    recordEntryChange(sql, null, copy);
   }
   const tasks = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'confirmed'").one().n;
   return ok({ seeded: count, tasks });
