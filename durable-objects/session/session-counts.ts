@@ -21,7 +21,7 @@ export function createCountTables(sql: SqlStorage): void {
   sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state, terminal, seq)");
   sql.exec(`CREATE TABLE IF NOT EXISTS task_counts (id INTEGER PRIMARY KEY CHECK (id = 1), ${KEPT_COUNTS.map((k) => `${k} INTEGER NOT NULL`).join(", ")})`);
   if (sql.exec("SELECT 1 FROM task_counts").toArray().length > 0) return;
-  const total = countsOf(null);
+  const total = { ...countsOf(null) };
   for (const row of sql.exec<{ task_id: string; entry: string }>("SELECT task_id, entry FROM tasks WHERE entry IS NOT NULL")) {
     const entry = JSON.parse(row.entry) as IndexEntry;
     const c = countsOf(entry);

@@ -10,7 +10,8 @@ export type KeptCounts = Record<(typeof KEPT_COUNTS)[number], number>;
 /** The counts the snapshot answers: the kept ones and `stale`. */
 export type TaskCounts = KeptCounts & { stale: number };
 
-const ZERO: KeptCounts = { active: 0, terminal: 0, failed: 0, lost: 0, waiting: 0, blocked: 0, held_up: 0, open_actions: 0 };
+// Frozen: countsOf(null) hands it out, and a caller adding into it would shift every later count.
+const ZERO: Readonly<KeptCounts> = Object.freeze({ active: 0, terminal: 0, failed: 0, lost: 0, waiting: 0, blocked: 0, held_up: 0, open_actions: 0 });
 
 /** How many actions of the task are open (0 for an entry pushed before actions existed). */
 export function openActionCount(e: IndexEntry): number {
