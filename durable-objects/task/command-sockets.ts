@@ -19,9 +19,8 @@ import {
   upgradeUnauthorized,
 } from "../commands/command-frames.js";
 import { perTokenShare } from "../shared/token-slots.js";
-import type { TokenVerifier } from "../commands/batch.js";
-import type { TokenClaims } from "../shared/tokens.js";
-import { admitToken, isRevoked } from "../shared/revocations.js";
+// A frame's tokens are checked as any request's: admitToken's caches spare the HMAC and the session's round trip.
+import { admitToken } from "../shared/revocations.js";
 import type { RpcResult } from "../shared/rpc-result.js";
 import type { AnyWriteAnswer as WriteAnswer } from "../../src/contract/index.js";
 import type { BatchItem } from "./task-graph-rpc.js";
@@ -29,8 +28,6 @@ import type { BatchItem } from "./task-graph-rpc.js";
 /** Frames a connection may have waiting; past it the socket is closed with 1013 (try again later). */
 export const MAX_QUEUED_FRAMES = 64;
 
-/** Tokens a socket remembers as verified: a worker host sends a handful (one per worker) on every frame. */
-export const SOCKET_VERIFIED_TOKENS = 64;
 
 /** What the sockets need of their task object. */
 export interface SocketHost {
@@ -64,12 +61,6 @@ export class CommandSockets {
    * frames hold in memory (64 frames of up to MAX_BODY_BYTES on each socket alone would not).
    */
   private queuedBytes = 0;
-  /**
-   * Per socket: the tokens its frames carried that verified, with their claims, so a frame's commands skip the
-   * HMAC of a token an earlier frame already checked. Held in memory only: a socket woken from hibernation
-   * verifies its tokens again.
-   */
-  private readonly verified = new WeakMap<WebSocket, Map<string, TokenClaims>>();
   /** Sockets to close once the frame they are running is answered (its answer is the last thing they get). */
   private readonly closeAfterFrame = new Map<WebSocket, { code: number; reason: string }>();
   /** Sockets this object closed: the frames still queued on them are not run. */
@@ -78,35 +69,6 @@ export class CommandSockets {
   private earliestExpiry: number | null | undefined = undefined;
 
   constructor(private readonly host: SocketHost) {}
-
-  /**
-   * The token verifier of a socket's frames: a token this socket already verified is answered from its cache
-   * (at most SOCKET_VERIFIED_TOKENS, emptied when full), its expiry checked on every use; only tokens that
-   * verify are kept, so a forged one is checked (and refused) every time.
-   */
-  private verifierOf(socket: WebSocket): TokenVerifier {
-    let cache = this.verified.get(socket);
-    if (cache === undefined) this.verified.set(socket, (cache = new Map()));
-    const known = cache;
-    const env = this.host.env;
-    return async (token) => {
-      const cached = known.get(token);
-      if (cached !== undefined) {
-        if (cached.exp * 1000 <= Date.now()) {
-          known.delete(token);
-          return { ok: false, reason: "expired" };
-        }
-        // The signature is known good; the session's revocations are read through their own cache.
-        return (await isRevoked(env, cached)) ? { ok: false, reason: "revoked" } : { ok: true, claims: cached };
-      }
-      const check = await admitToken(env, token);
-      if (check.ok) {
-        if (known.size >= SOCKET_VERIFIED_TOKENS) known.clear();
-        known.set(token, check.claims);
-      }
-      return check;
-    };
-  }
 
   /** The object's `fetch`: takes an upgrade the route handed over for this very task, within the cap. */
   async accept(request: Request): Promise<Response> {
@@ -241,7 +203,7 @@ export class CommandSockets {
     const run = lane.tail.then(async () => {
       // Queued behind the frame after which its socket was closed: not run.
       if (this.closedHere.has(socket)) return;
-      const answer = await answerFrame(this.host.env, this.host.config.maxBodyBytes, scope, message, (items) => this.host.executeBatch(items), this.verifierOf(socket));
+      const answer = await answerFrame(this.host.env, this.host.config.maxBodyBytes, scope, message, (items) => this.host.executeBatch(items), (token) => admitToken(this.host.env, token));
       try {
         socket.send(JSON.stringify(answer));
       } catch {
