@@ -122,20 +122,23 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return this.tokens.list(Date.now(), limit, after);
   }
 
-  /** DELETE /v1/sessions/{sid}/tokens/{token_id}: revokes one token; the sockets it holds are closed from the alarm. */
-  async revokeToken(tokenId: string): Promise<RpcResult<{ token_id: string; revoked_at: string }>> {
+  /**
+   * DELETE /v1/sessions/{sid}/tokens/{token_id}: revokes one token (the sockets it holds are closed from the alarm),
+   * answered with the session's new revocation state for the caller's cache.
+   */
+  async revokeToken(tokenId: string): Promise<RpcResult<{ revoked: { token_id: string; revoked_at: string }; state: RevocationState }>> {
     const revoked = this.tokens.revoke(tokenId, Date.now());
     if (this.tokens.hasPendingCloses()) await this.armAt(Date.now());
-    return revoked;
+    return revoked.ok ? ok({ revoked: revoked.value, state: this.tokens.state(Date.now()) }) : revoked;
   }
 
-  /** POST /v1/sessions/{sid}/tokens/revoke-all: a new generation, and its first orchestrator token. */
-  async revokeAllTokens(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number): Promise<RpcResult<MintedToken>> {
+  /** POST /v1/sessions/{sid}/tokens/revoke-all: a new generation, its first orchestrator token, and the new revocation state. */
+  async revokeAllTokens(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number): Promise<RpcResult<{ minted: MintedToken; state: RevocationState }>> {
     if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
     this.tokens.revokeAll(Date.now());
     const minted = await this.tokens.mint(request, Date.now(), ttlSeconds, notAfterSeconds);
     if (this.tokens.hasPendingCloses()) await this.armAt(Date.now());
-    return ok(minted);
+    return ok({ minted, state: this.tokens.state(Date.now()) });
   }
 
   /** What a revocation check reads (through the callers' cache, durable-objects/shared/revocations.ts). */

@@ -113,9 +113,9 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   /** GET /v1/sessions/{sid}/tokens. */
   listTokens(limit: number, after: string | null): Promise<RpcResult<TokenListPage>>;
   /** DELETE /v1/sessions/{sid}/tokens/{token_id}. */
-  revokeToken(tokenId: string): Promise<RpcResult<{ token_id: string; revoked_at: string }>>;
+  revokeToken(tokenId: string): Promise<RpcResult<{ revoked: { token_id: string; revoked_at: string }; state: RevocationState }>>;
   /** POST /v1/sessions/{sid}/tokens/revoke-all: revokes every token, mints `request`. */
-  revokeAllTokens(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number): Promise<RpcResult<MintedToken>>;
+  revokeAllTokens(request: TokenRequest, ttlSeconds: number, notAfterSeconds?: number): Promise<RpcResult<{ minted: MintedToken; state: RevocationState }>>;
   /** The generation and revoked token ids a revocation check reads. */
   revocationState(): Promise<RevocationState>;
   /** A task object took a command socket of a token. */

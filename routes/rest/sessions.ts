@@ -1,7 +1,7 @@
 /** @module Session routes: create sessions, mint, list and revoke tokens, the session snapshot, task list, task create and the inbox of open actions. */
 import { type Context, Hono } from "hono";
 import { ulidFactory } from "../../src/lib/ids.js";
-import type { MintedToken } from "../../durable-objects/session/session-tokens.js";
+import type { MintedToken, RevocationState } from "../../durable-objects/session/session-tokens.js";
 import { rememberRevocation } from "../../durable-objects/shared/revocations.js";
 import { EmptyBody } from "../../durable-objects/commands/command-schemas.js";
 import {
@@ -67,10 +67,10 @@ sessionRoutes.get("/:sid/tokens", async (c) => {
 
 sessionRoutes.delete("/:sid/tokens/:token_id", async (c) => {
   const sid = c.req.param("sid");
-  const revoked = (await sessionStub(c, sid).revokeToken(c.req.param("token_id"))) as RpcResult<{ token_id: string; revoked_at: string }>;
-  if (!revoked.ok) return errorResponse(c, revoked.error);
-  rememberRevocation(sid, await sessionStub(c, sid).revocationState());
-  return c.json(revoked.value);
+  const result = (await sessionStub(c, sid).revokeToken(c.req.param("token_id"))) as RpcResult<{ revoked: { token_id: string; revoked_at: string }; state: RevocationState }>;
+  if (!result.ok) return errorResponse(c, result.error);
+  rememberRevocation(sid, result.value.state);
+  return c.json(result.value.revoked);
 });
 
 sessionRoutes.post("/:sid/tokens/revoke-all", async (c) => {
@@ -79,10 +79,10 @@ sessionRoutes.post("/:sid/tokens/revoke-all", async (c) => {
   const caller = c.get("caller");
   const agentId = caller.kind === "token" ? caller.claims.sub : "orchestrator";
   const runId = `orun_${lowerId()}`;
-  const minted = (await sessionStub(c, sid).revokeAllTokens({ role: "orchestrator", sid, sub: agentId, run: runId }, readConfig(c.env).tokenTtlSeconds, makerExpiry(c))) as RpcResult<MintedToken>;
-  if (!minted.ok) return errorResponse(c, minted.error);
-  rememberRevocation(sid, await sessionStub(c, sid).revocationState());
-  return c.json({ role: "orchestrator", agent_id: agentId, run_id: runId, ...minted.value }, 201);
+  const result = (await sessionStub(c, sid).revokeAllTokens({ role: "orchestrator", sid, sub: agentId, run: runId }, readConfig(c.env).tokenTtlSeconds, makerExpiry(c))) as RpcResult<{ minted: MintedToken; state: RevocationState }>;
+  if (!result.ok) return errorResponse(c, result.error);
+  rememberRevocation(sid, result.value.state);
+  return c.json({ role: "orchestrator", agent_id: agentId, run_id: runId, ...result.value.minted }, 201);
 });
 
 /** The session object of `sid`. */
