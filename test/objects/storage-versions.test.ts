@@ -8,7 +8,7 @@
 import { evictDurableObject, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { parseWalJsonl, replay, taskView, type WalEvent } from "../../src/core/index.js";
-import { MIGRATIONS } from "../../durable-objects/task/storage/wal-store.js";
+import { CURRENT_SCHEMA, MIGRATIONS } from "../../durable-objects/task/storage/wal-store.js";
 import goldenText from "../fixtures/golden.wal.jsonl?raw";
 import { call } from "../support/helpers.js";
 import { BASE, expectError, expectOk, signClaims, taskStub, walOf } from "../support/support.js";
@@ -95,5 +95,35 @@ describe("schema versions 1 to 4 of the WAL", () => {
     const wal = await walOf(TASK, observer);
     expect(wal.slice(0, events.length)).toEqual(events);
     expect(wal.map((e) => e.wal_seq)).toEqual(Array.from({ length: events.length + 1 }, (_, i) => i + 1));
+  });
+});
+
+/** Every table's columns and every index's columns, as SQLite describes them (not the CREATE text, which ALTER TABLE leaves as it was). */
+function describeSchema(sql: SqlStorage): unknown {
+  const tables = sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name").toArray().map((r) => r.name);
+  return tables.map((table) => ({
+    table,
+    columns: sql.exec(`SELECT name, type, "notnull", pk, dflt_value FROM pragma_table_info('${table}') ORDER BY cid`).toArray(),
+    indexes: sql
+      .exec<{ name: string; unique: number; partial: number }>(`SELECT name, "unique", partial FROM pragma_index_list('${table}') ORDER BY name`)
+      .toArray()
+      .map((index) => ({ ...index, name: index.name.startsWith("sqlite_autoindex") ? "auto" : index.name, columns: sql.exec(`SELECT name FROM pragma_index_info('${index.name}') ORDER BY seqno`).toArray() })),
+  }));
+}
+
+describe("a new task object's schema", () => {
+  it("Should be made at once as the current version, equal to what every migration applied in order makes", async () => {
+    const stub = taskStub(SID, "fresh-schema-task");
+    const described = await runInDurableObject(stub, (_i, state) => {
+      const sql = state.storage.sql;
+      const fresh = { version: sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version, schema: describeSchema(sql) };
+      for (const table of STORAGE_TABLES) sql.exec(`DROP TABLE IF EXISTS ${table}`);
+      for (const statements of MIGRATIONS) for (const statement of statements) sql.exec(statement);
+      sql.exec("CREATE TABLE schema_version (version INTEGER NOT NULL)");
+      return { fresh, migrated: describeSchema(sql) };
+    });
+    expect(described.fresh.version).toBe(MIGRATIONS.length);
+    expect(CURRENT_SCHEMA.length).toBeGreaterThan(0);
+    expect(described.fresh.schema).toEqual(described.migrated);
   });
 });
