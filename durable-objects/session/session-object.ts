@@ -25,6 +25,7 @@ import { SessionPeers } from "./session-peers.js";
 import { createSessionTables } from "./session-schema.js";
 import { RequestCounts, type SeedResult, seedIndexRows } from "./session-bench.js";
 import { TaskCaps } from "./task-caps.js";
+import { WriteBatch } from "./write-batch.js";
 import { type MintedToken, type RevocationState, SessionTokens, type SocketHolding, type TokenRequest } from "./session-tokens.js";
 
 /** A reservation whose task was never confirmed is checked against the task object after this long. */
@@ -58,6 +59,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private readonly tokens = new SessionTokens(this.ctx.storage.sql, () => this.env.TOKEN_SECRET);
   /** Requests carrying index entries, counted for the session benchmark (benchCounters). */
   private readonly requestCounts = new RequestCounts();
+  /** Reservations and index pushes that arrive together, written in one turn (write-batch.ts). */
+  private readonly writes = new WriteBatch((work) => this.ctx.storage.transactionSync(work));
+  /** The alarm as this object last set it (undefined: not read yet; null: none). */
+  private alarmAt: number | null | undefined = undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -163,6 +168,12 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
    * client's (`submittedBy`, the client's agent id), it is limit_exceeded and nothing is reserved.
    */
   async reserve(taskId: string, walName: string, idem: Idempotency | null = null, submittedBy: string | null = null): Promise<RpcResult<null>> {
+    const reserved = await this.writes.run(() => this.reserveNow(taskId, walName, idem, submittedBy));
+    if (reserved.ok) await this.armAt(Date.now() + RESERVATION_CHECK_MS);
+    return reserved;
+  }
+
+  private reserveNow(taskId: string, walName: string, idem: Idempotency | null, submittedBy: string | null): RpcResult<null> {
     const now = Date.now();
     if (idem !== null) {
       this.sql.exec("DELETE FROM create_keys WHERE created_at_ms <= ?", now - IDEMPOTENCY_TTL_MS);
@@ -181,7 +192,6 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     this.sql.exec("INSERT INTO tasks (task_id, wal_name, state, reserved_at_ms, seq, origin_client_agent_id) VALUES (?, ?, 'reserved', ?, ?, ?)", taskId, walName, now, seq, submittedBy);
     this.taskCaps.reserved();
     if (idem !== null) this.sql.exec("INSERT OR REPLACE INTO create_keys (key, hash, task_id, created_at_ms) VALUES (?, ?, ?, ?)", idem.key, idem.hash, taskId, now);
-    await this.armAt(Date.now() + RESERVATION_CHECK_MS);
     return ok(null);
   }
 
@@ -207,6 +217,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
    */
   async upsertTask(entry: IndexEntry): Promise<void> {
     this.requestCounts.add("index_push");
+    await this.writes.run(() => this.storeEntry(entry));
+  }
+
+  private storeEntry(entry: IndexEntry): void {
     const row = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE task_id = ?", entry.task_id).toArray()[0];
     const previous = row?.entry == null ? null : (JSON.parse(row.entry) as IndexEntry);
     if (previous !== null && previous.wal_seq >= entry.wal_seq) return;
@@ -375,12 +389,19 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
 
   /** The one alarm rings at `at` at the latest (an alarm already due counts as none: it is the one ringing). */
   private async armAt(at: number): Promise<void> {
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current <= Date.now() || current > at) await this.ctx.storage.setAlarm(at);
+    // Kept in memory: only this object sets its alarm, and reading it back on every reservation cost a storage call.
+    if (this.alarmAt === undefined) this.alarmAt = await this.ctx.storage.getAlarm();
+    const current = this.alarmAt;
+    if (current === null || current <= Date.now() || current > at) {
+      this.alarmAt = at;
+      await this.ctx.storage.setAlarm(at);
+    }
   }
 
   /** Settles old reservations (confirmed from the task object if its task exists, otherwise released) and re-sends due blocker pushes. */
   override async alarm(): Promise<void> {
+    // The alarm that rang is spent: the next armAt sets one.
+    this.alarmAt = null;
     const session = await this.describe();
     const cutoff = Date.now() - RESERVATION_CHECK_MS;
     const stale = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE state = 'reserved' AND reserved_at_ms <= ?", cutoff).toArray();

@@ -107,7 +107,7 @@ export class CommitShell {
   constructor(private readonly parts: CommitShellParts) {
     this.storage = parts.storage;
     this.idempotency = new IdempotencyStore(() => this.storage.sql, parts.idempotencyIndexKeys);
-    this.index = new IndexOutbox(parts.storage.sql, () => this.current, parts.pushIndex);
+    this.index = new IndexOutbox(parts.storage.sql, () => this.current, parts.pushIndex, () => void this.scheduleAlarm());
     this.outbound = new OutboundCalls(() => this.current, parts.outbound, (command) => this.commitSystem(command), () => this.scheduleAlarm());
   }
 
@@ -211,6 +211,7 @@ export class CommitShell {
         seqKey = unit.events.length > 0 ? unit.events[unit.events.length - 1]!.wal_seq : nextAnswerOnlyKey(this.sql);
         indexPlan = this.idempotency.prepare(unit.answers);
         appendCommit(this.sql, { seqKey, events: unit.events, keys: unit.answers.map((a) => [a.key, a.hash] as const), answers: unit.answers.map((a) => a.answer), atMs: unit.answers[0]?.at ?? Date.now() });
+        this.index.storeAcknowledged();
         // In the same transaction as the events it covers: a snapshot never runs ahead of the WAL. A snapshot that
         // cannot be written never costs the commit: the WAL alone is enough (a torn one lacks its header row and is
         // ignored), and the next is tried an interval later.

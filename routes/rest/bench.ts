@@ -42,3 +42,14 @@ benchRoutes.get("/sessions/:sid/counters", async (c) => {
   const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(c.req.param("sid")));
   return c.json(await session.benchCounters());
 });
+
+/**
+ * POST /_bench/objects/{name}/touch: one call to the task object `_bench/{name}`, which a new name makes new (its
+ * start and empty schema, no task): the floor under a task's create, which must make its object.
+ */
+benchRoutes.post("/objects/:name/touch", async (c) => {
+  const name = c.req.param("name");
+  if (!/^[A-Za-z0-9_-]{1,80}$/.test(name)) fail("validation_error", "name is 1 to 80 letters, digits, _ or -", { name });
+  const entry = (await c.env.TASK_GRAPHS.get(c.env.TASK_GRAPHS.idFromName(`_bench/${name}`)).indexEntry()) as RpcResult<unknown>;
+  return entry.ok ? c.json({ has_task: entry.value !== null }) : errorResponse(c, entry.error);
+});

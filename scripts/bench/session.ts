@@ -16,7 +16,7 @@ import { parseCli, run } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { machineInfo, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
-import { activeProgress, createRate, retried, SESSION_PLANS, sessionGoals, sessionSizes, type SideResults } from "./scenarios/session.js";
+import { activeProgress, createRate, newObjectRate, retried, SESSION_PLANS, sessionGoals, sessionSizes, type SideResults } from "./scenarios/session.js";
 
 run(async () => {
   const usage = "usage: npm run bench:session -- [--quick] [--baseline <git rev or checkout dir>] [--interval-ms 1000]";
@@ -53,17 +53,23 @@ run(async () => {
       grown.push(g);
     }
     const creates: Created[][] = sides.map(() => []);
+    const newObjects: (Awaited<ReturnType<typeof newObjectRate>>)[] = sides.map(() => null);
     for (const [level, [inFlight, count]] of Object.entries(plan.creates).map(([k, v]) => [Number(k), v] as const).entries()) {
       for (const i of level % 2 === 0 ? sides.keys() : [...sides.keys()].reverse()) {
         const c = await createRate(clients[i]!, adminToken, inFlight, count);
         creates[i]!.push(c);
         console.log(`  ${sides[i]!.name}: ${c.per_s} creates/s at ${inFlight} in flight`);
+        // Right after the creates at 16, on the same server: the floor of making as many new task objects.
+        if (inFlight === 16) {
+          newObjects[i] = await newObjectRate(clients[i]!, adminToken, 16, count, `n${i}`);
+          if (newObjects[i] !== null) console.log(`  ${sides[i]!.name}: ${newObjects[i]!.per_s} new task objects touched/s at 16 in flight`);
+        }
       }
     }
     for (const [i, side] of sides.entries()) {
       const active = await activeProgress(clients[i]!, adminToken, plan, servers[i]!);
       console.log(`  ${side.name}: ${active.active_tasks} active tasks: ${active.task_writes_per_s} task writes/s, session requests/s ${fmt(active.session_requests_per_s)}, server CPU ${fmt(active.server_cpu_share, 2)} cores`);
-      results.push({ side: side.name, ...grown[i]!, creates: creates[i]!, active });
+      results.push({ side: side.name, ...grown[i]!, creates: creates[i]!, new_objects: newObjects[i]!, active });
     }
     const now = results.at(-1)!;
     const base = results.length > 1 ? results[0]! : null;
@@ -81,8 +87,8 @@ run(async () => {
       },
       {
         title: "Task creates/s (small tasks, each level in a fresh session)",
-        headers: ["server", ...Object.keys(plan.creates).map((k) => `${k} in flight`)],
-        rows: results.map((r) => [r.side, ...r.creates.map((c) => fmt(c.per_s))]),
+        headers: ["server", ...Object.keys(plan.creates).map((k) => `${k} in flight`), "new task objects touched/s, 16 in flight (the floor)"],
+        rows: results.map((r) => [r.side, ...r.creates.map((c) => fmt(c.per_s)), fmt(r.new_objects?.per_s)]),
       },
       {
         title: `${plan.activeTasks} active tasks completing steps, ${plan.activeInFlight} calls in flight (CPU: the server's process group, an approximation of the session object's)`,

@@ -249,7 +249,7 @@ describe("the session's inbox of open actions", () => {
     });
   });
 
-  it("Should push a change of open actions to the session at once, not when the alarm's debounce falls due", async () => {
+  it("Should push a change of open actions to the session at once, not when the push interval ends", async () => {
     const s = await newSession();
     const { tid } = await heldTask(s, ["a"]);
     await eventually(async () => expect((await listed(s, tid)).step_counts.claimed).toBe(1));

@@ -93,16 +93,19 @@ function pushed(op: Extract<Op, { kind: "push" }>, now: number): IndexEntry {
 }
 
 describe("the session's kept task counts", () => {
-  it("Should equal the counts recomputed from every row after any sequence of pushes (older ones ignored), reservations and releases", async () => {
+  it("Should equal the counts recomputed from every row after any sequence of pushes (older ones ignored), reservations and releases, sent one by one or together", async () => {
+    // Each group is sent at once: the object writes the requests that arrive together in one turn (write-batch.ts).
     await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 40 }), async (ops) => {
+      fc.asyncProperty(fc.array(fc.array(opArb, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 12 }), async (groups) => {
         const sid = uniqueId("counts");
         await runInDurableObject(sessionStub(sid), async (o: SessionObject, state) => {
           await o.create(sid, new Date().toISOString(), {}, { agent_id: "orch", run_id: "orun_1" }, 3600, null);
-          for (const op of ops) {
-            if (op.kind === "push") await o.upsertTask(pushed(op, Date.now()));
-            else if (op.kind === "reserve") await o.reserve(`t${op.task}`, `wal-t${op.task}`);
-            else await o.release(`t${op.task}`);
+          for (const group of groups) {
+            await Promise.all(group.map((op) => {
+              if (op.kind === "push") return o.upsertTask(pushed(op, Date.now()));
+              if (op.kind === "reserve") return o.reserve(`t${op.task}`, `wal-t${op.task}`);
+              return o.release(`t${op.task}`);
+            }));
           }
           await expectKeptExact(o, state.storage.sql);
         });

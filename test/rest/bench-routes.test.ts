@@ -75,4 +75,15 @@ describe("bench routes", () => {
     expect(seed.status).toBe(404);
     expect(seed.body.error).toMatchObject({ code: "not_found", details: { task_id: "missing" } });
   });
+
+  it("Should touch a new task object for the admin with the var set (no task in it), and refuse others and bad names", async () => {
+    expect((await call("POST", "/_bench/objects/floor-1/touch", ADMIN)).status).toBe(404);
+    expect(await withBenchVar("POST", "/_bench/objects/floor-1/touch", ADMIN)).toEqual({ status: 200, body: { has_task: false } });
+    const s = await newSession();
+    const refused = await withBenchVar("POST", "/_bench/objects/floor-2/touch", s.orch);
+    expect(refused.status).toBe(403);
+    const bad = await withBenchVar("POST", "/_bench/objects/a.b/touch", ADMIN);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("validation_error");
+  });
 });

@@ -387,9 +387,11 @@ describe("GET /v1/sessions/{sid}/events", () => {
     const stub = bindings.SESSIONS.get(bindings.SESSIONS.idFromName(s.sid));
     const kept = await runInDurableObject(stub, async (o: SessionObject) => {
       const sql = (o as unknown as { ctx: DurableObjectState }).ctx.storage.sql;
-      // 10,005 index changes of one task, pushed as a task object would.
+      // 10,005 index changes of one task, in order, 500 at a time (a batch of pushes the object writes in one turn).
       const entry = { task_id: "many", wal_name: "many", title: "Many", native_status: "running", status: "running", step_counts: {}, total_steps: 1, active_runs: 0, lost_attempts: 0, terminal: false, created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:00:00.000Z", next_deadline_at: null };
-      for (let i = 1; i <= 10_005; i++) await o.upsertTask({ ...entry, wal_seq: i } as never);
+      for (let from = 1; from <= 10_005; from += 500) {
+        await Promise.all(Array.from({ length: Math.min(500, 10_006 - from) }, (_, i) => o.upsertTask({ ...entry, wal_seq: from + i } as never)));
+      }
       return sql.exec<{ n: number; lo: number; hi: number }>("SELECT COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM session_events").one();
     });
     expect(kept).toEqual({ n: 10_000, lo: 6, hi: 10_005 });

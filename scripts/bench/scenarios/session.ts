@@ -145,6 +145,21 @@ export async function createRate(client: Client, adminToken: string, inFlight: n
   return { in_flight: inFlight, ...(await createTasks(client, s, "c", 0, count, inFlight)) };
 }
 
+/**
+ * The floor under a create: calls/s at `inFlight` in flight, each to a task object never used before (its start and
+ * empty schema, no task; the bench route `POST /_bench/objects/{name}/touch`). Null on a server without the route.
+ */
+export async function newObjectRate(client: Client, adminToken: string, inFlight: number, count: number, prefix: string): Promise<{ in_flight: number; calls: number; seconds: number; per_s: number } | null> {
+  const probe = await client.call("POST", `/_bench/objects/${prefix}-probe/touch`, adminToken);
+  if (probe.status !== 200) return null;
+  const t0 = performance.now();
+  await pool(count, inFlight, async (i) => {
+    await client.must(200, "POST", `/_bench/objects/${prefix}-${i}/touch`, adminToken);
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  return { in_flight: inFlight, calls: count, seconds: round(seconds, 2), per_s: round(count / seconds, 1) };
+}
+
 /** Index pushes the session object counted since it started (bench routes), and when it started; null when the server has none. */
 async function indexPushes(client: Client, sid: string, adminToken: string): Promise<{ since: string; pushes: number } | null> {
   const a = await client.call("GET", `/_bench/sessions/${sid}/counters`, adminToken);
@@ -202,12 +217,13 @@ export async function activeProgress(client: Client, adminToken: string, plan: S
 export interface Goal { name: string; value: number | null; op: "≤" | "≥"; target: number; met: boolean | null }
 
 /** One server's results, as the goals read them. */
-export interface SideResults { sizes: SizeFigures[]; creates: { in_flight: number; per_s: number }[]; active: { active_tasks: number; session_requests_per_s: number | null } }
+export interface SideResults { sizes: SizeFigures[]; creates: { in_flight: number; per_s: number }[]; new_objects: { per_s: number } | null; active: { active_tasks: number; session_requests_per_s: number | null } }
 
 /**
  * The goals: snapshot p50 at the largest size ÷ at the reference size (the first of at least 1,000) ≤ 1.5 and the
  * largest snapshot's body < 64 KiB; creates/s at 16 in flight ≥ 3× the baseline's; the session object's requests/s
- * with the active tasks ≤ active tasks ÷ `intervalS` (one push per task per interval at most).
+ * with the active tasks ≤ active tasks ÷ `intervalS` (one push per task per interval at most); and, ours, creates/s at 16
+ * in flight ≥ 0.8× the rate at which the same server makes new task objects that do nothing.
  */
 export function sessionGoals(now: SideResults, baseline: SideResults | null, intervalS: number): Goal[] {
   const goal = (name: string, value: number | null, op: Goal["op"], target: number): Goal => ({ name, value: value === null ? null : round(value, 3), op, target, met: value === null ? null : op === "≤" ? value <= target : value >= target });
@@ -221,5 +237,7 @@ export function sessionGoals(now: SideResults, baseline: SideResults | null, int
     goal(`snapshot body at ${largest?.tasks ?? "-"} tasks, KiB`, largest === null ? null : largest.snapshot_bytes / 1024, "≤", 64),
     goal("creates/s at 16 in flight ÷ baseline's", creates === null || before === null ? null : creates / before, "≥", 3),
     goal(`session requests/s with ${now.active.active_tasks} active tasks`, now.active.session_requests_per_s, "≤", now.active.active_tasks / intervalS),
+    // A create must make its task object: how close it comes to that cost alone (1.0: nothing else), same server.
+    goal("creates/s at 16 in flight ÷ new task objects touched/s at 16 (same server)", creates === null || now.new_objects === null ? null : creates / now.new_objects.per_s, "≥", 0.8),
   ];
 }
