@@ -45,6 +45,8 @@ export default defineConfig({
                 // per delegated step (the defaults' own tests read readConfig; the other caps are tested at their defaults).
                 MAX_ACTIONS_PER_ATTEMPT: "4",
                 MAX_CHILDREN_PER_STEP: "2",
+                // Archives record a retention deadline a day later; the retention tests move the object's clock past it.
+                RETENTION_DAYS: "1",
               },
             },
           }),

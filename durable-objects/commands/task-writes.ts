@@ -46,13 +46,14 @@ const LIFECYCLE: Record<string, string> = {
   reopen: "reopen_task",
   pause: "pause_task",
   resume: "resume_task",
+  archive: "archive_task",
 };
 const SEGMENT = "([^/]+)";
 
 /** Every task write, by method and path. */
 const WRITES: readonly WriteRoute[] = [
   { method: "PATCH", pattern: /^$/, body: UpdateTaskBody, status: 200, build: (_m, b) => ({ command: { type: "update_task", ...b } }) },
-  { method: "POST", pattern: /^\/(complete|fail|cancel|block|reopen|pause|resume)$/, body: ReasonBody, status: 200, build: (m, b) => ({ command: { type: LIFECYCLE[m[0]!], ...b } }) },
+  { method: "POST", pattern: /^\/(complete|fail|cancel|block|reopen|pause|resume|archive)$/, body: ReasonBody, status: 200, build: (m, b) => ({ command: { type: LIFECYCLE[m[0]!], ...b } }) },
   { method: "POST", pattern: /^\/workers$/, body: DispatchWorkerBody, status: 201, build: (_m, b) => ({ command: { type: "dispatch_worker", ...b } }) },
   { method: "POST", pattern: new RegExp(`^/runs/${SEGMENT}/finish$`), body: FinishRunBody, status: 200, build: (m, b) => ({ command: { type: "finish_run", run_id: m[0], ...b } }) },
   { method: "POST", pattern: new RegExp(`^/runs/${SEGMENT}/cancel$`), body: CancelRunBody, status: 200, build: (m, b) => ({ command: { type: "cancel_run", run_id: m[0], ...b } }) },

@@ -44,6 +44,14 @@ export function recordEntryChange(sql: SqlStorage, previous: IndexEntry | null, 
   sql.exec(`UPDATE task_counts SET ${moved.map((k) => `${k} = ${k} + ?`).join(", ")} WHERE id = 1`, ...moved.map((k) => after[k] - before[k]));
 }
 
+/** A task's entry was removed (retention): each count moves back by what `previous` added. Called with the row's delete, no await between. */
+export function recordEntryRemoved(sql: SqlStorage, previous: IndexEntry | null): void {
+  const before = countsOf(previous);
+  const moved = KEPT_COUNTS.filter((k) => before[k] !== 0);
+  if (moved.length === 0) return;
+  sql.exec(`UPDATE task_counts SET ${moved.map((k) => `${k} = ${k} - ?`).join(", ")} WHERE id = 1`, ...moved.map((k) => before[k]));
+}
+
 /** The counts at `now`: the kept ones, and the entries overdue then (a range of the stale_at_ms index). */
 export function readCounts(sql: SqlStorage, now: number): TaskCounts {
   const kept = sql.exec<KeptCounts>(`SELECT ${KEPT_COUNTS.join(", ")} FROM task_counts WHERE id = 1`).one();

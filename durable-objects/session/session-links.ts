@@ -195,6 +195,20 @@ export class SessionLinks {
   }
 
   /**
+   * The live tasks a `blocks` link of `taskId` still holds (the link active: its blocker never completed). While any
+   * is listed, an archived blocker's storage is kept: its retention waits until they end or the link is removed.
+   */
+  liveTasksHeldBy(taskId: string): string[] {
+    return this.sql
+      .exec<{ task_id: string }>(
+        "SELECT DISTINCT t.task_id FROM links l JOIN tasks t ON t.task_id = l.to_task_id WHERE l.kind = 'blocks' AND l.from_task_id = ? AND l.status = 'active' AND t.terminal = 0 ORDER BY t.task_id LIMIT 50",
+        taskId,
+      )
+      .toArray()
+      .map((r) => r.task_id);
+  }
+
+  /**
    * Called by upsertTask with the entry it stored, in the same storage turn: a task that completed resolves
    * the blocks edges it is the blocker of, and each task they held gets a new push, sent without being awaited
    * (the blocker's own index push does not wait on other task objects; the alarm re-sends a failed one).

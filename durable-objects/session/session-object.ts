@@ -14,13 +14,13 @@ import type { IndexEntryWithActions } from "../task/open-actions.js";
 import { type Env, readConfig, taskObjectName } from "../shared/env.js";
 import { buildSessionSnapshot, listedTask } from "./session-snapshot.js";
 import { readSnapshotParts } from "./snapshot-reads.js";
-import { recordEntryChange } from "./session-counts.js";
+import { recordEntryChange, recordEntryRemoved } from "./session-counts.js";
 import { snapshotFrame } from "../shared/sse-frames.js";
 import { submittedTaskPage } from "./submitted-tasks.js";
 import { SseHub, type SubscriberHolder } from "../shared/sse-hub.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, sameRequest } from "../task/storage/idempotency-store.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
-import type { PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
+import type { ForgetAnswer, PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
 import { SessionPeers } from "./session-peers.js";
 import { createSessionTables } from "./session-schema.js";
 import { RequestCounts, type SeedResult, seedIndexRows } from "./session-bench.js";
@@ -40,7 +40,7 @@ const STREAM_PAGE = 200;
 type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_ms: number; entry: string | null; seq: number };
 
 /** How a task's index entry changed, as the session stream reports it. */
-export type SnapshotChange = "created" | "updated" | "terminal";
+export type SnapshotChange = "created" | "updated" | "terminal" | "removed";
 
 /** One session's reservations and task index. */
 export class SessionObject extends DurableObject<Env> implements SessionRpc {
@@ -185,6 +185,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const taken = this.sql.exec<{ task_id: string; wal_name: string }>("SELECT task_id, wal_name FROM tasks WHERE task_id = ? OR wal_name = ?", taskId, walName).toArray();
     if (taken.some((r) => r.task_id === taskId)) return err(runtimeError("task_id_conflict", `task_id ${taskId} is already used in this session`, { task_id: taskId }));
     if (taken.length > 0) return err(runtimeError("path_conflict", `wal_name ${walName} is already used in this session; choose another`, { wal_name: walName }));
+    // A task retention deleted keeps its id and wal name: they name its history, and its object answers 404 retention.
+    const retired = this.sql.exec<{ task_id: string }>("SELECT task_id FROM retired_tasks WHERE task_id = ? OR wal_name = ?", taskId, walName).toArray();
+    if (retired.some((r) => r.task_id === taskId)) return err(runtimeError("task_id_conflict", `task_id ${taskId} was used in this session (its storage was deleted by retention)`, { task_id: taskId, reason: "retention" }));
+    if (retired.length > 0) return err(runtimeError("path_conflict", `wal_name ${walName} was used in this session (its task's storage was deleted by retention); choose another`, { wal_name: walName, reason: "retention" }));
     const capped = this.taskCaps.refusal(submittedBy);
     if (capped !== null) return err(capped);
     const seq = (this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM tasks").one().n);
@@ -221,6 +225,8 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   private storeEntry(entry: IndexEntry): void {
+    // A push that was in flight when retention removed the task must not list it again.
+    if (this.sql.exec("SELECT 1 FROM retired_tasks WHERE task_id = ?", entry.task_id).toArray().length > 0) return;
     const row = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE task_id = ?", entry.task_id).toArray()[0];
     const previous = row?.entry == null ? null : (JSON.parse(row.entry) as IndexEntry);
     if (previous !== null && previous.wal_seq >= entry.wal_seq) return;
@@ -248,6 +254,32 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     if (open !== undefined) replaceInboxActions(this.sql, entry.task_id, open);
     this.links.taskUpdated(entry);
     this.appendEvent(listedEntry, previous === null ? "created" : entry.terminal && !previous.terminal ? "terminal" : "updated");
+  }
+
+  /**
+   * Retention of an archived task (docs/design.md "Archive and retention"): unless a `blocks` link of it holds a live
+   * task, its row, its inbox rows and its blocker push go, every kept count moves back by what its entry added, a
+   * `removed` event is logged, and its id and wal name stay taken (retired_tasks), all in one turn (no await): one
+   * implicit transaction. The task object deletes its storage only after this answered forgotten.
+   */
+  async forgetTask(taskId: string, walName: string, walSeq: number): Promise<ForgetAnswer> {
+    return this.writes.run(() => this.forgetNow(taskId, walName, walSeq));
+  }
+
+  private forgetNow(taskId: string, walName: string, walSeq: number): ForgetAnswer {
+    if (this.sql.exec("SELECT 1 FROM retired_tasks WHERE task_id = ?", taskId).toArray().length > 0) return { forgotten: true };
+    const heldBy = this.links.liveTasksHeldBy(taskId);
+    if (heldBy.length > 0) return { forgotten: false, held_by: heldBy };
+    const row = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE task_id = ?", taskId).toArray()[0];
+    const previous = row?.entry == null ? null : (JSON.parse(row.entry) as IndexEntry);
+    recordEntryRemoved(this.sql, previous);
+    this.sql.exec("DELETE FROM tasks WHERE task_id = ?", taskId);
+    this.sql.exec("DELETE FROM actions WHERE task_id = ?", taskId);
+    this.sql.exec("DELETE FROM blocker_pushes WHERE task_id = ?", taskId);
+    this.sql.exec("INSERT INTO retired_tasks (task_id, wal_name, wal_seq, retired_at) VALUES (?, ?, ?, ?)", taskId, row?.wal_name ?? walName, walSeq, new Date().toISOString());
+    this.taskCaps.changed();
+    if (previous !== null) this.appendEvent(previous, "removed");
+    return { forgotten: true };
   }
 
   /** Bench only (routes/rest/bench.ts): `count` index rows copied from a real task's (session-bench.ts). */
@@ -331,13 +363,20 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     this.hub.dropById(id);
   }
 
-  /** agent.task_list: active tasks in creation order; with include_terminal, terminal ones after them, newest first. */
+  /**
+   * agent.task_list: active tasks in creation order; with include_terminal, terminal ones after them, newest first.
+   * Archived tasks (terminal, normalized status archived) only with include_archived, among the terminal ones.
+   */
   async listTasks(query: TaskListQuery): Promise<TaskListPage> {
     const limit = query.limit ?? 50;
     const offset = query.offset ?? 0;
     const where = ["state = 'confirmed'"];
     const args: (string | number)[] = [];
-    if (query.include_terminal !== true) where.push("terminal = 0");
+    const terminal = query.include_terminal === true;
+    const archived = query.include_archived === true;
+    if (!terminal && !archived) where.push("terminal = 0");
+    else if (!terminal) where.push("(terminal = 0 OR status = 'archived')");
+    else if (!archived) where.push("(terminal = 0 OR status <> 'archived')");
     if (query.status !== undefined) {
       where.push("(native_status = ? OR status = ?)");
       args.push(query.status, query.status);

@@ -13,6 +13,8 @@ import type { SeedResult } from "./session-bench.js";
 /** Filters of agent.task_list. */
 export interface TaskListQuery {
   readonly include_terminal?: boolean;
+  /** Archived tasks too (left out otherwise, whatever include_terminal says). */
+  readonly include_archived?: boolean;
   readonly status?: string;
   readonly limit?: number;
   readonly offset?: number;
@@ -80,6 +82,12 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   reserveChild(taskId: string, walName: string): Promise<RpcResult<null>>;
   /** Records what a task object says of its task (the session-index replica's push). */
   upsertTask(entry: IndexEntry): Promise<void>;
+  /**
+   * Retention: removes an archived task's entry (its row, its inbox rows, its share of every kept count) and keeps its
+   * id and wal name taken; answers who still holds it instead when a `blocks` link of it holds a live task.
+   * Idempotent: a task already forgotten answers forgotten again.
+   */
+  forgetTask(taskId: string, walName: string, walSeq: number): Promise<ForgetAnswer>;
   /** GET /v1/sessions/{sid}/events: the session event log after `afterSeq`, then live rows. */
   streamEvents(afterSeq: number, holder: SubscriberHolder): Promise<RpcResult<ReadableStream<Uint8Array>>>;
   /** The Worker serving subscriber `id` saw its client go: free its slot. */
@@ -127,3 +135,6 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   /** GET /v1/sessions/{sid}/graph. */
   taskGraph(query: { limit: number; cursor?: string }): Promise<RpcResult<TaskGraphPage>>;
 }
+
+/** What forgetTask did: removed the entry (or had already), or kept it for the live tasks its blocks links hold. */
+export type ForgetAnswer = { readonly forgotten: true } | { readonly forgotten: false; readonly held_by: readonly string[] };

@@ -40,6 +40,8 @@ export function createSessionTables(sql: SqlStorage): void {
   sql.exec("CREATE INDEX IF NOT EXISTS actions_by_task ON actions (task_id)");
   // The snapshot's first open actions of a held-up task.
   sql.exec("CREATE INDEX IF NOT EXISTS actions_by_task_created ON actions (task_id, created_at, action_id)");
+  // Tasks whose storage retention deleted: their ids and wal names stay taken, and a late index push is ignored.
+  sql.exec("CREATE TABLE IF NOT EXISTS retired_tasks (task_id TEXT PRIMARY KEY, wal_name TEXT NOT NULL UNIQUE, wal_seq INTEGER NOT NULL, retired_at TEXT NOT NULL)");
   createCountTables(sql);
 }
 

@@ -41,7 +41,7 @@ export function readSnapshotParts(sql: SqlStorage, session: { session_id: string
     pages: {
       tasks: page(tasks.length, counts.active, `${base}/tasks?offset=${tasks.length}&limit=${SNAPSHOT_TASKS}`),
       blockedTasks: { listed: blocked.length, total: counts.held_up, next: more ? `${base}?blocked_after=${heldRows.at(-1)!.seq}` : null },
-      recentTerminal: page(recentTerminal.length, counts.terminal, `${base}/tasks?include_terminal=true&offset=${counts.active + recentTerminal.length}`),
+      recentTerminal: page(recentTerminal.length, counts.terminal, `${base}/tasks?include_terminal=true&include_archived=true&offset=${counts.active + recentTerminal.length}`),
     },
   };
 }

@@ -30,6 +30,8 @@ export interface Env {
   readonly MAX_ACTIONS_PER_ATTEMPT?: string;
   /** Child tasks one delegated step may create over its attempts (default 100). */
   readonly MAX_CHILDREN_PER_STEP?: string;
+  /** Days after its archive an archived task's storage is deleted (default 0: kept forever). */
+  readonly RETENTION_DAYS?: string;
   /** Tasks one session holds, reserved and created (default 100,000). */
   readonly MAX_TASKS_PER_SESSION?: string;
   /** Tasks one A2A client may submit to a session (default 10,000). */
@@ -133,6 +135,11 @@ function positiveInt(raw: string | undefined, fallback: number): number {
   return Number.isInteger(n) && n > 0 ? n : fallback;
 }
 
+function nonNegativeInt(raw: string | undefined, fallback: number): number {
+  const n = raw === undefined ? Number.NaN : Number(raw);
+  return Number.isInteger(n) && n >= 0 ? n : fallback;
+}
+
 /** Reads the configuration from the bindings; a missing or malformed var falls back to its default. */
 export function readConfig(env: Env): RuntimeConfig {
   const slotSharePercent = Math.min(positiveInt(env.SLOT_SHARE_PER_TOKEN_PERCENT, 25), 100);
@@ -149,6 +156,7 @@ export function readConfig(env: Env): RuntimeConfig {
       maxOpenActionsPerTask: positiveInt(env.MAX_OPEN_ACTIONS_PER_TASK, 1_000),
       maxActionsPerAttempt: positiveInt(env.MAX_ACTIONS_PER_ATTEMPT, 100),
       maxChildrenPerStep: positiveInt(env.MAX_CHILDREN_PER_STEP, 100),
+      retentionDays: nonNegativeInt(env.RETENTION_DAYS, 0),
     },
     caps: {
       tasksPerSession: positiveInt(env.MAX_TASKS_PER_SESSION, 100_000),

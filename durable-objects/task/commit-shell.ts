@@ -2,7 +2,8 @@
  * @module The commit path of a task object: the thin shell around the pure core. It reads (memory replayed
  * from the WAL), evaluates (`decide`, `apply`), persists (every event and idempotency answer of a unit in one
  * row of one transaction), then emits (SSE frames, the session index push, the alarm), in that order, and never lets
- * memory hold what storage does not (see `transact`).
+ * memory hold what storage does not (see `transact`). Over 400 lines: one state machine, the commit path and the one
+ * alarm with every deadline it covers (leases, the index push, outbound calls, retention), which reads best whole.
  */
 import { ulidFactory } from "../../src/lib/ids.js";
 import {
@@ -35,6 +36,8 @@ import { UnitOfWork } from "./unit-of-work.js";
 import { fullActions } from "./action-text.js";
 import { loadState, saveSnapshot } from "./storage/snapshot-store.js";
 import { appendCommit, type CommitStorage, migrate, nextAnswerOnlyKey, type Sql } from "./storage/wal-store.js";
+import type { ForgetAnswer } from "../session/session-rpc.js";
+import { readTombstone, TaskRetention, type Tombstone, writeTombstone } from "./task-retention.js";
 
 /** How soon a broken object tries again to rebuild its memory from the WAL (doubling up to a minute). */
 const REBUILD_RETRY_MS = 1_000;
@@ -65,6 +68,10 @@ export interface CommitShellParts {
   readonly otherDeadline?: () => number | null;
   /** The calls delegated steps make to other task objects and to A2A peers. */
   readonly outbound: OutboundPorts;
+  /** The session's forgetTask, for the retention of an archived task. */
+  readonly forgetTask: (sessionId: string, taskId: string, walName: string, walSeq: number) => Promise<ForgetAnswer>;
+  /** Deletes every row, table and the alarm of the object's storage (ctx.storage.deleteAll). */
+  readonly deleteStorage: () => Promise<void>;
   /** A snapshot of the state is written with the commit that takes the WAL this many events past the last one. */
   readonly snapshotEveryEvents: number;
   /** Idempotency-Key fingerprints kept in memory at most (the rest in the spill table). */
@@ -91,6 +98,8 @@ export class CommitShell {
   private readonly index: IndexOutbox;
   /** The delegated steps' outbound calls, owed by the WAL and covered by the alarm. */
   readonly outbound: OutboundCalls;
+  /** The deletion of an archived task's storage once its retention deadline passed, covered by the alarm. */
+  readonly retention: TaskRetention;
   private alarmAt: number | null = null;
   /**
    * While the alarm runs: the earliest time it may be set for, just after the run began. The platform takes an
@@ -109,6 +118,17 @@ export class CommitShell {
     this.idempotency = new IdempotencyStore(() => this.storage.sql, parts.idempotencyIndexKeys);
     this.index = new IndexOutbox(parts.storage.sql, () => this.current, parts.pushIndex, () => void this.scheduleAlarm());
     this.outbound = new OutboundCalls(() => this.current, parts.outbound, (command) => this.commitSystem(command), () => this.scheduleAlarm());
+    this.retention = new TaskRetention(() => this.current, { forget: parts.forgetTask, retire: (tombstone) => this.retire(tombstone) });
+  }
+
+  /** Retention's last step (task-retention.ts): the storage deleted, the schema and tombstone written in one transaction, no task in memory. */
+  private async retire(tombstone: Tombstone): Promise<void> {
+    await this.parts.deleteStorage();
+    this.storage.transactionSync(() => (migrate(this.sql, (work) => work()), writeTombstone(this.sql, tombstone)));
+    this.current = emptyState();
+    this.snapshotAt = 0;
+    this.idempotency.forget();
+    this.alarmAt = null;
   }
 
   /** The task's memory, as the WAL replays (replaced wholesale when it is rebuilt: read it through this). */
@@ -132,7 +152,8 @@ export class CommitShell {
       this.index.recover(Date.now());
       // Outbound calls owed before a crash are owed again: the WAL says what they are.
       this.outbound.refresh();
-      if (this.index.dueAt !== null || this.outbound.dueAt !== null) await this.scheduleAlarm();
+      // A deletion a crash interrupted is due again: its deadline is in the WAL.
+      if (this.index.dueAt !== null || this.outbound.dueAt !== null || this.retention.dueAt !== null) await this.scheduleAlarm();
     } catch (e) {
       this.markBroken(runtimeError("storage_error", "the task's WAL could not be replayed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) }));
     }
@@ -147,6 +168,7 @@ export class CommitShell {
   /** Memory (and what is derived from storage with it: the snapshot's wal_seq, the key index) from the snapshot and the WAL. */
   private loadMemory(): void {
     const loaded = loadState(this.sql);
+    this.retention.tombstone = loaded.state.task === null ? readTombstone(this.sql) : null;
     this.current = loaded.state;
     this.snapshotAt = loaded.snapshotSeq;
     this.idempotency.forget();
@@ -362,7 +384,7 @@ export class CommitShell {
    */
   private async scheduleAlarm(exact = false): Promise<void> {
     // A broken object's one deadline is its next try to replay the WAL: what it owes otherwise waits for that.
-    const owed = this.broken !== null ? [this.rebuildRetryAt] : [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt, this.parts.otherDeadline?.() ?? null];
+    const owed = this.broken !== null ? [this.rebuildRetryAt] : [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt, this.retention.dueAt, this.parts.otherDeadline?.() ?? null];
     const candidates = owed.filter((t): t is number => t !== null);
     const earliest = candidates.length === 0 ? null : Math.min(...candidates);
     const target = earliest !== null && this.alarmFloor !== null ? Math.max(earliest, this.alarmFloor) : earliest;
@@ -389,6 +411,7 @@ export class CommitShell {
         if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
         this.outbound.refresh();
         await Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now())]);
+        await this.retention.run(); // last: it may delete everything the steps before it read
       }
       await this.scheduleAlarm(true);
     } finally {

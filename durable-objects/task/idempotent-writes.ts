@@ -87,7 +87,7 @@ export class IdempotentWrites {
     const shell = this.shell;
     const broken = shell.guard();
     if (broken !== null) return clientItems.map(() => err(broken));
-    if (shell.state.task === null) return clientItems.map(() => err(runtimeError("not_found", "no such task")));
+    if (shell.state.task === null) return clientItems.map(() => err(shell.retention.noTask()));
     const now = Date.now();
     const items = clientItems.map((item) => ({ ...item, idem: scopeIdempotency(item.actor, item.idem) }));
     const keys = items.flatMap((item) => (item.idem === null ? [] : [item.idem.key]));

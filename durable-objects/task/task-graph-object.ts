@@ -75,6 +75,12 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
       },
       otherDeadline: () => this.sockets.nextExpiry(),
       outbound,
+      forgetTask: (sessionId, taskId, walName, walSeq) => sessions.get(sessions.idFromName(sessionId)).forgetTask(taskId, walName, walSeq),
+      deleteStorage: async () => {
+        await ctx.storage.deleteAll();
+        // deleteAll drops the alarm too where the platform says so; never leave one behind either way.
+        await ctx.storage.deleteAlarm();
+      },
       snapshotEveryEvents: this.config.snapshotEveryEvents,
       idempotencyIndexKeys: this.config.idempotencyIndexKeys,
     });
@@ -193,7 +199,7 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
    */
   async setBlockers(version: number, blockedBy: string[]): Promise<RpcResult<WriteAnswer>> {
     const task = this.shell.state.task;
-    if (task === null) return err(runtimeError("not_found", "no such task"));
+    if (task === null) return err(this.shell.retention.noTask());
     const [answer] = await this.writes.executeBatch([{ actor: systemActor(task.session_id), command: { type: "set_blockers", version, blocked_by: blockedBy }, idem: null, claimNext: false }]);
     return answer!;
   }

@@ -243,7 +243,7 @@ export class TaskReads {
     const guard = this.shell.guard();
     if (guard !== null) return guard;
     const task = this.shell.state.task;
-    if (task === null) return runtimeError("not_found", "no such task");
+    if (task === null) return this.shell.retention.noTask();
     const outOfScope = checkScope(task, actor);
     if (outOfScope !== null) return outOfScope;
     if (reconcile) this.shell.reconcileBeforeRead();

@@ -112,6 +112,7 @@ sessionRoutes.get("/:sid/tasks", async (c) => {
   const query = validate(TaskListQueryParams, c.req.query());
   const page = await c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sid)).listTasks({
     include_terminal: query.include_terminal ?? false,
+    include_archived: query.include_archived ?? false,
     ...(query.status === undefined ? {} : { status: query.status }),
     limit: query.limit ?? 50,
     offset: query.offset ?? 0,

@@ -255,6 +255,11 @@ export class RuntimeCalls {
     return this.write("POST", `${taskPath(task)}/resume`, body, opts);
   }
 
+  /** POST .../archive (orchestrator): a terminal task leaves the task list (listTasks with include_archived shows it). */
+  archiveTask(task: TaskRef, body: ReasonInput = {}, opts?: CallOptions): Promise<WriteAnswer> {
+    return this.write("POST", `${taskPath(task)}/archive`, body, opts);
+  }
+
   // ---- humans in the loop -------------------------------------------------------------------------
 
   /** POST .../actions (orchestrator): a task-level action, e.g. approve the plan before dispatch. */

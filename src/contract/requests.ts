@@ -92,6 +92,8 @@ export const SessionSnapshotQueryParams = z.strictObject({
 /** GET /v1/sessions/{sid}/tasks query. */
 export const TaskListQueryParams = z.strictObject({
   include_terminal: boolParam.optional(),
+  /** Archived tasks too (left out otherwise, include_terminal or not). */
+  include_archived: boolParam.optional(),
   status: z.string().max(32).optional(),
   limit: intParam(1, MAX_TASK_LIST_LIMIT).optional(),
   offset: intParam(0, 1_000_000).optional(),

@@ -29,4 +29,5 @@ export * from "./views/prompt-summary.js";
 export * from "./views/read-models.js";
 export * from "./views/task-page.js";
 export * from "./views/task-get.js";
+export * from "./views/retention.js";
 export { childReport, type ChildReport, type ChildTaskRequest, outboundWork, type OutboundWork } from "./views/delegation-outbox.js";

@@ -70,7 +70,7 @@ const setupParts = {
 /** Creates the task (after the refused bad creates), then runs every spec, checking everything after each. */
 function runSequence({ steps, bad, leaseMs, tight, defaultPolicy, child, specs }: Setup): World {
   // Tight limits make add_step hit maxStepsPerTask now and then.
-  const limits: CoreLimits = tight ? { ...DEFAULT_LIMITS, maxStepsPerTask: steps.length + 2, stepLeaseTimeoutMs: 2_000, childCancelTimeoutMs: 5_000, actionTimeoutMs: 10_000, delegateTimeoutMs: 20_000, delegateRetryMs: 1_000, delegateMaxTries: 3 } : DEFAULT_LIMITS;
+  const limits: CoreLimits = tight ? { ...DEFAULT_LIMITS, maxStepsPerTask: steps.length + 2, stepLeaseTimeoutMs: 2_000, childCancelTimeoutMs: 5_000, actionTimeoutMs: 10_000, delegateTimeoutMs: 20_000, delegateRetryMs: 1_000, delegateMaxTries: 3, retentionDays: 7 } : DEFAULT_LIMITS;
   const world = new World(stats, limits);
   stats.sequences += 1;
   for (const kind of bad) {

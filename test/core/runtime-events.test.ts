@@ -81,6 +81,9 @@ function lifecycleScenario(): Harness {
   h.now += 60_000;
   h.ok({ type: "reconcile_leases" });
   expect(h.state.steps.get("c")).toMatchObject({ status: "failed", status_reason: "retry_exhausted" });
+  h.ok({ type: "fail_task", reason: "c ran out of retries" });
+  h.limits = { ...h.limits, retentionDays: 30 };
+  h.ok({ type: "archive_task", reason: "done with it" });
   return h;
 }
 

@@ -38,6 +38,7 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
     "cancel_worker_run",
     "agent.task_pause",
     "agent.task_resume",
+    "agent.task_archive",
     "agent.request_action",
     "agent.respond_action",
     "agent.task_update_step",

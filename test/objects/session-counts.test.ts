@@ -1,6 +1,7 @@
 /**
  * The session's task_summary counts are kept, not counted per read: after any sequence of index pushes (older
- * ones ignored), reservations and releases they equal the counts recomputed from every row; they follow real
+ * ones ignored, archived ones counted as terminal), reservations, releases and retention's removals they equal the
+ * counts recomputed from every row; they follow real
  * tasks through their statuses, open actions and a crash between a commit and its push; and a session stored
  * before the counts existed gets them once at start-up.
  */
@@ -75,19 +76,21 @@ function entry(taskId: string, over: Partial<IndexEntry> & { native_status: Task
 }
 
 type Op =
-  | { kind: "push"; task: number; wal_seq: number; status: TaskStatus; lost: number; open: number; blockedSteps: number; failedSteps: number; deadline: "none" | "past" | "future" }
-  | { kind: "reserve" | "release"; task: number };
+  | { kind: "push"; task: number; wal_seq: number; status: TaskStatus; archived: boolean; lost: number; open: number; blockedSteps: number; failedSteps: number; deadline: "none" | "past" | "future" }
+  | { kind: "reserve" | "release" | "forget"; task: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({
-    kind: fc.constant("push" as const), task: fc.nat(5), wal_seq: fc.integer({ min: 1, max: 12 }), status: fc.constantFrom(...TASK_STATUSES),
+    kind: fc.constant("push" as const), task: fc.nat(5), wal_seq: fc.integer({ min: 1, max: 12 }), status: fc.constantFrom(...TASK_STATUSES), archived: fc.boolean(),
     lost: fc.nat(2), open: fc.nat(3), blockedSteps: fc.nat(1), failedSteps: fc.nat(1), deadline: fc.constantFrom("none" as const, "past" as const, "future" as const),
   }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom("reserve" as const, "release" as const), task: fc.nat(5) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom("reserve" as const, "release" as const, "forget" as const), task: fc.nat(5) }) },
 );
 
 function pushed(op: Extract<Op, { kind: "push" }>, now: number): IndexEntry {
-  const base = entry(`t${op.task}`, { native_status: op.status, wal_seq: op.wal_seq });
+  const plain = entry(`t${op.task}`, { native_status: op.status, wal_seq: op.wal_seq });
+  // Only a terminal task is archived: it keeps its native status and terminal flag, its normalized status says archived.
+  const base: IndexEntry = op.archived && plain.terminal ? { ...plain, status: "archived" } : plain;
   const deadline = op.deadline === "none" ? null : new Date(now + (op.deadline === "past" ? -10 * MINUTE : 10 * MINUTE)).toISOString();
   return { ...base, lost_attempts: op.lost, open_action_count: op.open, step_counts: { ...base.step_counts, blocked: op.blockedSteps, failed: op.failedSteps }, next_deadline_at: deadline };
 }
@@ -104,10 +107,20 @@ describe("the session's kept task counts", () => {
             await Promise.all(group.map((op) => {
               if (op.kind === "push") return o.upsertTask(pushed(op, Date.now()));
               if (op.kind === "reserve") return o.reserve(`t${op.task}`, `wal-t${op.task}`);
+              if (op.kind === "forget") return o.forgetTask(`t${op.task}`, `wal-t${op.task}`, 12);
               return o.release(`t${op.task}`);
             }));
           }
           await expectKeptExact(o, state.storage.sql);
+          // A forgotten task stays gone: no row, no inbox rows, and a later push or reservation does not bring it back.
+          const retired = state.storage.sql.exec<{ task_id: string }>("SELECT task_id FROM retired_tasks").toArray().map((r) => r.task_id);
+          for (const id of retired) expect(state.storage.sql.exec("SELECT 1 FROM tasks WHERE task_id = ? UNION ALL SELECT 1 FROM actions WHERE task_id = ?", id, id).toArray()).toEqual([]);
+          // The list leaves archived tasks out unless asked; the total agrees with the rows.
+          const listed = await o.listTasks({ include_terminal: true, limit: 500 });
+          const all = await o.listTasks({ include_terminal: true, include_archived: true, limit: 500 });
+          const archived = state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'confirmed' AND status = 'archived'").one().n;
+          expect(listed.tasks.some((t) => t.status === "archived")).toBe(false);
+          expect(all.total - listed.total).toBe(archived);
         });
       }),
       { numRuns: 40 },

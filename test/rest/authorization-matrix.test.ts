@@ -72,6 +72,7 @@ const TASK_PLAN: readonly PlannedWrite[] = [
   { op: "completeTask", body: reason },
   { op: "failTask", body: reason },
   { op: "cancelTask", body: reason },
+  { op: "archiveTask", body: reason },
 ];
 
 /** The session's writes (REST and MCP only: a batch and a socket carry one task's writes). */

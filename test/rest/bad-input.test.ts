@@ -171,7 +171,7 @@ const ROUTES: Readonly<Record<string, RouteCase>> = {
   deletePeerCredential: { caller: "orch" },
   listTasks: {
     caller: "orch",
-    badQuery: { include_terminal: ["yes", "1", ""], status: ["x".repeat(33)], limit: ["0", "501", "abc", "1.5", "-1", "1e2"], offset: ["-1", "abc", "1000001"] },
+    badQuery: { include_terminal: ["yes", "1", ""], include_archived: ["yes", "1", ""], status: ["x".repeat(33)], limit: ["0", "501", "abc", "1.5", "-1", "1e2"], offset: ["-1", "abc", "1000001"] },
   },
   createTask: {
     caller: "orch",
@@ -232,6 +232,7 @@ const ROUTES: Readonly<Record<string, RouteCase>> = {
   cancelRun: { caller: "orch", body: reason },
   pauseTask: lifecycle,
   resumeTask: lifecycle,
+  archiveTask: lifecycle,
   requestStepAction: { caller: "worker", body: actionRequest("input"), badBodies: badActionRequests },
   requestTaskAction: { caller: "orch", body: actionRequest("approval"), badBodies: badActionRequests },
   listTaskActions: { caller: "orch", badQuery: { status: ["closed", "OPEN", "", "expired"], ...pageQuery } },

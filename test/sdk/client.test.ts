@@ -130,6 +130,7 @@ const METHOD_OF: Record<string, keyof RuntimeClient | "transport"> = {
   exportWal: "walExport",
   pauseTask: "pauseTask",
   resumeTask: "resumeTask",
+  archiveTask: "archiveTask",
   requestStepAction: "requestStepAction",
   requestTaskAction: "requestTaskAction",
   listTaskActions: "listActions",

@@ -14,7 +14,7 @@ export type SessionCounts = Record<CountName, number> & { readonly open_actions:
 /** Every normalized task status, in the order the status filter lists them (live ones first). */
 export const TASK_STATUS_ORDER: readonly NormalizedStatus[] = [
   "queued", "preparing", "running", "waiting_input", "waiting_permission", "blocked", "paused", "retrying", "cancelling",
-  "completed", "failed", "cancelled", "timed_out", "lost", "stale", "unknown",
+  "completed", "failed", "cancelled", "timed_out", "lost", "archived", "stale", "unknown",
 ];
 
 /** The status filter's "every status" value. */

@@ -92,6 +92,8 @@ export function eventSummary(event: WalEvent): string {
     case "task_paused":
     case "task_resumed":
       return clip(event.payload.reason ?? "");
+    case "task_archived":
+      return clip(join(event.payload.reason ?? "", event.payload.delete_after !== null && `storage deleted after ${event.payload.delete_after}`));
     case "task_step_pending":
       return clip(event.payload.reason);
     case "task_step_claimed":

@@ -26,6 +26,7 @@ export const STATUS_GLYPH: Record<NormalizedStatus, string> = {
   failed: "✕",
   lost: "!",
   completed: "✓",
+  archived: "▤",
   stale: "~",
   unknown: "·",
 };

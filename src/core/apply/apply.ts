@@ -55,6 +55,8 @@ const handlers: Handlers = {
       ended_at: null,
       blocked_by: [],
       blockers_version: 0,
+      archived_at: null,
+      delete_after: null,
     };
     for (const step of e.payload.steps) createStep(s, step, e.created_at);
   },
@@ -82,6 +84,11 @@ const handlers: Handlers = {
     noteError(s, "task_failed", e.payload.reason, null, null, e.created_at);
   },
   task_cancelled: (s, e) => setTaskStatus(s, "cancelled", e.payload.reason, e.created_at),
+  task_archived(s, e) {
+    s.task!.archived_at = e.created_at;
+    s.task!.delete_after = e.payload.delete_after;
+    // updated_at stays the end's: terminal tasks are listed by it, and an archive does not move one up the list.
+  },
   task_step_ready(s, e) {
     const step = stepOf(s, e);
     setStepStatus(s, step, "ready");

@@ -7,7 +7,7 @@ import type { Action, Attempt, Delegation, Step, Task, WorkerRun } from "../mode
 import { type DagIndex, type DagState, emptyState, type ProgressRecord, rebuildIndex } from "../model/state.js";
 
 /** The snapshot format this core writes and reads; a snapshot of another format is ignored (the WAL is replayed). */
-export const SNAPSHOT_FORMAT = 2;
+export const SNAPSHOT_FORMAT = 3;
 
 /** The index sets whose iteration order decisions depend on, saved in their live order. */
 const ORDERED_SETS = ["held", "activeRuns", "cancellingRuns", "openActions", "retrying", "readyDelegated", "openDelegations"] as const;

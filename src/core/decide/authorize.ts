@@ -35,6 +35,7 @@ export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: 
   cancel_run: { tool: "cancel_worker_run", roles: ORCHESTRATOR },
   pause_task: { tool: "agent.task_pause", roles: ORCHESTRATOR },
   resume_task: { tool: "agent.task_resume", roles: ORCHESTRATOR },
+  archive_task: { tool: "agent.task_archive", roles: ORCHESTRATOR },
   request_action: { tool: "agent.request_action", roles: EITHER },
   respond_action: { tool: "agent.respond_action", roles: DECIDERS },
   // Anyone's read may trigger it; its events are recorded as the system's whoever asked.

@@ -1,4 +1,4 @@
-/** @module Decisions on the task's own status: complete, fail, cancel (terminal), block and reopen. */
+/** @module Decisions on the task's own status: complete, fail, cancel (terminal), block and reopen, pause and resume, archive. */
 import type { CommandOf } from "../model/commands.js";
 import type { DecideContext, Decision } from "./context.js";
 import { Emitter } from "./context.js";
@@ -7,7 +7,7 @@ import { closing, heldStepOf, TASK_STOP_REASONS } from "./decide-shared.js";
 import { type RuntimeError, runtimeError } from "../model/errors.js";
 import { requireLiveTask, requireOrchestrator } from "./guards.js";
 import { type Step, TERMINAL_STEP_STATUSES } from "../model/records.js";
-import { type DagState, dependenciesCompleted, missingRequiredArtifacts, stepsCompleteable } from "../model/state.js";
+import { type DagState, dependenciesCompleted, isTerminalTask, missingRequiredArtifacts, stepsCompleteable } from "../model/state.js";
 
 function stepsInOrder(state: DagState, keep: (s: Step) => boolean): Step[] {
   return [...state.steps.values()].filter(keep).sort((a, b) => a.ordinal - b.ordinal);
@@ -181,4 +181,24 @@ export function decidePauseTask(state: DagState, cmd: CommandOf<"pause_task">, c
   return accept(em);
 }
 
+/**
+ * archive_task: a terminal task leaves active scheduling (task_archived; normalized status archived). Only a terminal
+ * task may be archived (invalid_transition otherwise); archiving an archived task again changes nothing and answers
+ * as the first did (idempotent, no event). With a retention period (limits.retentionDays > 0) the event records when
+ * the task's storage goes: a WAL fact, so the deadline never moves with the configuration.
+ */
+export function decideArchiveTask(state: DagState, cmd: CommandOf<"archive_task">, ctx: DecideContext): Decision {
+  const task = state.task!;
+  const guard = requireOrchestrator(task, ctx.actor, "agent.task_archive");
+  if (guard !== null) return refuse(guard);
+  if (!isTerminalTask(task)) {
+    return refuse(runtimeError("invalid_transition", `only a terminal task can be archived, not a ${task.status} one; complete, fail or cancel it first`, { status: task.status }));
+  }
+  if (task.archived_at !== null) return acceptNothing();
+  const days = ctx.limits.retentionDays;
+  const em = new Emitter(state, ctx);
+  em.emit("task_archived", null, { reason: cmd.reason ?? null, delete_after: days > 0 ? new Date(ctx.now + days * DAY_MS).toISOString() : null });
+  return accept(em);
+}
 
+const DAY_MS = 86_400_000;

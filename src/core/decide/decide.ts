@@ -11,7 +11,7 @@ import { decideCreateTask } from "./decide-create-task.js";
 import { decideUpdateTask } from "./decide-update-task.js";
 import { decideRequestAction, decideRespondAction, withdrawEndedActions } from "./decide-actions.js";
 import { decideRecordDelegation, decideRecordDelivery, followUpDelegations } from "./decide-delegation.js";
-import { decideBackToPending, decideBlockTask, decideCancelForParent, decideCompleteTask, decidePauseTask, decideStopTask } from "./decide-lifecycle.js";
+import { decideArchiveTask, decideBackToPending, decideBlockTask, decideCancelForParent, decideCompleteTask, decidePauseTask, decideStopTask } from "./decide-lifecycle.js";
 import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
 import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
 import { decideSetBlockers } from "./decide-links.js";
@@ -38,6 +38,7 @@ const deciders: Deciders = {
   cancel_run: decideCancelRun,
   pause_task: decidePauseTask,
   resume_task: decideBackToPending,
+  archive_task: decideArchiveTask,
   request_action: decideRequestAction,
   respond_action: decideRespondAction,
   reconcile_leases: decideReconcileLeases,

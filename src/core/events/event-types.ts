@@ -12,6 +12,7 @@ export const WAL_EVENT_TYPES = [
   "action_resolved", "step_delegated", "delegation_updated", "delegation_try_failed", "delegation_cancel_requested",
   "delegation_settled", "delegation_closed", "task_delivery_recorded", "task_progress", "worker_dispatched",
   "worker_run_cancel_requested", "child_agent_cancel_timeout", "worker_run_ended", "task_blockers_updated",
+  "task_archived",
 ] as const;
 
 /** The envelope version of the runtime events this runtime emits. */
@@ -24,5 +25,5 @@ export const RUNTIME_EVENT_TYPES = [
   "task.failed", "task.lost", "task.completed", "task.delegated", "task.dependency.updated",
   "task.attempt.started", "task.attempt.completed", "task.attempt.failed",
   "subagent.spawned", "subagent.completed", "subagent.failed", "subagent.closed", "subagent.status",
-  "task.paused", "action.required", "action.resolved",
+  "task.paused", "action.required", "action.resolved", "task.archived",
 ] as const;

@@ -36,6 +36,7 @@
  * | delegation_cancel_requested | task.cancel_requested (step; the delegate is told to stop)             |
  * | task_delivery_recorded   | task.progress (phase delivering, deliveryState)                          |
  * | task_blockers_updated    | task.dependency.updated (payload blockedBy, blockersVersion: the session graph's blocks links) |
+ * | task_archived            | task.archived (status archived; payload deleteAfter when a retention period applies) |
  */
 import type { z } from "zod";
 import type { RuntimeEventSchema } from "../schemas/runtime-event.js";
@@ -315,6 +316,9 @@ const projections: Projections = {
     if (p.cancel_requested === true || p.reason === "late_result") return [closed];
     return [{ type: "task.cancel_requested", runId: p.run_id, status: "cancelling", statusReason: p.reason, payload: { ...actor } }, closed];
   },
+  task_archived: (e, actor) => [
+    { type: "task.archived", status: "archived", statusReason: e.payload.reason ?? undefined, payload: compact({ deleteAfter: e.payload.delete_after, ...actor }) },
+  ],
   task_blockers_updated: (e, actor) => [
     { type: "task.dependency.updated", payload: { blockedBy: [...e.payload.blocked_by], blockersVersion: e.payload.version, ...actor } },
   ],

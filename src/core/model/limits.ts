@@ -37,6 +37,11 @@ export interface CoreLimits {
   readonly maxActionsPerAttempt: number;
   /** Child tasks one delegated step may create over all its attempts (MAX_CHILDREN_PER_STEP). */
   readonly maxChildrenPerStep: number;
+  /**
+   * Days after its archive an archived task's storage is deleted (RETENTION_DAYS); 0 keeps it forever. The deadline is
+   * recorded in the archive's WAL event, so replay never reads this.
+   */
+  readonly retentionDays: number;
 }
 
 /** The documented defaults. */
@@ -51,6 +56,7 @@ export const DEFAULT_LIMITS: CoreLimits = {
   maxOpenActionsPerTask: 1_000,
   maxActionsPerAttempt: 100,
   maxChildrenPerStep: 100,
+  retentionDays: 0,
 };
 
 /** The wrangler.toml var behind each counted cap of the core, named in a limit_exceeded's details. */

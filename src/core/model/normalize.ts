@@ -5,7 +5,7 @@ import type { DagState } from "./state.js";
 /** The normalized statuses runtime events and read models use. */
 export type NormalizedStatus =
   | "queued" | "preparing" | "running" | "waiting_input" | "waiting_permission" | "blocked" | "paused" | "retrying" | "cancelling" | "cancelled"
-  | "timed_out" | "failed" | "lost" | "completed" | "stale" | "unknown";
+  | "timed_out" | "failed" | "lost" | "completed" | "archived" | "stale" | "unknown";
 
 /** Normalized status of a native step status (claimed: a worker holds it but has not started: preparing). */
 export const STEP_STATUS_MAP: Record<StepStatus, NormalizedStatus> = {
@@ -64,11 +64,13 @@ export function normalizedStepStatus(state: DagState, step: Step): NormalizedSta
 }
 
 /**
- * The task's normalized status: a live task with an open task-level action waits for a person (approval before
- * input: permission gates the work); otherwise the map of its native status.
+ * The task's normalized status: an archived task is archived (it keeps its native terminal status); a live task with
+ * an open task-level action waits for a person (approval before input: permission gates the work); otherwise the map
+ * of its native status.
  */
 export function normalizedTaskStatus(state: DagState): NormalizedStatus {
   const task = state.task!;
+  if (task.archived_at !== null) return "archived";
   if (task.status === "pending" || task.status === "running" || task.status === "blocked") {
     let waiting: NormalizedStatus | null = null;
     for (const id of state.index.openActions) {

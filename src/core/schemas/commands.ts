@@ -155,6 +155,8 @@ export const CancelRunSchema = z.strictObject({ type: z.literal("cancel_run"), r
 export const PauseTaskSchema = closing("pause_task");
 /** resume_task: back to pending, then the usual promotion to ready steps and a running task. */
 export const ResumeTaskSchema = closing("resume_task");
+/** archive_task: a terminal task leaves the task list (and, with RETENTION_DAYS, its storage goes that many days later). */
+export const ArchiveTaskSchema = closing("archive_task");
 
 /** The JSON Schema an `input` action's answer is checked against (a JSON object; its keywords are checked when used). */
 export const InputSchemaSchema = JsonObjectSchema;
@@ -274,6 +276,7 @@ export const CommandSchema = z.discriminatedUnion("type", [
   CancelRunSchema,
   PauseTaskSchema,
   ResumeTaskSchema,
+  ArchiveTaskSchema,
   RequestActionSchema,
   RespondActionSchema,
   ReconcileLeasesSchema,

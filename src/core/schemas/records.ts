@@ -109,6 +109,10 @@ export const TaskSchema = TaskRecordFieldsSchema.extend({
   blocked_by: z.array(IdSchema),
   /** The version of `blocked_by` the session last pushed (0: never); an older or equal push changes nothing. */
   blockers_version: z.number().int().min(0),
+  /** When the orchestrator archived the terminal task (task_archived), else null: its normalized status is then archived. */
+  archived_at: TimestampSchema.nullable(),
+  /** When an archived task's storage goes (archived_at + RETENTION_DAYS at the archive), null to keep it forever. */
+  delete_after: TimestampSchema.nullable(),
 });
 
 /** What a worker saw of its step when it claimed it (inspect shows the dispatch-time and the current step). */

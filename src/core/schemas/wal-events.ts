@@ -259,4 +259,9 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
   ),
   /** The tasks that block this one, as the session's graph pushed them at `version` (set_blockers). */
   event("task_blockers_updated", z.object({ version: z.number().int().positive(), blocked_by: z.array(IdSchema) })),
+  /**
+   * A terminal task left active scheduling (its normalized status becomes archived); `delete_after`: when its storage
+   * goes (archived_at + RETENTION_DAYS), null to keep it forever.
+   */
+  event("task_archived", z.object({ reason: TextSchema.nullable(), delete_after: TimestampSchema.nullable() })),
 ]);

@@ -27,7 +27,7 @@ export type PatchSpec =
   | { op: "reopen_step"; step: StepPick };
 
 /** The orchestrator's task-level tools. */
-export const TASK_OPS = ["complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "pause_task", "resume_task"] as const;
+export const TASK_OPS = ["complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "pause_task", "resume_task", "archive_task"] as const;
 
 /** Statuses update_step is asked for: every step status, plus one that does not exist. */
 export const UPDATE_STATUSES = ["pending", "ready", "claimed", "running", "blocked", "completed", "failed", "cancelled", "exploded"] as const;
@@ -183,6 +183,7 @@ export function specArb(profile: Profile): fc.Arbitrary<Spec> {
           { weight: 3, arbitrary: fc.constant("reopen_task" as const) },
           { weight: progress ? 1 : 3, arbitrary: fc.constant("pause_task" as const) },
           { weight: progress ? 1 : 3, arbitrary: fc.constant("resume_task" as const) },
+          { weight: 1, arbitrary: fc.constant("archive_task" as const) },
         ),
         reason: fc.boolean(),
       }),
@@ -474,6 +475,8 @@ export function interpret(scene: Scene, spec: Spec): Concrete {
       if ((op === "pause_task" || op === "resume_task") && spec.who % 4 !== 0) op = status === "paused" ? "resume_task" : "pause_task";
       // A paused task is mostly resumed by the orchestrator's next toggle, so sequences do not stall paused.
       if (status === "paused" && op === "block_task" && spec.who % 4 !== 0) op = "resume_task";
+      // A terminal task takes only an archive (again: idempotent), so most task ops on one archive it.
+      if ((status === "completed" || status === "failed" || status === "cancelled") && spec.who % 3 !== 0) op = "archive_task";
       return command(actorFor(scene, spec.who, "orchestrator"), spec.reason ? { type: op, reason: "the orchestrator says so" } : { type: op });
     }
     case "request_action":

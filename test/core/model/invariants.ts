@@ -2,7 +2,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { expect } from "vitest";
 import { findCycle } from "../../../src/core/model/dag.js";
-import { childReport, type DagState, HELD_STEP_STATUSES, isTerminalTask, outboundWork, rebuildIndex, type WorkerRun } from "../../../src/core/index.js";
+import { childReport, type DagState, HELD_STEP_STATUSES, isTerminalTask, normalizedTaskStatus, outboundWork, rebuildIndex, type WorkerRun } from "../../../src/core/index.js";
 
 /** vitest `toEqual`, with a fast structural pre-check so big DAGs stay cheap (strict equality implies toEqual). */
 export function expectSame(actual: unknown, expected: unknown, label: string): void {
@@ -245,6 +245,15 @@ export function checkDelegations(state: DagState): void {
   }
 }
 
+/** Only a terminal task is archived, and an archived one shows as archived (its native status kept); a deadline only with an archive. */
+export function checkArchive(state: DagState): void {
+  const task = state.task;
+  if (task === null) return;
+  if (task.archived_at !== null && !isTerminalTask(task)) fail(`a ${task.status} task is archived`);
+  if ((task.archived_at !== null) !== (normalizedTaskStatus(state) === "archived")) fail(`archived_at ${task.archived_at} but normalized ${normalizedTaskStatus(state)}`);
+  if (task.delete_after !== null && task.archived_at === null) fail("a retention deadline without an archive");
+}
+
 /** Every state invariant except replay and completed-results (the driver owns those). */
 export function checkState(state: DagState): void {
   checkIndex(state);
@@ -255,4 +264,5 @@ export function checkState(state: DagState): void {
   checkActions(state);
   checkRetries(state);
   checkDelegations(state);
+  checkArchive(state);
 }

@@ -63,7 +63,7 @@ export function naiveFirstClaimable(state: DagState, run: WorkerRun): Step | und
 const WORKER_TOOLS: ReadonlySet<string> = new Set(["claim_step", "claim_next", "update_step", "append_progress", "finish_run", "request_action"]);
 const ORCHESTRATOR_TOOLS: ReadonlySet<string> = new Set([
   "create_task", "update_task", "update_step", "append_progress", "complete_task", "fail_task", "cancel_task", "block_task", "reopen_task", "dispatch_worker", "finish_run", "cancel_run",
-  "pause_task", "resume_task", "request_action", "respond_action",
+  "pause_task", "resume_task", "request_action", "respond_action", "archive_task",
 ]);
 /** Tools that change the DAG: on a terminal task every one answers task_terminal and writes nothing. */
 const STEP_CHANGING: ReadonlySet<string> = new Set([
@@ -181,6 +181,8 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
       return task.status === "paused"
         ? { accept: true, after: (s) => expect(["pending", "running"]).toContain(s.task!.status) }
         : { accept: false, code: "invalid_transition" };
+    case "archive_task":
+      return { accept: false, code: "invalid_transition" };
     case "request_action":
       return predictRequest(state, caller, cmd);
     case "respond_action":
@@ -383,6 +385,17 @@ function predictSetBlockers(task: NonNullable<DagState["task"]>, cmd: CommandOf<
   };
 }
 
+/** The orchestrator archives a terminal task once (with its retention deadline); again, it writes nothing. */
+function predictArchive(task: NonNullable<DagState["task"]>, now: number, limits: CoreLimits): Prediction {
+  if (task.archived_at !== null) return { accept: true, onlyEvents: [], after: (s) => expect(s.task!.archived_at).toBe(task.archived_at) };
+  const deleteAfter = limits.retentionDays > 0 ? new Date(now + limits.retentionDays * 86_400_000).toISOString() : null;
+  return {
+    accept: true,
+    onlyEvents: ["task_archived"],
+    after: (s) => expect({ archived_at: s.task!.archived_at, delete_after: s.task!.delete_after, status: s.task!.status }).toEqual({ archived_at: new Date(now).toISOString(), delete_after: deleteAfter, status: task.status }),
+  };
+}
+
 /** The model's prediction for `command` by `actor` at `now` under `limits`, before the core decides it. */
 export function predict(state: DagState, actor: Actor, command: unknown, now: number, limits: CoreLimits): Prediction {
   const parsed = CommandSchema.safeParse(command);
@@ -411,6 +424,7 @@ export function predict(state: DagState, actor: Actor, command: unknown, now: nu
     if (cmd.type === "respond_action" && caller.kind === "orchestrator") return respondToEnded(state, cmd);
     // A run stopped by the task's end may still hand in its result; nothing else is written.
     if (cmd.type === "finish_run") return predictTerminalFinish(state, caller, cmd);
+    if (cmd.type === "archive_task" && caller.kind === "orchestrator") return predictArchive(task, now, limits);
     const mayUse = caller.kind === "orchestrator" ? ORCHESTRATOR_TOOLS.has(cmd.type) : WORKER_TOOLS.has(cmd.type);
     if (!mayUse) return { accept: false };
     if (cmd.type === "create_task") return { accept: false, code: "task_id_conflict" };
