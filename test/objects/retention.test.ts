@@ -202,6 +202,24 @@ describe("retention", () => {
     expect(await sessionRows(s.sid, t.id)).toEqual({ listed: 0, retired: 1, inbox: 0 });
   });
 
+  it("Should move every kept count back by what a forgotten entry added, drop its inbox rows, and log its removal", async () => {
+    const s = await newSession();
+    const id = uniqueId("asks");
+    const path = await newTask(s, id, [step("a")]);
+    expectOk(await call("POST", `${path}/actions`, s.orch, { kind: "approval", prompt: "Go?" }), 201);
+    await eventually(async () => expect(await sessionRows(s.sid, id)).toMatchObject({ listed: 1, inbox: 1 }));
+    expect(await expectCountsExact(s.sid)).toMatchObject({ active: 1, waiting: 1, open_actions: 1 });
+    // The session's step of retention alone (the object never asks for a live task: this checks the session's bookkeeping).
+    expect(await sessionStub(s.sid).forgetTask(id, id, 5)).toEqual({ forgotten: true });
+    expect(await sessionRows(s.sid, id)).toEqual({ listed: 0, retired: 1, inbox: 0 });
+    expect(await expectCountsExact(s.sid)).toMatchObject({ active: 0, waiting: 0, open_actions: 0 });
+    const last = await runInDurableObject(sessionStub(s.sid), (_o: SessionObject, state) =>
+      JSON.parse(state.storage.sql.exec<{ data: string }>("SELECT data FROM session_events ORDER BY seq DESC LIMIT 1").one().data),
+    );
+    expect(last).toMatchObject({ type: "snapshot.updated", taskId: id, payload: { change: "removed" } });
+    expect(expectOk(await call("GET", `/v1/sessions/${s.sid}/actions`, s.observer)).actions).toEqual([]);
+  });
+
   it("Should keep every archived task forever when RETENTION_DAYS is 0: no deadline is recorded", async () => {
     const s = await newSession();
     const t = await endedTask(s);
