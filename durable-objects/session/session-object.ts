@@ -331,23 +331,38 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     this.hub.dropById(id);
   }
 
-  /** agent.task_list: active tasks in creation order; with include_terminal, terminal ones after them, newest first. */
+  /**
+   * agent.task_list: active tasks in creation order; with include_terminal, terminal ones after them, newest first.
+   * Unfiltered, a page costs its rows (the totals are the kept counts, each part an index walk); a status filter
+   * reads the tasks of that status.
+   */
   async listTasks(query: TaskListQuery): Promise<TaskListPage> {
     const limit = query.limit ?? 50;
     const offset = query.offset ?? 0;
-    const where = ["state = 'confirmed'"];
-    const args: (string | number)[] = [];
-    if (query.include_terminal !== true) where.push("terminal = 0");
-    if (query.status !== undefined) {
-      where.push("(native_status = ? OR status = ?)");
-      args.push(query.status, query.status);
+    const now = Date.now();
+    if (query.status !== undefined) return this.listTasksOfStatus(query.status, query.include_terminal === true, limit, offset, now);
+    const kept = this.sql.exec<{ active: number; terminal: number }>("SELECT active, terminal FROM task_counts WHERE id = 1").one();
+    const total = kept.active + (query.include_terminal === true ? kept.terminal : 0);
+    const entries: string[] = [];
+    if (offset < kept.active) {
+      for (const r of this.sql.exec<{ entry: string }>("SELECT entry FROM tasks WHERE state = 'confirmed' AND terminal = 0 ORDER BY seq LIMIT ? OFFSET ?", limit, offset)) entries.push(r.entry);
     }
-    const clause = where.join(" AND ");
-    const total = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM tasks WHERE ${clause}`, ...args).one().n;
+    if (query.include_terminal === true && entries.length < limit) {
+      const after = Math.max(0, offset - kept.active);
+      for (const r of this.sql.exec<{ entry: string }>("SELECT entry FROM tasks WHERE terminal = 1 ORDER BY updated_at DESC LIMIT ? OFFSET ?", limit - entries.length, after)) entries.push(r.entry);
+    }
+    const tasks = entries.map((entry) => listedTask(entry, now));
+    return { tasks, total, limit, offset, next_offset: offset + tasks.length < total ? offset + tasks.length : null };
+  }
+
+  /** The task list of one status (native or normalized), in the list's order. */
+  private listTasksOfStatus(status: string, includeTerminal: boolean, limit: number, offset: number, now: number): TaskListPage {
+    const clause = `state = 'confirmed'${includeTerminal ? "" : " AND terminal = 0"} AND (native_status = ? OR status = ?)`;
+    const total = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM tasks WHERE ${clause}`, status, status).one().n;
     const rows = this.sql
-      .exec<TaskRow>(`SELECT * FROM tasks WHERE ${clause} ORDER BY terminal ASC, CASE WHEN terminal = 0 THEN seq END ASC, updated_at DESC LIMIT ? OFFSET ?`, ...args, limit, offset)
+      .exec<TaskRow>(`SELECT * FROM tasks WHERE ${clause} ORDER BY terminal ASC, CASE WHEN terminal = 0 THEN seq END ASC, updated_at DESC LIMIT ? OFFSET ?`, status, status, limit, offset)
       .toArray();
-    const tasks = rows.map((r) => listedTask(r.entry!, Date.now()));
+    const tasks = rows.map((r) => listedTask(r.entry!, now));
     return { tasks, total, limit, offset, next_offset: offset + tasks.length < total ? offset + tasks.length : null };
   }
 
