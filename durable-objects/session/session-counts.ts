@@ -20,6 +20,12 @@ export function createCountTables(sql: SqlStorage): void {
   sql.exec("CREATE INDEX IF NOT EXISTS tasks_held_up ON tasks (held_up, seq)");
   sql.exec("CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state, terminal, seq)");
   sql.exec(`CREATE TABLE IF NOT EXISTS task_counts (id INTEGER PRIMARY KEY CHECK (id = 1), ${KEPT_COUNTS.map((k) => `${k} INTEGER NOT NULL`).join(", ")})`);
+  // A counts table made before archived tasks were counted: its column, filled from the stored entries.
+  const counted = new Set(sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('task_counts')").toArray().map((c) => c.name));
+  if (!counted.has("archived")) {
+    sql.exec("ALTER TABLE task_counts ADD COLUMN archived INTEGER NOT NULL DEFAULT 0");
+    sql.exec("UPDATE task_counts SET archived = (SELECT COUNT(*) FROM tasks WHERE terminal = 1 AND status = 'archived')");
+  }
   if (sql.exec("SELECT 1 FROM task_counts").toArray().length > 0) return;
   const total = { ...countsOf(null) };
   for (const row of sql.exec<{ task_id: string; entry: string }>("SELECT task_id, entry FROM tasks WHERE entry IS NOT NULL")) {

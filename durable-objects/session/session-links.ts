@@ -249,8 +249,10 @@ export class SessionLinks {
       if (decoded === null) return err(runtimeError("validation_error", "cursor is not a cursor of this graph: start again without one", { cursor: query.cursor.slice(0, 100) }));
       after = decoded;
     }
+    // `+state`: without statistics SQLite would walk every confirmed row by tasks_by_state and sort them; the
+    // primary key (and below, tasks_by_parent) reads the page alone.
     const rows = this.sql
-      .exec<{ entry: string }>("SELECT entry FROM tasks WHERE state = 'confirmed' AND task_id > ? ORDER BY task_id LIMIT ?", after, query.limit + 1)
+      .exec<{ entry: string }>("SELECT entry FROM tasks WHERE +state = 'confirmed' AND task_id > ? ORDER BY task_id LIMIT ?", after, query.limit + 1)
       .toArray();
     const entries = rows.slice(0, query.limit).map((r) => JSON.parse(r.entry) as IndexEntry);
     const nodes: TaskGraphNode[] = entries.map((e) => ({
@@ -273,7 +275,7 @@ export class SessionLinks {
     // Implicit edges: a child created with parent_task_id (from its parent, on the parent's page) and the
     // sources a task's relationships name (from the task).
     const children = this.sql
-      .exec<{ entry: string }>("SELECT entry FROM tasks WHERE state = 'confirmed' AND parent_task_id IN (SELECT value FROM json_each(?)) ORDER BY parent_task_id, task_id", ids)
+      .exec<{ entry: string }>("SELECT entry FROM tasks WHERE +state = 'confirmed' AND parent_task_id IN (SELECT value FROM json_each(?)) ORDER BY parent_task_id, task_id", ids)
       .toArray()
       .map((r) => JSON.parse(r.entry) as IndexEntry);
     for (const child of children) edges.push(implicitEdge("parent_child", child.parent_task_id!, child.task_id, child.status, child));

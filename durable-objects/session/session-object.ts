@@ -42,6 +42,16 @@ type TaskRow = { task_id: string; wal_name: string; state: string; reserved_at_m
 /** How a task's index entry changed, as the session stream reports it. */
 export type SnapshotChange = "created" | "updated" | "terminal" | "removed";
 
+/** Which terminal tasks a task list shows: none, all, all but the archived ones, or the archived ones only. */
+type EndedTasks = "none" | "all" | "unarchived" | "archived";
+const ENDED_CLAUSE: Record<Exclude<EndedTasks, "none">, string> = { all: "", unarchived: " AND status <> 'archived'", archived: " AND status = 'archived'" };
+
+function endedTasksListed(query: TaskListQuery): EndedTasks {
+  const terminal = query.include_terminal === true;
+  const archived = query.include_archived === true;
+  return terminal ? (archived ? "all" : "unarchived") : archived ? "archived" : "none";
+}
+
 /** One session's reservations and task index. */
 export class SessionObject extends DurableObject<Env> implements SessionRpc {
   /** Live SSE subscribers of GET /v1/sessions/{sid}/events; fed by upsertTask. */
@@ -364,29 +374,42 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   /**
-   * agent.task_list: active tasks in creation order; with include_terminal, terminal ones after them, newest first.
-   * Archived tasks (terminal, normalized status archived) only with include_archived, among the terminal ones.
+   * agent.task_list: active tasks in creation order; with include_terminal, terminal ones after them, newest first;
+   * archived ones (terminal, normalized status archived) only with include_archived, among the terminal ones.
+   * Unfiltered, a page costs its rows (the totals are the kept counts, each part an index walk; a page of the terminal
+   * tasks but the archived ones skips the archived rows it walks past); a status filter reads the tasks of that status.
    */
   async listTasks(query: TaskListQuery): Promise<TaskListPage> {
     const limit = query.limit ?? 50;
     const offset = query.offset ?? 0;
-    const where = ["state = 'confirmed'"];
-    const args: (string | number)[] = [];
-    const terminal = query.include_terminal === true;
-    const archived = query.include_archived === true;
-    if (!terminal && !archived) where.push("terminal = 0");
-    else if (!terminal) where.push("(terminal = 0 OR status = 'archived')");
-    else if (!archived) where.push("(terminal = 0 OR status <> 'archived')");
-    if (query.status !== undefined) {
-      where.push("(native_status = ? OR status = ?)");
-      args.push(query.status, query.status);
+    const now = Date.now();
+    const ended = endedTasksListed(query);
+    if (query.status !== undefined) return this.listTasksOfStatus(query.status, ended, limit, offset, now);
+    const kept = this.sql.exec<{ active: number; terminal: number; archived: number }>("SELECT active, terminal, archived FROM task_counts WHERE id = 1").one();
+    const endedTotal = { none: 0, all: kept.terminal, unarchived: kept.terminal - kept.archived, archived: kept.archived }[ended];
+    const total = kept.active + endedTotal;
+    const entries: string[] = [];
+    if (offset < kept.active) {
+      for (const r of this.sql.exec<{ entry: string }>("SELECT entry FROM tasks WHERE state = 'confirmed' AND terminal = 0 ORDER BY seq LIMIT ? OFFSET ?", limit, offset)) entries.push(r.entry);
     }
-    const clause = where.join(" AND ");
-    const total = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM tasks WHERE ${clause}`, ...args).one().n;
+    if (ended !== "none" && entries.length < limit) {
+      const after = Math.max(0, offset - kept.active);
+      const page = `SELECT entry FROM tasks WHERE terminal = 1${ENDED_CLAUSE[ended]} ORDER BY updated_at DESC LIMIT ? OFFSET ?`;
+      for (const r of this.sql.exec<{ entry: string }>(page, limit - entries.length, after)) entries.push(r.entry);
+    }
+    const tasks = entries.map((entry) => listedTask(entry, now));
+    return { tasks, total, limit, offset, next_offset: offset + tasks.length < total ? offset + tasks.length : null };
+  }
+
+  /** The task list of one status (native or normalized), in the list's order. */
+  private listTasksOfStatus(status: string, ended: EndedTasks, limit: number, offset: number, now: number): TaskListPage {
+    const terminal = ended === "none" ? " AND terminal = 0" : ended === "all" ? "" : ` AND (terminal = 0 OR (terminal = 1${ENDED_CLAUSE[ended]}))`;
+    const clause = `state = 'confirmed'${terminal} AND (native_status = ? OR status = ?)`;
+    const total = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM tasks WHERE ${clause}`, status, status).one().n;
     const rows = this.sql
-      .exec<TaskRow>(`SELECT * FROM tasks WHERE ${clause} ORDER BY terminal ASC, CASE WHEN terminal = 0 THEN seq END ASC, updated_at DESC LIMIT ? OFFSET ?`, ...args, limit, offset)
+      .exec<TaskRow>(`SELECT * FROM tasks WHERE ${clause} ORDER BY terminal ASC, CASE WHEN terminal = 0 THEN seq END ASC, updated_at DESC LIMIT ? OFFSET ?`, status, status, limit, offset)
       .toArray();
-    const tasks = rows.map((r) => listedTask(r.entry!, Date.now()));
+    const tasks = rows.map((r) => listedTask(r.entry!, now));
     return { tasks, total, limit, offset, next_offset: offset + tasks.length < total ? offset + tasks.length : null };
   }
 

@@ -23,7 +23,8 @@ export function submittedTaskPage(sql: SqlStorage, query: SubmittedTaskQuery): R
         return err(runtimeError("validation_error", "page_token is not a page token of this list: start again without one"));
       }
     }
-    const where = ["origin_client_agent_id = ?", "state = 'confirmed'"];
+    // `+state`: read by tasks_by_origin, never by walking every confirmed row of the session (SQLite has no statistics here).
+    const where = ["origin_client_agent_id = ?", "+state = 'confirmed'"];
     const args: (string | number)[] = [query.client_agent_id];
     if (query.context_id !== undefined) {
       where.push("thread_id = ?");

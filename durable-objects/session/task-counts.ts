@@ -5,13 +5,14 @@ import type { IndexEntry, ListedTask } from "../../src/contract/index.js";
 export const STALE_GRACE_MS = 5_000;
 
 /** The counts kept in the task_counts table (stale is not: it is read from the clock). */
-export const KEPT_COUNTS = ["active", "terminal", "failed", "lost", "waiting", "blocked", "held_up", "open_actions"] as const;
+/** `archived`: terminal tasks whose normalized status is archived (still counted terminal; the task list's totals). */
+export const KEPT_COUNTS = ["active", "terminal", "failed", "lost", "waiting", "blocked", "held_up", "open_actions", "archived"] as const;
 export type KeptCounts = Record<(typeof KEPT_COUNTS)[number], number>;
 /** The counts the snapshot answers: the kept ones and `stale`. */
 export type TaskCounts = KeptCounts & { stale: number };
 
 // Frozen: countsOf(null) hands it out, and a caller adding into it would shift every later count.
-const ZERO: Readonly<KeptCounts> = Object.freeze({ active: 0, terminal: 0, failed: 0, lost: 0, waiting: 0, blocked: 0, held_up: 0, open_actions: 0 });
+const ZERO: Readonly<KeptCounts> = Object.freeze({ active: 0, terminal: 0, failed: 0, lost: 0, waiting: 0, blocked: 0, held_up: 0, open_actions: 0, archived: 0 });
 
 /** How many actions of the task are open (0 for an entry pushed before actions existed). */
 export function openActionCount(e: IndexEntry): number {
@@ -41,6 +42,7 @@ export function countsOf(e: IndexEntry | null): KeptCounts {
     blocked: live && e.native_status === "blocked" ? 1 : 0,
     held_up: isHeldUp(e) ? 1 : 0,
     open_actions: live ? openActionCount(e) : 0,
+    archived: !live && e.status === "archived" ? 1 : 0,
   };
 }
 

@@ -1,9 +1,11 @@
 /**
  * @module Is a token revoked: the session object says (session-tokens.ts), through a cache per isolate so the
  * hot path pays no round trip. A session's revocation state (its token generation and the ids of revoked tokens
- * not yet expired) is read at most once per REVOCATION_CHECK_MS per isolate, whatever the number of its tokens
- * and requests; concurrent misses share one read. A revocation made through this isolate applies here at once;
- * every other isolate sees it within REVOCATION_CHECK_MS.
+ * not yet expired) is read once per REVOCATION_CHECK_MS per isolate, whatever the number of its tokens; only the
+ * requests that meet an outdated state at the same moment read it each (a read in flight is never shared between
+ * requests: a Worker request that awaits another request's I/O hangs, which workerd reports as code that "had
+ * hung"). A revocation made through this isolate applies here at once; every other isolate sees it within
+ * REVOCATION_CHECK_MS.
  */
 import type { Env } from "./env.js";
 import { readConfig } from "./env.js";
@@ -24,10 +26,12 @@ interface Cached {
 /** Sessions whose state one isolate keeps; the oldest is dropped past it. */
 const CACHED_SESSIONS = 10_000;
 const cache = new Map<string, Cached>();
-const reading = new Map<string, Promise<Cached>>();
 
 function remember(sid: string, view: RevocationView, readAtMs: number): Cached {
   const entry = { generation: view.generation, revoked: new Set(view.revoked), readAtMs };
+  // Reads of one session may answer out of order: an older one never replaces a newer.
+  const held = cache.get(sid);
+  if (held !== undefined && held.readAtMs > readAtMs) return entry;
   cache.delete(sid);
   if (cache.size >= CACHED_SESSIONS) cache.delete(cache.keys().next().value!);
   cache.set(sid, entry);
@@ -46,21 +50,14 @@ export function revocationCheckMs(env: Env): number {
 async function stateOf(env: Env, sid: string, nowMs: number): Promise<Cached> {
   const cached = cache.get(sid);
   if (cached !== undefined && nowMs - cached.readAtMs < revocationCheckMs(env)) return cached;
-  let pending = reading.get(sid);
-  if (pending === undefined) {
-    const session = env.SESSIONS.get(env.SESSIONS.idFromName(sid));
-    pending = session
-      .revocationState()
-      .then((view) => remember(sid, view, nowMs))
-      .catch((e: unknown) => {
-        // The session cannot answer now: the last state read stands for a while rather than refusing everyone.
-        if (cached !== undefined) return cached;
-        throw e;
-      })
-      .finally(() => reading.delete(sid));
-    reading.set(sid, pending);
+  const session = env.SESSIONS.get(env.SESSIONS.idFromName(sid));
+  try {
+    return remember(sid, await session.revocationState(), nowMs);
+  } catch (e) {
+    // The session cannot answer now: the last state read stands for a while rather than refusing everyone.
+    if (cached !== undefined) return cached;
+    throw e;
   }
-  return pending;
 }
 
 /** Whether the session revoked this token: its id was revoked, or it is of an older generation. */

@@ -34,7 +34,8 @@ run(async () => {
   const sides: { name: string; dir: string | undefined }[] = [{ name: "this checkout", dir: undefined }];
   if (tree !== null) sides.unshift({ name: `baseline ${opts.baseline}`, dir: tree.dir });
   type Created = Awaited<ReturnType<typeof createRate>>;
-  const results: (SideResults & { side: string; build_through_api: { creates: number; seconds: number; per_s: number } | null; stopped_at: string | null; creates: Created[]; active: Awaited<ReturnType<typeof activeProgress>> })[] = [];
+  type Active = Awaited<ReturnType<typeof activeProgress>> & { error?: string };
+  const results: (SideResults & { side: string; build_through_api: { creates: number; seconds: number; per_s: number } | null; stopped_at: string | null; creates: Created[]; active: Active })[] = [];
   try {
     console.log(`bench:session (${opts.quick ? "quick" : "full"}): sizes ${plan.sizes.join(", ")} (API creates up to ${plan.createUpTo}, the rest seeded through the test-only bench routes)`);
     // Both servers stay up; each phase runs on one at a time, and the creates alternate level by level, so a busier
@@ -67,8 +68,12 @@ run(async () => {
       }
     }
     for (const [i, side] of sides.entries()) {
-      const active = await activeProgress(clients[i]!, adminToken, plan, servers[i]!);
-      console.log(`  ${side.name}: ${active.active_tasks} active tasks: ${active.task_writes_per_s} task writes/s, session requests/s ${fmt(active.session_requests_per_s)}, server CPU ${fmt(active.server_cpu_share, 2)} cores`);
+      // A server that fails this phase (an older one's requests were seen to hang here) is recorded, not the end of the run.
+      const active: Active = await activeProgress(clients[i]!, adminToken, plan, servers[i]!).catch((e: unknown) => ({
+        active_tasks: plan.activeTasks, in_flight: plan.activeInFlight, seconds: NaN, task_writes_per_s: NaN, session_requests: null, session_requests_per_s: null, server_cpu_share: null,
+        error: e instanceof Error ? e.message.slice(0, 400) : String(e),
+      }));
+      console.log(`  ${side.name}: ${active.active_tasks} active tasks: ${active.task_writes_per_s} task writes/s, session requests/s ${fmt(active.session_requests_per_s)}, server CPU ${fmt(active.server_cpu_share, 2)} cores${active.error === undefined ? "" : `; failed: ${active.error}`}`);
       results.push({ side: side.name, ...grown[i]!, creates: creates[i]!, new_objects: newObjects[i]!, active });
     }
     const now = results.at(-1)!;
@@ -92,8 +97,8 @@ run(async () => {
       },
       {
         title: `${plan.activeTasks} active tasks completing steps, ${plan.activeInFlight} calls in flight (CPU: the server's process group, an approximation of the session object's)`,
-        headers: ["server", "task writes/s", "session requests/s", "requests per task per s", "server CPU (cores)"],
-        rows: results.map((r) => [r.side, fmt(r.active.task_writes_per_s), fmt(r.active.session_requests_per_s), fmt(r.active.session_requests_per_s === null ? null : r.active.session_requests_per_s / r.active.active_tasks, 3), fmt(r.active.server_cpu_share, 2)]),
+        headers: ["server", "task writes/s", "session requests/s", "requests per task per s", "server CPU (cores)", "failed"],
+        rows: results.map((r) => [r.side, fmt(r.active.task_writes_per_s), fmt(r.active.session_requests_per_s), fmt(r.active.session_requests_per_s === null ? null : r.active.session_requests_per_s / r.active.active_tasks, 3), fmt(r.active.server_cpu_share, 2), r.active.error === undefined ? "" : r.active.error.slice(0, 60)]),
       },
       {
         title: "Goals (this checkout; creates against the baseline)",

@@ -52,6 +52,9 @@ async function expectKeptExact(o: SessionObject, sql: SqlStorage): Promise<void>
   const recounted = recount(sql, Date.now());
   expect(countsOf(snapshot)).toEqual(recounted);
   expect(stored(sql, snapshot)).toEqual(recounted);
+  // Archived tasks are counted too (the task list's totals), and stay counted as terminal.
+  const archived = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'confirmed' AND terminal = 1 AND status = 'archived'").one().n;
+  expect(sql.exec<{ archived: number }>("SELECT archived FROM task_counts").one().archived).toBe(archived);
 }
 
 /** The snapshot's counts and the counts recomputed from the rows, read in one turn of the session object. */
@@ -121,11 +124,14 @@ describe("the session's kept task counts", () => {
           const archived = state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'confirmed' AND status = 'archived'").one().n;
           expect(listed.tasks.some((t) => t.status === "archived")).toBe(false);
           expect(all.total - listed.total).toBe(archived);
+          expect((await o.listTasks({ include_archived: true, limit: 500 })).total - (await o.listTasks({ limit: 500 })).total).toBe(archived);
+          expect(all.tasks.length).toBe(all.total);
         });
       }),
       { numRuns: 40 },
     );
-  });
+    // Forty sessions, each with a dozen batches of writes and its checks: longer than one request's default budget.
+  }, 20_000);
 
   it("Should count an overdue entry stale and stop once a newer push moves its deadline; an older push changes nothing", async () => {
     const sid = uniqueId("stale");
@@ -205,6 +211,26 @@ describe("the session's kept task counts", () => {
       await o.release("t2");
       await o.upsertTask(entry("t3", { native_status: "pending", wal_seq: 1 }));
       expect((await o.snapshot())!.task_summary).toMatchObject({ active: 2, waiting: 1 });
+      await expectKeptExact(o, state.storage.sql);
+    });
+  });
+
+  it("Should add and fill the archived count at start-up for a counts table made before it", async () => {
+    const sid = uniqueId("arch");
+    const stub = sessionStub(sid);
+    await runInDurableObject(stub, async (o: SessionObject, state) => {
+      await o.create(sid, new Date().toISOString(), {}, { agent_id: "orch", run_id: "orun_1" }, 3600, null);
+      await o.upsertTask(entry("t1", { native_status: "running", wal_seq: 1 }));
+      await o.upsertTask({ ...entry("t2", { native_status: "cancelled", wal_seq: 2 }), status: "archived" });
+      await o.upsertTask(entry("t3", { native_status: "failed", wal_seq: 1 }));
+      state.storage.sql.exec("ALTER TABLE task_counts DROP COLUMN archived");
+    });
+    await evictDurableObject(stub);
+    await runInDurableObject(stub, async (o: SessionObject, state) => {
+      expect(state.storage.sql.exec<{ archived: number }>("SELECT archived FROM task_counts").one().archived).toBe(1);
+      expect((await o.listTasks({ include_terminal: true })).tasks.map((t) => t.task_id)).toEqual(["t1", "t3"]);
+      expect((await o.listTasks({ include_terminal: true })).total).toBe(2);
+      expect((await o.listTasks({ include_archived: true })).tasks.map((t) => t.task_id)).toEqual(["t1", "t2"]);
       await expectKeptExact(o, state.storage.sql);
     });
   });

@@ -24,20 +24,23 @@ let observer = "";
 async function seed(from: number, count: number): Promise<void> {
   await runInDurableObject(stub, async (o: SessionObject, state) => {
     const stepCounts = Object.fromEntries(STEP_STATUSES.map((s) => [s, 0])) as IndexEntry["step_counts"];
+    const pushes: Promise<void>[] = [];
     for (let i = from; i < from + count; i++) {
       const native = MIX[i % MIX.length]!;
       const taskId = `task_${String(i).padStart(6, "0")}`;
       const at = new Date(Date.parse("2026-01-01T00:00:00.000Z") + i * 1000).toISOString();
       const open = native === "running" ? OPEN_ACTIONS : 0;
-      await o.upsertTask({
+      // Not awaited one by one: pushes that arrive together are written in one turn, as a busy session takes them.
+      pushes.push(o.upsertTask({
         task_id: taskId, wal_name: `wal-${taskId}`, title: `${taskId} `.padEnd(200, "x"), native_status: native, status: native === "pending" ? "queued" : native,
         step_counts: { ...stepCounts, running: 2, pending: 3 }, total_steps: 5, active_runs: 2, lost_attempts: 0, terminal: native === "completed",
         created_at: at, updated_at: at, wal_seq: 3, next_deadline_at: null, open_action_count: open,
-      });
+      }));
       for (let a = 0; a < open; a++) {
         state.storage.sql.exec("INSERT INTO actions (action_id, task_id, created_at, data) VALUES (?, ?, ?, '{}')", `act_${taskId}_${String(a).padStart(2, "0")}`, taskId, at);
       }
     }
+    await Promise.all(pushes);
   });
 }
 

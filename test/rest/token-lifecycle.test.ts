@@ -187,6 +187,18 @@ describe("revoking one token", () => {
   });
 });
 
+describe("many requests meeting an outdated revocation state at once", () => {
+  it("Should answer every one of them (each reads the state itself: a read shared between requests hangs the others)", async () => {
+    const s = await newSession();
+    const t = await newTask(s, uniqueId("many"), [step("a")]);
+    expectOk(await call("GET", t, s.orch));
+    // Past REVOCATION_CHECK_MS the session's state is outdated in this isolate: the next requests all miss together.
+    await sleep(600);
+    const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => call("GET", i % 2 === 0 ? t : `/v1/sessions/${s.sid}/tasks?limit=1`, i % 3 === 0 ? s.observer : s.orch)));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+  });
+});
+
 describe("revoke-all", () => {
   it("Should revoke every token of the session, the caller's too, and answer a fresh orchestrator token that works", async () => {
     const { s, path } = await sessionWithTask();
