@@ -45,6 +45,8 @@ export default defineConfig({
                 // per delegated step (the defaults' own tests read readConfig; the other caps are tested at their defaults).
                 MAX_ACTIONS_PER_ATTEMPT: "4",
                 MAX_CHILDREN_PER_STEP: "2",
+                // Schedules per session: the cap test creates 3 and is refused the 4th.
+                MAX_SCHEDULES_PER_SESSION: "3",
               },
             },
           }),
