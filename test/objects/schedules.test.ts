@@ -71,6 +71,12 @@ describe("a schedule's occurrences", () => {
     const view = await get(s, "daily");
     expect(outcomes(view)).toEqual(["daily-20310101t001000z:completed"]);
     expect(view.next_run_at).toBe("2031-01-01T00:20:00.000Z");
+    // A task that fails ends its occurrence failed (job.item.failed).
+    await tick(s, "daily", at("00:20:01"));
+    expectOk(await call("POST", `/v1/sessions/${s.sid}/tasks/daily-20310101t002000z/fail`, s.orch, { reason: "no data" }));
+    await tick(s, "daily", at("00:20:07"));
+    expect(outcomes(await get(s, "daily"))).toEqual(["daily-20310101t002000z:failed", "daily-20310101t001000z:completed"]);
+    expect((await eventsOf(s, "daily")).at(-1)).toMatchObject({ type: "job.item.failed", status: "failed", taskId: "daily-20310101t002000z" });
   });
 });
 
@@ -224,6 +230,7 @@ describe("pause, resume, trigger, delete", () => {
     await tick(s, "napper", at("00:50:01"));
     expect(await tasksOf(s, "napper")).toEqual(["napper-20310101t005000z"]);
     expect((await get(s, "napper")).missed).toBe(0);
+    expect((await eventsOf(s, "napper")).map((e) => `${e.type}:${e.phase ?? ""}`)).toEqual(["job.created:", "job.progress:paused", "job.progress:resumed", "job.item.started:"]);
   });
 
   it("Should run one occurrence now on trigger (the same one again within that second), also while paused", async () => {
