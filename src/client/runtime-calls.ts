@@ -6,8 +6,6 @@
  * operation, kept in one class so that the SDK's whole surface reads in one place.
  */
 import { MAX_WAL_PAGE_LIMIT } from "../contract/limits.js";
-import type { CreateScheduleInput, Schedule, ScheduleList, TriggerAnswer } from "../contract/index.js";
-import type { ScheduleEvent } from "../core/browser.js";
 import type { RuntimeEvent, WalEvent } from "../core/browser.js";
 import { MAX_ACTION_WAIT_MS, pollUntilResolved, type WaitForActionOptions } from "./action-wait.js";
 import { isRuntimeApiError } from "./errors.js";
@@ -31,6 +29,7 @@ import type {
   TaskGraphQuery,
   TaskLink,
   CreateSessionInput,
+  CreateScheduleInput,
   CreateTaskInput,
   FinishRunInput,
   GetActionQuery,
@@ -47,6 +46,10 @@ import type {
   SessionEvent,
   SetPeerCredentialInput,
   PeerList,
+  Schedule,
+  ScheduleEvent,
+  ScheduleList,
+  TriggerAnswer,
   StepPage,
   StepQuery,
   StreamEnd,
