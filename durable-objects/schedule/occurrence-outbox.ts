@@ -9,6 +9,8 @@ import { reportIncident } from "../shared/incident.js";
 import type { OccurrencePorts } from "./occurrence-ports.js";
 import { itemFact, type OccurrenceRow, type ScheduleRecord, type ScheduleStore } from "./schedule-store.js";
 
+/** Creates one pass makes at most; the rest stay owed, and the alarm comes back for them at once. */
+const MAX_CREATES_PER_PASS = 100;
 /** A failed create or cancel is tried again after the poll interval, doubling up to this. */
 const RETRY_MAX_MS = 60_000;
 /** Answers of a cancel that a later try cannot change. */
@@ -55,7 +57,7 @@ export class OccurrenceOutbox {
   /** The outbox: every occurrence owed a task whose retry time has come, oldest first, gets it (or why not). */
   async perform(record: ScheduleRecord): Promise<void> {
     const actor: Actor = { role: "orchestrator", session_id: record.session_id, agent_id: record.created_by_agent_id, run_id: null };
-    for (const o of this.store.inState("decided")) {
+    for (const o of this.store.inState("decided").slice(0, MAX_CREATES_PER_PASS)) {
       if (o.retry_at_ms > this.clock()) continue;
       try {
         await this.createOccurrence(record, actor, o);

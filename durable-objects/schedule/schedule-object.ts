@@ -31,6 +31,8 @@ import { itemFact, runOf, type ScheduleRecord, type ScheduleRow, ScheduleStore, 
 
 /** Log rows read per page while a stream catches up. */
 const STREAM_PAGE = 200;
+/** Scans of due occurrences (each at most MAX_OCCURRENCES_PER_PASS of them) one alarm makes before it comes back. */
+const MAX_SCANS_PER_PASS = 10;
 
 /** One durable schedule. */
 export class ScheduleObject extends DurableObject<Env> implements ScheduleRpc {
@@ -213,7 +215,8 @@ export class ScheduleObject extends DurableObject<Env> implements ScheduleRpc {
     if (row === null || row.deleted) return;
     const record = row.record;
     await this.outbox.observeEnds(record);
-    for (;;) {
+    // A bounded pass: what is left (a long stop of a frequent cron) is due at once, so the alarm comes back for it.
+    for (let scans = 0; scans < MAX_SCANS_PER_PASS; scans++) {
       row = this.store.schedule()!;
       if (row.paused) break;
       const now = this.clock();
@@ -225,6 +228,7 @@ export class ScheduleObject extends DurableObject<Env> implements ScheduleRpc {
           for (const at of scan.start) facts.push(...this.decide(record, at, "cron"));
           // decide() counted its skips; the cursor and the misses move here, with the decisions.
           this.store.advance(scan.cursor, scan.missed.count, 0);
+          this.store.prune();
           if (scan.missed.count > 0) {
             facts.push({
               type: "job.progress",

@@ -11,6 +11,8 @@ import { nextOccurrence, type OverlapPolicy, type ScheduleFact, type ScheduleTim
 export const SCHEDULE_EVENT_LOG_ROWS = 10_000;
 /** Occurrences a schedule's answer lists (newest first). */
 const RECENT_RUNS = 20;
+/** Settled occurrences kept (the newest); older ones are dropped, so a frequent cron's table stays bounded. */
+export const KEPT_OCCURRENCES = 1_000;
 
 /** The schedule as stored (its row's `record`), fixed at creation. */
 export interface ScheduleRecord {
@@ -146,6 +148,17 @@ export class ScheduleStore {
 
   setState(atMs: number, state: OccurrenceState, outcome: string | null = null, endedAtMs: number | null = null): void {
     this.sql.exec("UPDATE occurrences SET state = ?, outcome = COALESCE(?, outcome), ended_at_ms = COALESCE(?, ended_at_ms) WHERE at_ms = ?", state, outcome, endedAtMs, atMs);
+  }
+
+  /**
+   * Drops settled occurrences older than the newest KEPT_OCCURRENCES. Safe: the cursor never goes back, so a dropped
+   * cron occurrence is never decided again, and an open one (owed, running, waiting) is never dropped.
+   */
+  prune(): void {
+    this.sql.exec(
+      `DELETE FROM occurrences WHERE state IN ('ended', 'skipped', 'create_failed', 'abandoned')
+        AND at_ms < (SELECT at_ms FROM occurrences ORDER BY at_ms DESC LIMIT 1 OFFSET ${KEPT_OCCURRENCES - 1})`,
+    );
   }
 
   /** The occurrence's task exists: the last try's error is forgotten. */

@@ -153,6 +153,19 @@ describe("occurrences that fell while nothing ran", () => {
     expect(await tasksOf(s, "down-out")).toEqual([]);
   });
 
+  it("Should keep a frequent cron's occurrences bounded: the newest settled ones, and every open one", async () => {
+    const s = await newSession();
+    await schedule(s, "busy", { cron: "* * * * * *", catchup_window_ms: 30 * 60_000 });
+    // Twenty minutes of a cron every second: the first occurrence starts, the 1,199 after it are skipped.
+    await tick(s, "busy", at("00:25:00"));
+    const view = await get(s, "busy");
+    expect(view.skipped).toBe(1_199);
+    expect(await tasksOf(s, "busy")).toEqual(["busy-20310101t000501z"]);
+    const rows = await inObject(s, "busy", (instance) => (instance as unknown as { ctx: DurableObjectState }).ctx.storage.sql.exec<{ n: number; open: number }>("SELECT COUNT(*) AS n, SUM(state = 'created') AS open FROM occurrences").one());
+    // The newest 1,000 (all skipped) and the running first one, older than them.
+    expect(rows).toEqual({ n: 1_001, open: 1 });
+  });
+
   it("Should start all three when the window covers the stop (overlap allow)", async () => {
     const s = await newSession();
     await schedule(s, "down-wide", { overlap: "allow", catchup_window_ms: 30 * 60_000 });
