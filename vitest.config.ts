@@ -47,6 +47,8 @@ export default defineConfig({
                 MAX_CHILDREN_PER_STEP: "2",
                 // Archives record a retention deadline a day later; the retention tests move the object's clock past it.
                 RETENTION_DAYS: "1",
+                // Schedules per session: the cap test creates 3 and is refused the 4th.
+                MAX_SCHEDULES_PER_SESSION: "3",
               },
             },
           }),

@@ -13,6 +13,7 @@ import { errorResponse, toRuntimeError } from "../durable-objects/shared/http-er
 import { serveMcp } from "./mcp/mcp.js";
 import { metaRoutes, publicRoutes } from "./rest/meta.js";
 import { peerRoutes } from "./rest/peers.js";
+import { scheduleRoutes } from "./rest/schedules.js";
 import { sessionRoutes } from "./rest/sessions.js";
 import { taskSocketRoutes } from "./socket/task-socket.js";
 import { taskRoutes } from "./rest/tasks.js";
@@ -48,6 +49,7 @@ export function buildApp(): Hono<AppEnv> {
   app.route("/v1/sessions", sessionRoutes);
   app.route("/v1/sessions", peerRoutes);
   app.route("/v1/sessions", linkRoutes);
+  app.route("/v1/sessions", scheduleRoutes);
   app.route("/v1/sessions", taskSocketRoutes);
   app.route("/v1/sessions", taskRoutes);
   app.notFound((c) => errorResponse(c, runtimeError("not_found", `no route ${c.req.method} ${new URL(c.req.url).pathname}`)));

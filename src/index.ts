@@ -2,6 +2,7 @@
 import "./zod-setup.js";
 import { buildApp } from "../routes/app.js";
 
+export { ScheduleObject } from "../durable-objects/schedule/schedule-object.js";
 export { SessionObject } from "../durable-objects/session/session-object.js";
 export { TaskGraphObject } from "../durable-objects/task/task-graph-object.js";
 

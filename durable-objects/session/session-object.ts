@@ -22,6 +22,7 @@ import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, sameRequest } from "..
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import type { ForgetAnswer, PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
 import { SessionPeers } from "./session-peers.js";
+import { SessionSchedules } from "./session-schedules.js";
 import { createSessionTables } from "./session-schema.js";
 import { RequestCounts, type SeedResult, seedIndexRows } from "./session-bench.js";
 import { TaskCaps } from "./task-caps.js";
@@ -61,6 +62,8 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private readonly ulid = ulidFactory();
   /** Credentials of the session's A2A peers (POST /v1/sessions/{sid}/peers), read by its delegated steps. */
   private readonly peers = new SessionPeers(this.ctx.storage.sql);
+  /** The session's schedules, for their list and their cap. */
+  private readonly schedules = new SessionSchedules(this.ctx.storage.sql, readConfig(this.env).caps.schedulesPerSession);
   /** The task graph: links, the graph read, and the blockers pushed to blocked tasks. */
   private readonly links = new SessionLinks(this.ctx, this.env, (at) => this.armAt(at));
   /** Tasks per session and per A2A client. */
@@ -437,6 +440,23 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   /** DELETE /v1/sessions/{sid}/peers/{origin}: forgets the credential of a peer origin. */
   async deletePeerCredential(origin: string): Promise<RpcResult<{ origin: string }>> {
     return this.peers.delete(origin);
+  }
+
+  /** A schedule of this session is created: listed, within MAX_SCHEDULES_PER_SESSION (not_found: no such session). */
+  async addSchedule(scheduleId: string): Promise<RpcResult<null>> {
+    if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
+    const refused = this.schedules.add(scheduleId, Date.now());
+    return refused === null ? ok(null) : err(refused);
+  }
+
+  /** A schedule of this session was deleted. */
+  async removeSchedule(scheduleId: string): Promise<void> {
+    this.schedules.remove(scheduleId);
+  }
+
+  /** The ids of the session's schedules, oldest first. */
+  async listSchedules(): Promise<string[]> {
+    return this.schedules.list();
   }
 
   /** GET /v1/sessions/{sid}/peers: the origins with a credential, never the values. */

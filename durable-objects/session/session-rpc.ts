@@ -109,6 +109,12 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   deletePeerCredential(origin: string): Promise<RpcResult<{ origin: string }>>;
   /** The peer origins with a credential and when each was set, never the values. */
   listPeers(): Promise<PeerCredentialInfo[]>;
+  /** A schedule is created: listed, within MAX_SCHEDULES_PER_SESSION (limit_exceeded; not_found: no such session). */
+  addSchedule(scheduleId: string): Promise<RpcResult<null>>;
+  /** A schedule was deleted: no longer listed. */
+  removeSchedule(scheduleId: string): Promise<void>;
+  /** The ids of the session's schedules, oldest first. */
+  listSchedules(): Promise<string[]>;
   /** The Authorization value for a peer origin, or null: for the outbound peer client only, never for an answer. */
   peerAuthorization(origin: string): Promise<string | null>;
   /** link_tasks: a new link (created) or the same live link again; not_found for a task outside the session, dependency_cycle. */

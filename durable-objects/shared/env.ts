@@ -1,6 +1,7 @@
 /** @module The Worker's bindings and the runtime configuration read from them. */
 import type { CoreLimits } from "../../src/core/index.js";
 import type { PeerLimits } from "../peers/a2a-peer.js";
+import type { ScheduleRpc } from "../schedule/schedule-rpc.js";
 import type { SessionRpc } from "../session/session-rpc.js";
 import type { TaskGraphRpc } from "../task/task-graph-rpc.js";
 import { perTokenShare } from "./token-slots.js";
@@ -12,6 +13,8 @@ import { perTokenShare } from "./token-slots.js";
 export interface Env {
   readonly TASK_GRAPHS: DurableObjectNamespace<TaskGraphRpc>;
   readonly SESSIONS: DurableObjectNamespace<SessionRpc>;
+  /** One object per schedule, named `<session_id>/<schedule_id>` (scheduleObjectName). */
+  readonly SCHEDULES: DurableObjectNamespace<ScheduleRpc>;
   /** HS256 key that signs every bearer token (a secret). */
   readonly TOKEN_SECRET: string;
   /** The operator's token for creating sessions and minting tokens (a secret). */
@@ -40,6 +43,10 @@ export interface Env {
   readonly MAX_LINKS_PER_TASK?: string;
   /** Messages in one JSON-RPC batch POSTed to /mcp (default 16). */
   readonly MCP_MAX_BATCH?: string;
+  /** Schedules one session holds (default 100). */
+  readonly MAX_SCHEDULES_PER_SESSION?: string;
+  /** Milliseconds between a schedule's reads of its running occurrences' tasks (default 5,000). */
+  readonly SCHEDULE_POLL_MS?: string;
   readonly SNAPSHOT_EVERY_EVENTS?: string;
   readonly IDEMPOTENCY_INDEX_KEYS?: string;
   readonly MAX_BODY_BYTES?: string;
@@ -85,6 +92,8 @@ export interface CountedCaps {
   readonly linksPerTask: number;
   /** MCP_MAX_BATCH: messages in one JSON-RPC batch to /mcp. */
   readonly mcpBatch: number;
+  /** MAX_SCHEDULES_PER_SESSION: the session's schedules. */
+  readonly schedulesPerSession: number;
 }
 
 /** Runtime configuration with the documented defaults. */
@@ -109,6 +118,8 @@ export interface RuntimeConfig {
   readonly idempotencyIndexKeys: number;
   /** Where and how delegated steps call A2A peers (A2A_PEER_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
   readonly peers: PeerLimits;
+  /** How often a schedule reads its running occurrences' tasks to learn their end (SCHEDULE_POLL_MS). */
+  readonly schedulePollMs: number;
 }
 
 /** Limits of the command sockets of one task object. */
@@ -163,6 +174,7 @@ export function readConfig(env: Env): RuntimeConfig {
       tasksPerA2aClient: positiveInt(env.MAX_TASKS_PER_A2A_CLIENT, 10_000),
       linksPerTask: positiveInt(env.MAX_LINKS_PER_TASK, 1_000),
       mcpBatch: positiveInt(env.MCP_MAX_BATCH, 16),
+      schedulesPerSession: positiveInt(env.MAX_SCHEDULES_PER_SESSION, 100),
     },
     maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1_048_576),
     tokenTtlSeconds: positiveInt(env.TOKEN_TTL_SECONDS, 86_400),
@@ -188,10 +200,16 @@ export function readConfig(env: Env): RuntimeConfig {
       timeoutMs: positiveInt(env.A2A_PEER_TIMEOUT_MS, 10_000),
       maxResponseBytes: positiveInt(env.A2A_PEER_MAX_RESPONSE_BYTES, 1_048_576),
     },
+    schedulePollMs: positiveInt(env.SCHEDULE_POLL_MS, 5_000),
   };
 }
 
 /** The Durable Object name of a task DAG: `<session_id>/<task_id>`, so a task id is unique within its session (docs/design.md "Objects"). */
 export function taskObjectName(sessionId: string, taskId: string): string {
   return `${sessionId}/${taskId}`;
+}
+
+/** The Durable Object name of a schedule: `<session_id>/<schedule_id>`, so a schedule id is unique within its session. */
+export function scheduleObjectName(sessionId: string, scheduleId: string): string {
+  return `${sessionId}/${scheduleId}`;
 }

@@ -13,6 +13,7 @@ export const STATUS_OF: Record<ErrorCode, ContentfulStatusCode> = {
   not_found: 404,
   path_conflict: 409,
   task_id_conflict: 409,
+  schedule_conflict: 409,
   dependency_cycle: 409,
   unknown_dependency: 409,
   duplicate_step: 409,

@@ -51,6 +51,7 @@ export const A2A_ERROR_OF: Readonly<Record<ErrorCode, A2aErrorOf>> = {
   tool_not_available: fault,
   not_found: hiddenTask,
   path_conflict: fault,
+  schedule_conflict: fault,
   task_id_conflict: fault,
   dependency_cycle: fault,
   unknown_dependency: fault,

@@ -5,6 +5,7 @@ import {
   ActionGetQueryParams,
   ActionListQueryParams,
   CancelRunBody,
+  CreateScheduleBody,
   CreateSessionBody,
   CreateTaskBody,
   DispatchWorkerBody,
@@ -59,6 +60,19 @@ const inScope: readonly Role[] = ["orchestrator", "worker", "observer", "approve
 /** Reads across the session's tasks: not a worker's, whose token reads only its own task (see roleRefusal). */
 const sessionWide: readonly Role[] = ["orchestrator", "observer", "approver"];
 
+const SC = `${S}/schedules/{schedule_id}`;
+/** Durable schedules (docs/api.md "Schedules"): each occurrence of a cron creates one task, once. */
+const SCHEDULE_OPERATIONS: readonly Operation[] = [
+  { method: "post", path: `${S}/schedules`, operationId: "createSchedule", tool: "agent.schedule_create", roles: ["orchestrator"], summary: "Create a durable schedule: each occurrence of its cron (5 fields, or 6 with seconds first, in its time zone, within start_at and end_at) creates one task from its template, with task_id {schedule_id}-{yyyymmddthhmmssz} and a schedule_trigger input ref. overlap says what an occurrence does while the previous one's task runs (skip, allow, buffer_one, cancel_previous); an occurrence missed while the runtime was down is started when at most catchup_window_ms late, else counted missed. 409 schedule_conflict for an id already used in the session.", body: CreateScheduleBody },
+  { method: "get", path: `${S}/schedules`, operationId: "listSchedules", tool: "agent.schedule_list", roles: sessionWide, summary: "The session's schedules, each with next_run_at, recent_runs and missed." },
+  { method: "get", path: SC, operationId: "getSchedule", tool: "agent.schedule_get", roles: sessionWide, summary: "One schedule with next_run_at, recent_runs ({scheduled_at, task_id, outcome, trigger}, newest first), missed and skipped." },
+  { method: "post", path: `${SC}/pause`, operationId: "pauseSchedule", tool: "agent.schedule_pause", roles: ["orchestrator"], summary: "Pause a schedule: no occurrence falls until resumed, and none is counted missed; running tasks go on.", body: EmptyBody },
+  { method: "post", path: `${SC}/resume`, operationId: "resumeSchedule", tool: "agent.schedule_resume", roles: ["orchestrator"], summary: "Resume a paused schedule from now.", body: EmptyBody },
+  { method: "post", path: `${SC}/trigger`, operationId: "triggerSchedule", tool: "agent.schedule_trigger", roles: ["orchestrator"], summary: "Run one occurrence now (the overlap policy applies): 201 with the schedule and the occurrence.", body: EmptyBody },
+  { method: "delete", path: SC, operationId: "deleteSchedule", tool: "agent.schedule_delete", roles: ["orchestrator"], summary: "Stop and remove a schedule; the tasks it started are left alone. Its events stream ends with job.cancelled." },
+  { method: "get", path: `${SC}/events`, operationId: "streamScheduleEvents", tool: "schedule_events", roles: sessionWide, summary: "Server-Sent Events of a schedule (job.created, job.item.started, job.item.completed, job.item.failed, job.progress, job.cancelled); resumes from Last-Event-ID or after_seq.", query: EventsQueryParams, stream: "sse" },
+];
+
 /** Every v1 operation, in the order OpenAPI, /v1/tools and MCP tools/list show them (docs/api.md "Routes" describes them). */
 export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: "/v1/sessions", operationId: "createSession", tool: "create_session", roles: ["admin"], summary: "Create a session; returns orchestrator and observer tokens.", body: CreateSessionBody },
@@ -107,6 +121,7 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "get", path: `${T}/wal`, operationId: "exportWal", tool: "task_wal", roles: inScope, summary: "The WAL as JSON Lines after after_seq.", query: WalQueryParams },
   { method: "get", path: `${T}/events`, operationId: "streamTaskEvents", tool: "task_events", roles: inScope, summary: "Server-Sent Events of the task's runtime events (id: the event's sequence, strictly increasing); resumes exactly from Last-Event-ID or after_seq (a wal_seq); ends with an end frame once the task is terminal.", query: EventsQueryParams, stream: "sse" },
   { method: "get", path: `${S}/events`, operationId: "streamSessionEvents", tool: "session_events", roles: sessionWide, summary: "Server-Sent Events of the session's task summaries (snapshot.updated) as they change; resumes from Last-Event-ID or after_seq.", query: EventsQueryParams, stream: "sse" },
+  ...SCHEDULE_OPERATIONS,
 ];
 
 /** Why a role is refused an operation: the 403 code, message and details every surface answers alike. */

@@ -29,6 +29,7 @@ export const NEXT_MOVE: Readonly<Record<ErrorCode, string | null>> = {
   limit_exceeded: "A counted cap is reached (details.limit, details.setting): nothing was changed; end or remove something first.",
   unauthorized: null,
   path_conflict: null,
+  schedule_conflict: null,
   task_id_conflict: null,
   dependency_cycle: null,
   unknown_dependency: null,

@@ -6,7 +6,7 @@
  */
 import type { z } from "zod";
 import { ACTION_ID_PATTERN } from "../../src/contract/index.js";
-import { ID_PATTERN } from "../../src/core/index.js";
+import { ID_PATTERN, SCHEDULE_ID_PATTERN } from "../../src/core/index.js";
 import { jsonSchemaOf, OPERATIONS, type Operation, type Role } from "../http/catalog.js";
 import { SchemaDefinitions } from "../http/schema-definitions.js";
 import { ACTOR_FIELDS } from "../../durable-objects/commands/command-json.js";
@@ -41,13 +41,13 @@ const MERGED: Readonly<Record<string, { name: string; description: string }>> = 
 };
 
 /** Path parameters as MCP arguments: the session is always the token's. */
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id", origin: "origin" };
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id", origin: "origin", schedule_id: "schedule_id" };
 
 /**
  * What a path argument may be: the ids the runtime takes and mints. Checked before it becomes a path
  * segment, where `.` or `..` would name another route once the URL is resolved.
  */
-const PATH_ARG_PATTERNS: Readonly<Record<string, RegExp>> = { task_id: ID_PATTERN, step_id: ID_PATTERN, run_id: /^[a-z0-9_-]{1,128}$/, action_id: ACTION_ID_PATTERN, link_id: /^lnk_[0-9a-z]{26}$/, token_id: /^tok_[0-9a-z]{26}$/, origin: /^https?:\/\/[^/?#\s]{1,2040}$/ };
+const PATH_ARG_PATTERNS: Readonly<Record<string, RegExp>> = { task_id: ID_PATTERN, step_id: ID_PATTERN, run_id: /^[a-z0-9_-]{1,128}$/, action_id: ACTION_ID_PATTERN, link_id: /^lnk_[0-9a-z]{26}$/, token_id: /^tok_[0-9a-z]{26}$/, origin: /^https?:\/\/[^/?#\s]{1,2040}$/, schedule_id: SCHEDULE_ID_PATTERN };
 
 const PATH_ARG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   task_id: "The task. A worker may leave it out: its token names its task.",
@@ -57,6 +57,7 @@ const PATH_ARG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   link_id: "The task graph link (lnk_…).",
   token_id: "The token (tok_…), as GET /v1/sessions/{sid}/tokens lists it.",
   origin: "The A2A peer's origin, as set_peer_credential stored it: http(s)://host[:port].",
+  schedule_id: "The schedule.",
 };
 
 /** What a write tool accepts besides its body: a key that makes a retry safe. */

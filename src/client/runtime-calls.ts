@@ -29,6 +29,7 @@ import type {
   TaskGraphQuery,
   TaskLink,
   CreateSessionInput,
+  CreateScheduleInput,
   CreateTaskInput,
   FinishRunInput,
   GetActionQuery,
@@ -45,6 +46,10 @@ import type {
   SessionEvent,
   SetPeerCredentialInput,
   PeerList,
+  Schedule,
+  ScheduleEvent,
+  ScheduleList,
+  TriggerAnswer,
   StepPage,
   StepQuery,
   StreamEnd,
@@ -157,6 +162,43 @@ export class RuntimeCalls {
   /** GET /v1/sessions/{sid}/graph: a page of the session's task graph (nodes by task_id, edges from them). */
   taskGraph(sessionId: string, query: TaskGraphQuery = {}, opts?: CallOptions): Promise<TaskGraphPage> {
     return this.read(`${sessionPath(sessionId)}/graph`, { ...query }, opts);
+  }
+
+  // ---- schedules ----------------------------------------------------------------------------------
+
+  /** POST /v1/sessions/{sid}/schedules (agent.schedule_create, orchestrator): a durable schedule; one task per occurrence. */
+  createSchedule(sessionId: string, body: CreateScheduleInput, opts?: CallOptions): Promise<Schedule> {
+    return this.write("POST", `${sessionPath(sessionId)}/schedules`, body, opts);
+  }
+
+  /** GET /v1/sessions/{sid}/schedules (agent.schedule_list): the session's schedules, oldest first. */
+  listSchedules(sessionId: string, opts?: CallOptions): Promise<ScheduleList> {
+    return this.read(`${sessionPath(sessionId)}/schedules`, undefined, opts);
+  }
+
+  /** GET .../schedules/{schedule_id} (agent.schedule_get): with next_run_at, recent_runs and missed. */
+  getSchedule(sessionId: string, scheduleId: string, opts?: CallOptions): Promise<Schedule> {
+    return this.read(`${sessionPath(sessionId)}/schedules/${seg(scheduleId)}`, undefined, opts);
+  }
+
+  /** POST .../schedules/{schedule_id}/pause (agent.schedule_pause): nothing falls, nothing is missed, until resumed. */
+  pauseSchedule(sessionId: string, scheduleId: string, opts?: CallOptions): Promise<Schedule> {
+    return this.write("POST", `${sessionPath(sessionId)}/schedules/${seg(scheduleId)}/pause`, {}, opts);
+  }
+
+  /** POST .../schedules/{schedule_id}/resume (agent.schedule_resume): from now on. */
+  resumeSchedule(sessionId: string, scheduleId: string, opts?: CallOptions): Promise<Schedule> {
+    return this.write("POST", `${sessionPath(sessionId)}/schedules/${seg(scheduleId)}/resume`, {}, opts);
+  }
+
+  /** POST .../schedules/{schedule_id}/trigger (agent.schedule_trigger): one occurrence now (the overlap policy applies). */
+  triggerSchedule(sessionId: string, scheduleId: string, opts?: CallOptions): Promise<TriggerAnswer> {
+    return this.write("POST", `${sessionPath(sessionId)}/schedules/${seg(scheduleId)}/trigger`, {}, opts);
+  }
+
+  /** DELETE .../schedules/{schedule_id} (agent.schedule_delete): stops and removes it; its tasks are left alone. */
+  deleteSchedule(sessionId: string, scheduleId: string, opts?: CallOptions): Promise<Schedule> {
+    return this.write("DELETE", `${sessionPath(sessionId)}/schedules/${seg(scheduleId)}`, {}, opts);
   }
 
   /** GET /v1/sessions/{sid}: the session snapshot (`blocked_after`: the next page of its held-up tasks). */
@@ -380,6 +422,12 @@ export class RuntimeCalls {
   subscribeSession(sessionId: string, opts: SubscribeOptions = {}): EventSubscription<SessionEvent> {
     const path = `${sessionPath(sessionId)}/events`;
     return new EventSubscription(this.openStream(path, opts), { decode: (f) => frameJson(f) as SessionEvent, endEvent: null, decodeEnd: () => undefined as never }, opts);
+  }
+
+  /** GET .../schedules/{schedule_id}/events: the schedule's job.* events; the iteration ends when the schedule is deleted. */
+  subscribeSchedule(sessionId: string, scheduleId: string, opts: SubscribeOptions = {}): EventSubscription<ScheduleEvent, { reason: "schedule_deleted" }> {
+    const path = `${sessionPath(sessionId)}/schedules/${seg(scheduleId)}/events`;
+    return new EventSubscription(this.openStream(path, opts), { decode: (f) => frameJson(f) as ScheduleEvent, endEvent: "end", decodeEnd: (f) => frameJson(f) as { reason: "schedule_deleted" } }, opts);
   }
 
   private openStream(path: string, opts: SubscribeOptions) {

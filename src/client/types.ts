@@ -44,6 +44,9 @@ import type { Action, RuntimeError, Step, StepStatus, TaskGetAnswer, TaskStatus,
 export type { PromptSummary, RuntimeEvent, Step, StepPage, StepStatus, TaskPageInfo, TaskStatus, TaskSummary, WalEvent, WorkerRun } from "../core/browser.js";
 export type { ErrorCode, PatchOp, RuntimeError } from "../core/browser.js";
 export type { Action, ActionDecision, ActionKind, RetryPolicy } from "../core/browser.js";
+/** Durable schedules: the create body, the schedule as its routes answer it, its runs, and its job.* events. */
+export type { CreateScheduleInput, OccurrenceOutcome, Schedule, ScheduleList, ScheduleRun, TriggerAnswer } from "../contract/index.js";
+export type { ScheduleEvent } from "../core/browser.js";
 export type { IndexEntry, LeanWriteAnswer, ListedTask, SessionSnapshot, TaskListPage, WriteAnswer };
 
 /**

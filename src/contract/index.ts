@@ -7,3 +7,4 @@
 export * from "./limits.js";
 export * from "./requests.js";
 export type * from "./answers.js";
+export * from "./schedules.js";

@@ -20,3 +20,4 @@ export * from "./schemas/commands.js";
 export * from "./schemas/wal-events.js";
 export * from "./schemas/runtime-event.js";
 export * from "./schemas/wal-jsonl.js";
+export * from "./schedules/schedule-rules.js";

@@ -17,7 +17,7 @@ const KINDS: readonly ClientKind[] = ["modern", "legacy"];
 /** The reads of one task, which every session token may call (a worker's of its own task). */
 const TASK_READS = ["agent.task_template", "agent.task_get", "agent.task_actions", "agent.task_action", "agent.task_query_steps", "task_summary", "task_wal"];
 /** The reads across the session, which every session token but a worker's may call. */
-const SESSION_READS = ["get_session", "agent.task_list", "session_actions", "task_graph"];
+const SESSION_READS = ["get_session", "agent.task_list", "session_actions", "task_graph", "agent.schedule_list", "agent.schedule_get"];
 const READS = [...SESSION_READS, ...TASK_READS];
 
 /** Each role's tools by their task-tool names (docs/model.md "Tools"), written out so that a catalog change shows here. */
@@ -48,6 +48,11 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
     "delete_peer_credential",
     "link_tasks",
     "unlink_tasks",
+    "agent.schedule_create",
+    "agent.schedule_pause",
+    "agent.schedule_resume",
+    "agent.schedule_trigger",
+    "agent.schedule_delete",
   ],
   worker: [...TASK_READS, "agent.task_claim_step", "agent.task_claim_next", "agent.task_update_step", "agent.task_progress", "finish_worker_run", "agent.request_action"],
   observer: READS,
@@ -56,7 +61,7 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
 
 /** Catalog operations that are deliberately not MCP tools: admin work, the tool list itself, multi-token batches. */
 const NOT_TOOLS = new Set(["createSession", "mintToken", "revokeAllTokens", "listTools", "batch"]);
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id", origin: "origin" };
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id", origin: "origin", schedule_id: "schedule_id" };
 
 const pathArgsOf = (op: Operation): string[] => [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((p) => p !== "sid").map((p) => PATH_ARGS[p]!);
 const isWriteTool = (name: string): boolean => mcpTool(name)!.operations.some((op) => op.method !== "get");
@@ -96,7 +101,7 @@ describe("The MCP tool set follows the route catalog", () => {
 
   it("Should give each role the tools the role table names for it, and no role an admin or batch operation", () => {
     for (const role of ROLES) expect(expectedToolNames(role), role).toEqual(sorted(LITERAL_TOOLS[role]));
-    for (const name of ["create_session", "mint_token", "list_tools", "batch", "command_socket", "task_events", "session_events"]) expect(mcpTool(name), name).toBeUndefined();
+    for (const name of ["create_session", "mint_token", "list_tools", "batch", "command_socket", "task_events", "session_events", "schedule_events"]) expect(mcpTool(name), name).toBeUndefined();
   });
 });
 

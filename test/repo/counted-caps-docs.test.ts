@@ -27,6 +27,7 @@ describe("counted caps in docs/limits.md", () => {
       MAX_CHILDREN_PER_STEP: config.limits.maxChildrenPerStep,
       MAX_LINKS_PER_TASK: config.caps.linksPerTask,
       MCP_MAX_BATCH: config.caps.mcpBatch,
+      MAX_SCHEDULES_PER_SESSION: config.caps.schedulesPerSession,
     };
     const documented = documentedDefaults(read("docs/limits.md"));
     expect(Object.fromEntries(documented)).toEqual(inCode);
@@ -38,6 +39,7 @@ describe("counted caps in docs/limits.md", () => {
       MAX_CHILDREN_PER_STEP: 100,
       MAX_LINKS_PER_TASK: 1_000,
       MCP_MAX_BATCH: 16,
+      MAX_SCHEDULES_PER_SESSION: 100,
     });
     const toml = read("wrangler.toml");
     for (const [name, value] of Object.entries(inCode)) expect(new RegExp(`^${name} = "${value}"$`, "m").test(toml), name).toBe(true);

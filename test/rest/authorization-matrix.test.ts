@@ -86,6 +86,12 @@ const SESSION_PLAN: readonly PlannedWrite[] = [
   // An id no token has: the allowed callers get 404, the refused ones their 403 first.
   { op: "revokeToken", params: () => ({ token_id: "tok_00000000000000000000000000" }), body: () => ({}) },
   { op: "createSession", body: () => ({}) },
+  // The schedule's writes, its create first; the trigger makes one task, the delete removes the schedule.
+  { op: "createSchedule", body: (t) => ({ schedule_id: `sched-${t.tid}`, cron: "0 0 1 1 *", task: { title: "Yearly", steps: [] } }) },
+  { op: "pauseSchedule", params: (t) => ({ schedule_id: `sched-${t.tid}` }), body: () => ({}) },
+  { op: "resumeSchedule", params: (t) => ({ schedule_id: `sched-${t.tid}` }), body: () => ({}) },
+  { op: "triggerSchedule", params: (t) => ({ schedule_id: `sched-${t.tid}` }), body: () => ({}) },
+  { op: "deleteSchedule", params: (t) => ({ schedule_id: `sched-${t.tid}` }), body: () => ({}) },
 ];
 
 /**
@@ -95,7 +101,7 @@ const SESSION_PLAN: readonly PlannedWrite[] = [
 const CHECKED_ELSEWHERE: Readonly<Record<string, string>> = { revokeAllTokens: "test/rest/token-lifecycle.test.ts" };
 
 const opById = (id: string): Operation => OPERATIONS.find((op) => op.operationId === id)!;
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", origin: "origin", token_id: "token_id" };
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", origin: "origin", token_id: "token_id", schedule_id: "schedule_id" };
 const mcpToolOf = (op: Operation): string | undefined => MCP_TOOLS.find((t) => t.operations.includes(op))?.name;
 
 /** The matrix's cell: null when the caller may call it, else the 403 code (an a2a_client's token speaks A2A only). */

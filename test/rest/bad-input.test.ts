@@ -305,6 +305,38 @@ const ROUTES: Readonly<Record<string, RouteCase>> = {
   exportWal: { caller: "orch", badQuery: { after_seq: ["-1", "abc", "1.5", "9007199254740992"], limit: ["0", "10001", "abc"] } },
   streamTaskEvents: events,
   streamSessionEvents: events,
+  // A paused schedule in the past's window: were a mutant ever taken, it would create no task.
+  createSchedule: {
+    caller: "orch",
+    body: () => ({ schedule_id: "corpus-schedule", cron: "0 9 * * 1-5", timezone: "Europe/Paris", task: { title: "T", steps: [] }, overlap: "skip", catchup_window_ms: 60_000, start_at: "2030-01-01T00:00:00Z", end_at: "2031-01-01T00:00:00Z", paused: true }),
+    ids: ["schedule_id"],
+    badBodies: () => {
+      const good = { schedule_id: "corpus-schedule", cron: "0 9 * * 1-5", task: { title: "T", steps: [] } };
+      return [
+        { ...good, cron: "* * *" },
+        { ...good, cron: "0 0 0 * * * *" },
+        { ...good, cron: "61 * * * *" },
+        { ...good, cron: "@daily" },
+        { ...good, timezone: "Nowhere/Special" },
+        { ...good, start_at: "2031-01-01T00:00:00Z", end_at: "2030-01-01T00:00:00Z" },
+        { ...good, start_at: "tomorrow" },
+        { ...good, catchup_window_ms: -1 },
+        { ...good, catchup_window_ms: 604_800_001 },
+        { ...good, overlap: "queue" },
+        { ...good, schedule_id: "s".repeat(48) },
+        { ...good, task: { title: "T", steps: [], task_id: "fixed" } },
+        { ...good, task: { title: "T", steps: [], input_refs: Array.from({ length: 100 }, () => ({})) } },
+        { ...good, task: { steps: [] } },
+      ];
+    },
+  },
+  listSchedules: { caller: "orch" },
+  getSchedule: { caller: "orch" },
+  pauseSchedule: { caller: "orch", body: () => ({}) },
+  resumeSchedule: { caller: "orch", body: () => ({}) },
+  triggerSchedule: { caller: "orch", body: () => ({}) },
+  deleteSchedule: { caller: "orch" },
+  streamScheduleEvents: events,
 };
 
 // ---- mutants: one bad request each -------------------------------------------------------------------------
@@ -538,7 +570,7 @@ interface Answer {
 }
 
 function pathOf(op: Operation, c: RouteCase, f: Fixture, params: Readonly<Record<string, string>> = {}): string {
-  const defaults: Record<string, string> = { sid: f.s.sid, tid: f.tid, run: f.worker.run_id, step: op.operationId === "claimStep" ? "c" : "a", action_id: f.actionId, link_id: `lnk_${"0".repeat(26)}`, origin: encodeURIComponent("https://peer.example") };
+  const defaults: Record<string, string> = { sid: f.s.sid, tid: f.tid, run: f.worker.run_id, step: op.operationId === "claimStep" ? "c" : "a", action_id: f.actionId, link_id: `lnk_${"0".repeat(26)}`, origin: encodeURIComponent("https://peer.example"), schedule_id: "corpus-none" };
   return op.path.replace(/\{(\w+)\}/g, (_m, name: string) => params[name] ?? defaults[name]!);
 }
 

@@ -143,6 +143,14 @@ const METHOD_OF: Record<string, keyof RuntimeClient | "transport"> = {
   linkTasks: "linkTasks",
   unlinkTasks: "unlinkTasks",
   getTaskGraph: "taskGraph",
+  createSchedule: "createSchedule",
+  listSchedules: "listSchedules",
+  getSchedule: "getSchedule",
+  pauseSchedule: "pauseSchedule",
+  resumeSchedule: "resumeSchedule",
+  triggerSchedule: "triggerSchedule",
+  deleteSchedule: "deleteSchedule",
+  streamScheduleEvents: "subscribeSchedule",
 };
 
 describe("RuntimeClient: one typed method per operation", () => {

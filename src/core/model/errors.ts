@@ -9,6 +9,7 @@ export const ERROR_CODES = [
   "not_found",
   "path_conflict",
   "task_id_conflict",
+  "schedule_conflict",
   "dependency_cycle",
   "unknown_dependency",
   "duplicate_step",
