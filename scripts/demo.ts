@@ -333,6 +333,7 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
     console.log(`  ${d.step_id} was done by child task ${d.child_task_id}: ${childView.task.status}, ${childSteps}/${childView.steps.length} steps completed, its result ${childView.task.delivery_state ?? "not owed"} to the parent`);
     console.log(`    the step's result: "${(step?.result_summary ?? "").replaceAll("\n", " · ")}", artifacts: ${step?.artifact_ids.join(", ") || "none"}`);
   }
+  await scheduleDemo(orch, session.session_id, opts.quick);
   console.log(`\nWhere to look (token: the orchestrator token below):`);
   console.log(`  the DAG        GET ${taskUrl}`);
   console.log(`  the WAL        GET ${taskUrl}/wal`);
@@ -352,6 +353,61 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
     console.log(`  ${bold("approver")}  also answers the open actions    ${cyan(dashboard.approver)}`);
   }
   return finalStatus === "unknown" ? view.task.status : finalStatus;
+}
+
+/**
+ * A durable schedule: a digest every 2 seconds, overlap `skip`. Its first occurrence's task is worked slowly, so the
+ * occurrences that fall meanwhile are skipped; once the schedule sees that task end, the next occurrence starts a new
+ * task. Then the schedule is deleted (the running occurrence's task is left alone).
+ */
+async function scheduleDemo(orch: RuntimeClient, sessionId: string, quick: boolean): Promise<void> {
+  const scheduleId = `digest-${Date.now().toString(36)}`;
+  console.log(bold(`\nSchedule ${scheduleId}: a digest task every 2 s, overlap skip (an occurrence waits for nobody)`));
+  await orch.createSchedule(sessionId, {
+    schedule_id: scheduleId,
+    cron: "*/2 * * * * *",
+    overlap: "skip",
+    task: { title: "Inbox digest", summary: "Summarise what arrived", steps: [{ step_id: "summarize", title: "Summarize", summary: "", depends_on_step_ids: [] }] },
+  });
+  const worked = new Set<string>();
+  const working: Promise<void>[] = [];
+  const until = Date.now() + (quick ? 30_000 : 45_000);
+  let shown = "";
+  for (;;) {
+    const schedule = await orch.getSchedule(sessionId, scheduleId);
+    const runs = [...schedule.recent_runs].reverse();
+    const line = runs.map((r) => `${r.scheduled_at.slice(11, 19)} ${r.outcome}`).join(", ");
+    if (line !== shown) {
+      console.log(dim(`  runs: ${line}`));
+      shown = line;
+    }
+    // Work each new occurrence's task: the first slowly (the occurrences meanwhile are skipped), later ones at once.
+    for (const run of runs) {
+      if (worked.has(run.task_id) || run.outcome !== "running") continue;
+      worked.add(run.task_id);
+      working.push(workDigest(orch, { sessionId, taskId: run.task_id }, worked.size === 1 ? 4_000 : 0));
+    }
+    const started = runs.filter((r) => r.outcome !== "skipped" && r.outcome !== "pending").length;
+    const skipped = runs.filter((r) => r.outcome === "skipped").length;
+    if ((started >= 2 && skipped >= 1) || Date.now() > until) {
+      console.log(`  ${started} occurrences started a task, ${schedule.skipped} skipped by the overlap policy; next run ${schedule.next_run_at ?? "none"}`);
+      break;
+    }
+    await sleep(500);
+  }
+  await orch.deleteSchedule(sessionId, scheduleId);
+  await Promise.all(working);
+  console.log(dim(`  schedule deleted (GET /v1/sessions/${sessionId}/schedules lists the session's schedules)`));
+}
+
+/** One worker run takes the digest's step, holds it `holdMs`, completes it; the orchestrator completes the task. */
+async function workDigest(orch: RuntimeClient, task: { sessionId: string; taskId: string }, holdMs: number): Promise<void> {
+  const worker = await orch.dispatchWorker(task, { agent_id: "digest-worker" });
+  await worker.run(async () => {
+    await sleep(holdMs);
+    return { result_summary: "digest written" };
+  });
+  await orch.completeTask(task, { reason: "digest sent" });
 }
 
 /** A ready link to the dashboard for one token: `<base>/#token=<token>`, opening `route` (e.g. `/tasks/<id>`) when given. */
