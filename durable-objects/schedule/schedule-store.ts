@@ -5,7 +5,7 @@
  * only: the object calls these inside `transactionSync`, so a decision, its events and the cursor commit together.
  */
 import type { OccurrenceOutcome, Schedule, ScheduleRun } from "../../src/contract/index.js";
-import { nextOccurrence, type OverlapPolicy, type ScheduleFact, type ScheduleTiming } from "../../src/core/index.js";
+import { nextOccurrence, type ScheduleFact, type ScheduleTiming } from "../../src/core/index.js";
 
 /** Log rows kept; a resume from before the oldest starts at the oldest. */
 export const SCHEDULE_EVENT_LOG_ROWS = 10_000;
@@ -14,20 +14,8 @@ const RECENT_RUNS = 20;
 /** Settled occurrences kept (the newest); older ones are dropped, so a frequent cron's table stays bounded. */
 export const KEPT_OCCURRENCES = 1_000;
 
-/** The schedule as stored (its row's `record`), fixed at creation. */
-export interface ScheduleRecord {
-  readonly schedule_id: string;
-  readonly session_id: string;
-  readonly cron: string;
-  readonly timezone: string;
-  readonly overlap: OverlapPolicy;
-  readonly catchup_window_ms: number;
-  readonly start_at: string | null;
-  readonly end_at: string | null;
-  readonly task: Record<string, unknown>;
-  readonly created_at: string;
-  readonly created_by_agent_id: string;
-}
+/** The schedule as stored (its row's `record`), fixed at creation: the answer's fields but its state and runs. */
+export type ScheduleRecord = Omit<Schedule, "paused" | "next_run_at" | "recent_runs" | "missed" | "skipped">;
 
 /** The schedule row: the record and what moves. */
 export interface ScheduleRow {
