@@ -352,6 +352,7 @@ describe("the session's schedules in Chromium", () => {
     const link = row.locator(`li[data-run-task-id="${run.task_id}"] a[href="#/tasks/${run.task_id}"]`);
     await link.waitFor(SHOWN);
     await screenshot(page, "session-schedules");
+    expect(await seriousA11yViolations(page)).toEqual([]);
     await link.click();
     await page.waitForFunction(`location.hash === "#/tasks/${run.task_id}"`);
     expect(offLoopback).toEqual([]);
