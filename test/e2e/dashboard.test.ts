@@ -2,9 +2,9 @@
  * The web dashboard in real Chromium against a real `wrangler dev`: the page is opened with a token in the URL
  * fragment; DAGs are driven through the client SDK from Node while the page follows them live (no reload, no
  * polling); an approver approves from the inbox and the waiting worker goes on; the replay slider rebuilds an
- * earlier DAG; the WAL timeline lists and exports the WAL; a session whose tasks have all ended shows the recent
- * ones and how many terminal tasks are hidden, one click away; axe-core finds no serious violation; /docs renders
- * offline. Every page may only talk to loopback: any other request is aborted and fails the test.
+ * earlier DAG; the WAL timeline lists and exports the WAL; the session's schedules show their next run and latest
+ * runs; a session whose tasks have all ended shows the recent ones and how many terminal tasks are hidden, one click
+ * away; axe-core finds no serious violation; /docs renders offline. Every page may only talk to loopback: any other request is aborted and fails the test.
  * Screenshots go to $DASHBOARD_ARTIFACTS (default: a directory under the system's temp dir).
  *
  * Needs Chromium: `CHROMIUM_PATH`, else /usr/bin/chromium (Debian's `chromium`, which `.ci/run` installs).
@@ -329,6 +329,60 @@ describe("the approver's inbox in Chromium", () => {
       // Whatever happened, no worker run is left waiting on its action.
       await s.orch.cancelTask({ sessionId: s.sessionId, taskId }, { reason: "test over" }).catch(() => undefined);
       await ran.catch(() => undefined);
+    }
+  });
+});
+
+describe("the session's schedules in Chromium", () => {
+  it("Should list a schedule with its cron, next run and missed count, and a triggered run with a link to its task", async () => {
+    const s = await newSession(server.base, defaultAdminToken());
+    // A cron far ahead: the only run is the manual trigger's.
+    const created = await s.orch.createSchedule(s.sessionId, { schedule_id: "yearly-report", cron: "0 0 1 1 *", timezone: "UTC", task: { title: "Yearly report", steps: [] } });
+    const { page, offLoopback, pageErrors } = await freshPage();
+    await openDashboard(page, server.base, s.observerToken);
+    const row = page.locator('section[aria-label="Schedules"] tr[data-schedule-id="yearly-report"]');
+    await row.waitFor(SHOWN);
+    expect(created.next_run_at).not.toBeNull();
+    await row.locator(`[data-next-run] time[datetime="${created.next_run_at}"]`).waitFor(SHOWN);
+    expect(await row.locator("td").first().textContent()).toContain("0 0 1 1 *");
+    expect(await row.locator("[data-missed]").textContent()).toBe("0");
+
+    // The trigger creates a task: the session stream's event makes the panel read again, no reload.
+    const { run } = await s.orch.triggerSchedule(s.sessionId, "yearly-report");
+    const link = row.locator(`li[data-run-task-id="${run.task_id}"] a[href="#/tasks/${run.task_id}"]`);
+    await link.waitFor(SHOWN);
+    await screenshot(page, "session-schedules");
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await link.click();
+    await page.waitForFunction(`location.hash === "#/tasks/${run.task_id}"`);
+    expect(offLoopback).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("Should not show the panel to a session without schedules, nor ask for schedules with a worker's token", async () => {
+    const s = await newSession(server.base, defaultAdminToken());
+    await createTask(s.orch, s.sessionId, "solo", "Solo", [{ step_id: "only", title: "Only", summary: "One step", depends_on_step_ids: [] }]);
+    const observer = await freshPage();
+    const listed = observer.page.waitForResponse((r) => new URL(r.url()).pathname.endsWith("/schedules"), SHOWN);
+    await openDashboard(observer.page, server.base, s.observerToken);
+    expect((await listed).status()).toBe(200);
+    await observer.page.locator('[data-task-id="solo"]').waitFor(SHOWN);
+    expect(await observer.page.locator('section[aria-label="Schedules"]').count()).toBe(0);
+
+    await s.orch.createSchedule(s.sessionId, { schedule_id: "nightly", cron: "0 3 * * *", task: { title: "Nightly", steps: [] } });
+    const worker = await s.orch.dispatchWorker({ sessionId: s.sessionId, taskId: "solo" }, { allowed_step_ids: ["only"] });
+    try {
+      const { page, pageErrors } = await freshPage();
+      const scheduleReads: string[] = [];
+      page.on("request", (r) => {
+        if (new URL(r.url()).pathname.includes("/schedules")) scheduleReads.push(r.url());
+      });
+      await openDashboard(page, server.base, worker.token);
+      await page.locator(stepNode("only")).waitFor(SHOWN);
+      expect(scheduleReads).toEqual([]);
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await worker.finish({ outcome: "finished" });
     }
   });
 });

@@ -1,7 +1,8 @@
 /**
- * @module The session view: the session's counts (its snapshot's task_summary), the inbox of open actions, and its
- * tasks with filters, all live from the session's event stream: each `snapshot.updated` reads them again,
- * coalesced (one read in flight, one queued), so a burst of changes costs two reads, not one per change. While
+ * @module The session view: the session's counts (its snapshot's task_summary), the inbox of open actions, its
+ * durable schedules, and its tasks with filters, all live from the session's event stream: each `snapshot.updated`
+ * reads them again, coalesced (one read in flight, one queued), so a burst of changes costs two reads, not one per
+ * change. While
  * terminal tasks are hidden the list says how many, with a button that shows them; a session whose tasks have all
  * ended shows its most recently ended ones rather than an empty list.
  */
@@ -35,6 +36,7 @@ import {
 import { taskHref } from "../route.js";
 import type { ViewProps } from "./view-props.js";
 import { Inbox } from "./inbox.js";
+import { Schedules } from "./schedules.js";
 
 /** Most tasks read per request (the API's largest page), and in all (the list says when there are more). */
 const TASK_PAGE = 500;
@@ -158,6 +160,7 @@ export function SessionView(props: ViewProps) {
       </dl>
     </section>
     <${Inbox} viewer=${viewer} client=${client} pulse=${pulse} />
+    <${Schedules} viewer=${viewer} client=${client} pulse=${pulse} />
     <section class="tasks" aria-label="Tasks">
       <h2>Tasks</h2>
       <div class="filters">
