@@ -1,7 +1,8 @@
 /**
  * @module A schedule's occurrences after their decision (docs/design.md "ScheduleObject"): the outbox that creates each
  * owed task (cancelling the previous one first for cancel_previous) and records what the create found, and the reads
- * of running occurrences' tasks that learn their end. A create retried after a crash finds the task it made by its
+ * of running occurrences' tasks that learn their end; with `archive_after_days`, the archive of each ended one's task
+ * that many days after its end. A create retried after a crash finds the task it made by its
  * derived id and its schedule_trigger ref: one task per occurrence.
  */
 import { type Actor, holdsTrigger, occurrenceTaskBody, type ScheduleFact, scheduleTriggerRef } from "../../src/core/index.js";
@@ -9,7 +10,9 @@ import { reportIncident } from "../shared/incident.js";
 import type { OccurrencePorts } from "./occurrence-ports.js";
 import { itemFact, type OccurrenceRow, type ScheduleRecord, type ScheduleStore } from "./schedule-store.js";
 
-/** Creates one pass makes at most; the rest stay owed, and the alarm comes back for them at once. */
+/** A day, for archive_after_days. */
+export const DAY_MS = 86_400_000;
+/** Creates (and archives) one pass makes at most; the rest stay owed, and the alarm comes back for them at once. */
 const MAX_CREATES_PER_PASS = 100;
 /** A failed create or cancel is tried again after the poll interval, doubling up to this. */
 const RETRY_MAX_MS = 60_000;
@@ -52,6 +55,24 @@ export class OccurrenceOutbox {
     const previous = this.store.previousStarted();
     const buffered = this.store.inState("buffered")[0];
     if (buffered !== undefined && (previous === null || previous.state === "ended")) this.commit(() => (this.store.setState(buffered.at_ms, "decided"), []), record);
+  }
+
+  /**
+   * With `archive_after_days`: each occurrence whose task ended that long ago has it archived (it leaves the task
+   * list; with RETENTION_DAYS its storage goes later). A task already gone (not_found, its retention past) counts as
+   * archived; any other refusal is left for a later alarm.
+   */
+  async archiveEnded(record: ScheduleRecord): Promise<void> {
+    if (record.archive_after_days == null) return;
+    const actor: Actor = { role: "orchestrator", session_id: record.session_id, agent_id: record.created_by_agent_id, run_id: null };
+    for (const o of this.store.endedToArchive(this.clock() - record.archive_after_days * DAY_MS, MAX_CREATES_PER_PASS)) {
+      try {
+        const archived = await this.ports().archiveTask(actor, o.task_id);
+        if (archived.ok || archived.error.code === "not_found") this.store.markArchived(o.at_ms);
+      } catch (e) {
+        reportIncident(e, "schedule object: archiving an occurrence's task");
+      }
+    }
   }
 
   /** The outbox: every occurrence owed a task whose retry time has come, oldest first, gets it (or why not). */

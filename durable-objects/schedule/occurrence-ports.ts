@@ -1,6 +1,6 @@
 /**
  * @module The calls a schedule object makes to its occurrences' task objects: create the task (with its derived id),
- * cancel the previous one (cancel_previous), read a task's index entry (its end), and read a task's input refs (is
+ * cancel the previous one (cancel_previous), archive an ended one (archive_after_days), read a task's index entry (its end), and read a task's input refs (is
  * the task that holds an occurrence's id the one this schedule created?). A field of the object, so the fault tests
  * can fail a call once.
  */
@@ -12,6 +12,7 @@ import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 export interface OccurrencePorts {
   createTask(actor: Actor, body: Record<string, unknown>): Promise<RpcResult<WriteAnswer>>;
   cancelTask(actor: Actor, taskId: string, reason: string): Promise<RpcResult<WriteAnswer>>;
+  archiveTask(actor: Actor, taskId: string): Promise<RpcResult<WriteAnswer>>;
   taskEntry(sessionId: string, taskId: string): Promise<RpcResult<IndexEntry | null>>;
   taskInputRefs(actor: Actor, taskId: string): Promise<RpcResult<unknown[] | null>>;
 }
@@ -25,6 +26,9 @@ export function taskObjectPorts(env: Env): OccurrencePorts {
     },
     async cancelTask(actor, taskId, reason) {
       return (await stub(actor.session_id, taskId).execute(actor, { type: "cancel_task", reason }, null)) as RpcResult<WriteAnswer>;
+    },
+    async archiveTask(actor, taskId) {
+      return (await stub(actor.session_id, taskId).execute(actor, { type: "archive_task" }, null)) as RpcResult<WriteAnswer>;
     },
     async taskEntry(sessionId, taskId) {
       return (await stub(sessionId, taskId).indexEntry()) as RpcResult<IndexEntry | null>;

@@ -24,7 +24,7 @@ import { type Env, readConfig } from "../shared/env.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import { SseHub, type SubscriberHolder } from "../shared/sse-hub.js";
 import { sameRequest } from "../task/storage/idempotency-store.js";
-import { OccurrenceOutbox } from "./occurrence-outbox.js";
+import { DAY_MS, OccurrenceOutbox } from "./occurrence-outbox.js";
 import { type OccurrencePorts, taskObjectPorts } from "./occurrence-ports.js";
 import type { ScheduleRpc } from "./schedule-rpc.js";
 import { itemFact, runOf, type ScheduleRecord, type ScheduleRow, ScheduleStore, timingOf } from "./schedule-store.js";
@@ -87,6 +87,7 @@ export class ScheduleObject extends DurableObject<Env> implements ScheduleRpc {
         start_at: body.start_at === undefined ? null : new Date(body.start_at).toISOString(),
         end_at: body.end_at === undefined ? null : new Date(body.end_at).toISOString(),
         task: body.task as Record<string, unknown>,
+        archive_after_days: body.archive_after_days ?? null,
         created_at: new Date(now).toISOString(),
         created_by_agent_id: actor.agent_id,
       };
@@ -215,6 +216,7 @@ export class ScheduleObject extends DurableObject<Env> implements ScheduleRpc {
     if (row === null || row.deleted) return;
     const record = row.record;
     await this.outbox.observeEnds(record);
+    await this.outbox.archiveEnded(record);
     // A bounded pass: what is left (a long stop of a frequent cron) is due at once, so the alarm comes back for it.
     for (let scans = 0; scans < MAX_SCANS_PER_PASS; scans++) {
       row = this.store.schedule()!;
@@ -228,7 +230,7 @@ export class ScheduleObject extends DurableObject<Env> implements ScheduleRpc {
           for (const at of scan.start) facts.push(...this.decide(record, at, "cron"));
           // decide() counted its skips; the cursor and the misses move here, with the decisions.
           this.store.advance(scan.cursor, scan.missed.count, 0);
-          this.store.prune();
+          this.store.prune(record.archive_after_days != null);
           if (scan.missed.count > 0) {
             facts.push({
               type: "job.progress",
@@ -321,10 +323,14 @@ export class ScheduleObject extends DurableObject<Env> implements ScheduleRpc {
     }
     if (this.store.inState("created").length > 0) times.push(now + this.pollMs);
     for (const o of this.store.inState("decided")) times.push(o.retry_at_ms);
+    // The next finished occurrence to archive; one whose archive failed is tried again a poll later, not in a loop.
+    const endedAt = row.record.archive_after_days == null ? null : this.store.oldestEndedUnarchived();
+    if (endedAt !== null) times.push(Math.max(endedAt + row.record.archive_after_days! * DAY_MS, now + this.pollMs));
     if (times.length === 0) return void (await this.ctx.storage.deleteAlarm());
     await this.ctx.storage.setAlarm(Math.max(Math.min(...times), now + 1));
   }
 }
+
 
 /** A frame of the schedule's stream: one event row, its data as stored. */
 function eventFrame(seq: number, data: string): string {

@@ -75,6 +75,10 @@ export class ScheduleStore {
       at_ms INTEGER PRIMARY KEY, task_id TEXT NOT NULL, trigger TEXT NOT NULL, state TEXT NOT NULL, outcome TEXT,
       cancel_task_id TEXT, tries INTEGER NOT NULL DEFAULT 0, retry_at_ms INTEGER NOT NULL DEFAULT 0, decided_at_ms INTEGER NOT NULL, ended_at_ms INTEGER)`);
     this.sql.exec("CREATE INDEX IF NOT EXISTS occurrences_open ON occurrences (state, at_ms) WHERE state IN ('decided', 'created', 'buffered')");
+    // Whether the schedule archived the occurrence's task (archive_after_days); the ended ones still to archive, by end.
+    const columns = new Set(this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('occurrences')").toArray().map((c) => c.name));
+    if (!columns.has("archived")) this.sql.exec("ALTER TABLE occurrences ADD COLUMN archived INTEGER NOT NULL DEFAULT 0");
+    this.sql.exec("CREATE INDEX IF NOT EXISTS occurrences_to_archive ON occurrences (ended_at_ms) WHERE state = 'ended' AND archived = 0");
     this.sql.exec("CREATE TABLE IF NOT EXISTS schedule_events (seq INTEGER PRIMARY KEY, data TEXT NOT NULL)");
     this.lastEventSeq = this.sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM schedule_events").one().n;
   }
@@ -138,13 +142,29 @@ export class ScheduleStore {
     this.sql.exec("UPDATE occurrences SET state = ?, outcome = COALESCE(?, outcome), ended_at_ms = COALESCE(?, ended_at_ms) WHERE at_ms = ?", state, outcome, endedAtMs, atMs);
   }
 
+  /** When the longest-ended occurrence not yet archived ended; null when none waits. */
+  oldestEndedUnarchived(): number | null {
+    return this.sql.exec<{ t: number | null }>("SELECT MIN(ended_at_ms) AS t FROM occurrences WHERE state = 'ended' AND archived = 0").one().t;
+  }
+
+  /** Ended occurrences not yet archived that ended at or before `endedBy`, oldest first, at most `limit`. */
+  endedToArchive(endedBy: number, limit: number): OccurrenceRow[] {
+    return this.sql
+      .exec<OccurrenceRow>("SELECT at_ms, task_id, trigger, state, outcome, cancel_task_id, tries, retry_at_ms FROM occurrences WHERE state = 'ended' AND archived = 0 AND ended_at_ms <= ? ORDER BY ended_at_ms LIMIT ?", endedBy, limit)
+      .toArray();
+  }
+
+  markArchived(atMs: number): void {
+    this.sql.exec("UPDATE occurrences SET archived = 1 WHERE at_ms = ?", atMs);
+  }
+
   /**
    * Drops settled occurrences older than the newest KEPT_OCCURRENCES. Safe: the cursor never goes back, so a dropped
    * cron occurrence is never decided again, and an open one (owed, running, waiting) is never dropped.
    */
-  prune(): void {
+  prune(archiving = false): void {
     this.sql.exec(
-      `DELETE FROM occurrences WHERE state IN ('ended', 'skipped', 'create_failed', 'abandoned')
+      `DELETE FROM occurrences WHERE state IN ('ended', 'skipped', 'create_failed', 'abandoned') AND NOT (state = 'ended' AND archived = 0 AND ${archiving ? 1 : 0})
         AND at_ms < (SELECT at_ms FROM occurrences ORDER BY at_ms DESC LIMIT 1 OFFSET ${KEPT_OCCURRENCES - 1})`,
     );
   }
@@ -192,6 +212,7 @@ export class ScheduleStore {
       end_at: r.end_at,
       paused: row.paused,
       task: r.task,
+      archive_after_days: r.archive_after_days ?? null,
       created_at: r.created_at,
       created_by_agent_id: r.created_by_agent_id,
       next_run_at: next === null ? null : new Date(next).toISOString(),

@@ -12,6 +12,9 @@ import { CreateTaskBody } from "./requests.js";
  */
 export const ScheduleTaskTemplate = CreateTaskBody.omit({ task_id: true, wal_name: true }).extend({ input_refs: z.array(JsonObjectSchema).max(99).optional() });
 
+/** The most days a schedule waits before archiving a finished occurrence's task (ten years). */
+export const MAX_ARCHIVE_AFTER_DAYS = 3_650;
+
 /** POST /v1/sessions/{sid}/schedules. */
 export const CreateScheduleBody = z.strictObject({
   schedule_id: z.string().regex(SCHEDULE_ID_PATTERN, "must match ^[a-z0-9_-]{1,47}$"),
@@ -28,6 +31,8 @@ export const CreateScheduleBody = z.strictObject({
   end_at: z.iso.datetime({ offset: true }).optional(),
   /** Created paused: nothing runs until resumed. */
   paused: z.boolean().optional(),
+  /** Archive each occurrence's task this many days after the schedule saw it end (absent: never). */
+  archive_after_days: z.number().int().min(1).max(MAX_ARCHIVE_AFTER_DAYS).optional(),
 });
 export type CreateScheduleInput = z.input<typeof CreateScheduleBody>;
 /** The body as the route parsed it (defaults filled in), as the schedule object takes it. */
@@ -62,6 +67,8 @@ export interface Schedule {
   readonly end_at: string | null;
   readonly paused: boolean;
   readonly task: Record<string, unknown>;
+  /** Days after an occurrence's task ended that the schedule archives it (null: never). */
+  readonly archive_after_days: number | null;
   readonly created_at: string;
   readonly created_by_agent_id: string;
   /** When the next occurrence falls (null: paused, or none left before end_at). */

@@ -250,6 +250,25 @@ describe("pause, resume, trigger, delete", () => {
     expect((await eventsOf(s, "napper")).map((e) => `${e.type}:${e.phase ?? ""}`)).toEqual(["job.created:", "job.progress:paused", "job.progress:resumed", "job.item.started:"]);
   });
 
+  it("Should archive an occurrence's task archive_after_days after the schedule saw it end, not before", async () => {
+    const s = await newSession();
+    expect(await schedule(s, "tidy", { archive_after_days: 1 })).toMatchObject({ archive_after_days: 1 });
+    await tick(s, "tidy", at("00:10:01"));
+    await expectTasks(s, "tidy", ["tidy-20310101t001000z"]);
+    await complete(s, "tidy-20310101t001000z");
+    // The schedule learns the end at its next poll; the archive falls due a day after that.
+    await tick(s, "tidy", at("00:10:07"));
+    expect(outcomes(await get(s, "tidy"))).toEqual(["tidy-20310101t001000z:completed"]);
+    const ended = Date.parse("2031-01-01T00:10:07Z");
+    await tick(s, "tidy", ended + 86_400_000 - 60_000);
+    expect(expectOk(await taskOf(s, "tidy-20310101t001000z")).task.archived_at ?? null).toBeNull();
+    await tick(s, "tidy", ended + 86_400_000 + 1_000);
+    expect(expectOk(await taskOf(s, "tidy-20310101t001000z")).task.archived_at).toEqual(expect.any(String));
+    // Archived tasks leave the task list (the day's new occurrence is listed); the occurrence keeps its outcome.
+    await eventually(async () => expect(await tasksOf(s, "tidy")).toEqual(["tidy-20310102t001000z"]));
+    expect(outcomes(await get(s, "tidy"))).toContain("tidy-20310101t001000z:completed");
+  });
+
   it("Should run one occurrence now on trigger (the same one again within that second), also while paused", async () => {
     const s = await newSession();
     await schedule(s, "now", { paused: true });
@@ -294,6 +313,8 @@ describe("the schedule routes", () => {
       { schedule_id: "Bad Id", cron: "* * * * *", task },
       { schedule_id: "bad", cron: "* * * * *", overlap: "queue", task },
       { schedule_id: "bad", cron: "* * * * *", task: { steps: [] } },
+      { schedule_id: "bad", cron: "* * * * *", archive_after_days: 0, task },
+      { schedule_id: "bad", cron: "* * * * *", archive_after_days: 3_651, task },
     ]) {
       expectError(await call("POST", schedulesPath(s), s.orch, body), 400, "validation_error");
     }
