@@ -10,7 +10,7 @@ function run(i: number, outcome: OccurrenceOutcome = "completed"): ScheduleRun {
 function schedule(over: Partial<Schedule> = {}): Schedule {
   return {
     schedule_id: "nightly", session_id: "sess_1", cron: "0 3 * * *", timezone: "UTC", overlap: "skip", catchup_window_ms: 60_000,
-    start_at: null, end_at: null, paused: false, task: {}, created_at: "2026-12-01T00:00:00.000Z", created_by_agent_id: "orch",
+    start_at: null, end_at: null, paused: false, task: {}, archive_after_days: null, created_at: "2026-12-01T00:00:00.000Z", created_by_agent_id: "orch",
     next_run_at: "2026-12-07T03:00:00.000Z", recent_runs: [], missed: 0, skipped: 0, ...over,
   };
 }
