@@ -506,6 +506,16 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
       if (left) await this.armAt(Date.now() + SOCKET_CLOSE_RETRY_MS);
     }
   }
+
+  // ---- Webhook subscriptions (session-webhooks.ts, next) ------------------------------------------
+  async createWebhook(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
+  async listWebhooks(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
+  async getWebhook(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
+  async deleteWebhook(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
+  async listWebhookDeliveries(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
+  async getWebhookDelivery(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
+  async deliveryTargets(): Promise<never[]> { return []; }
+  async disableWebhook(): Promise<void> {}
 }
 
 

@@ -2,7 +2,7 @@
  * @module The session object's RPC surface as its callers see it (routes, the task object, the bindings in
  * durable-objects/shared/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
  */
-import type { IndexEntry, LinkTasksInput, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage, TokenListPage } from "../../src/contract/index.js";
+import type { CreatedWebhook, IndexEntry, LinkTasksInput, Webhook, WebhookDelivery, WebhookDeliveryPage, WebhookDeliveryStatus, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage, TokenListPage } from "../../src/contract/index.js";
 import type { Actor } from "../../src/core/index.js";
 import type { Idempotency } from "../task/storage/idempotency-store.js";
 import type { RpcResult } from "../shared/rpc-result.js";
@@ -53,6 +53,29 @@ export interface PeerCredentialInfo {
   readonly updated_at: string;
 }
 
+/** A subscription as a task object delivers to it: its secret or credentials held in memory only, never written by the task. */
+export interface DeliveryTarget {
+  readonly webhook_id: string;
+  readonly kind: "webhook" | "a2a_push";
+  readonly url: string;
+  /** The runtime event types it receives. */
+  readonly events: readonly string[];
+  /** An A2A push config's task; null for a session-wide webhook. */
+  readonly task_id: string | null;
+  /** Events committed before this moment are not delivered to it (ISO). */
+  readonly created_at: string;
+  /** A webhook's `whsec_` signing secret; null for an A2A push config. */
+  readonly secret: string | null;
+  /** An A2A push config's token (sent as X-A2A-Notification-Token) and Authorization value; null otherwise. */
+  readonly token: string | null;
+  readonly authorization: string | null;
+}
+
+/** What a subscription is created from: a webhook's body, or an A2A push config of one task (the A2A route's). */
+export type NewSubscription =
+  | { readonly kind: "webhook"; readonly url: string; readonly events: readonly string[]; readonly description?: string }
+  | { readonly kind: "a2a_push"; readonly webhook_id: string; readonly task_id: string; readonly url: string; readonly events: readonly string[]; readonly token: string | null; readonly authorization: string | null };
+
 /** The RPC methods of one session's object. */
 export interface SessionRpc extends Rpc.DurableObjectBranded {
   /** Answers at once: the empty Worker → Durable Object round trip behind GET /health/object. */
@@ -80,8 +103,30 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
    * left by an earlier try of the same create is kept, not a conflict.
    */
   reserveChild(taskId: string, walName: string): Promise<RpcResult<null>>;
-  /** Records what a task object says of its task (the session-index replica's push). */
-  upsertTask(entry: IndexEntry): Promise<void>;
+  /**
+   * Records what a task object says of its task (the session-index replica's push), with its webhook deliveries
+   * changed since the last push acknowledged (the replica GET …/webhooks/{id}/deliveries reads).
+   */
+  upsertTask(entry: IndexEntry, deliveries?: readonly WebhookDelivery[]): Promise<void>;
+  /**
+   * POST …/webhooks (kind webhook: a new id and secret) or an A2A push config (its id, replaced when it exists):
+   * validation_error for a URL the outbound rules refuse; limit_exceeded past MAX_WEBHOOKS_PER_SESSION; not_found: no session.
+   */
+  createWebhook(subscription: NewSubscription): Promise<RpcResult<CreatedWebhook>>;
+  /** Every subscription (both kinds; `taskId`: only that task's A2A push configs), oldest first, never a secret. */
+  listWebhooks(taskId?: string): Promise<Webhook[]>;
+  /** One subscription (not_found). */
+  getWebhook(webhookId: string): Promise<RpcResult<Webhook>>;
+  /** Removes a subscription: its deliveries still owed are recorded failed at their next try (not_found). */
+  deleteWebhook(webhookId: string): Promise<RpcResult<{ webhook_id: string }>>;
+  /** GET …/webhooks/{webhook_id}/deliveries, newest first (not_found: no such webhook; validation_error: a bad cursor). */
+  listWebhookDeliveries(webhookId: string, query: { status?: WebhookDeliveryStatus; limit: number; after?: string }): Promise<RpcResult<WebhookDeliveryPage>>;
+  /** One delivery as the replica holds it (not_found), for the retry route to find its task. */
+  getWebhookDelivery(webhookId: string, deliveryId: string): Promise<RpcResult<WebhookDelivery>>;
+  /** The active subscriptions a task's events go to: every webhook, and that task's A2A push configs, with their secrets. */
+  deliveryTargets(taskId: string): Promise<DeliveryTarget[]>;
+  /** A receiver answered 410 Gone: the subscription is disabled (kept, listed as disabled, delivers nothing more). */
+  disableWebhook(webhookId: string, reason: string): Promise<void>;
   /**
    * Retention: removes an archived task's entry (its row, its inbox rows, its share of every kept count) and keeps its
    * id and wal name taken; answers who still holds it instead when a `blocks` link of it holds a live task.

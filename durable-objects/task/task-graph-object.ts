@@ -204,6 +204,9 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     return answer!;
   }
 
+  async retryWebhookDelivery(): Promise<never> { throw new Error("webhook deliveries are not built yet"); }
+  async refreshDeliveryTargets(): Promise<void> {}
+
   /** The session's close of revoked tokens' command sockets. */
   async closeTokenSockets(tokenIds: readonly string[], generation: number): Promise<void> {
     this.sockets.closeRevoked(tokenIds, generation);

@@ -2,7 +2,7 @@
  * @module The task object's RPC surface as its callers see it (routes, the session object, the bindings in
  * durable-objects/shared/env.ts): an interface, so they type the stub without importing the object class or anything it imports.
  */
-import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../../src/contract/index.js";
+import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry, WebhookDelivery } from "../../src/contract/index.js";
 import type { Action, Actor, ChildReport, ChildTaskRequest, PromptSummary, StepPage, StepQuery, TaskGetRequest } from "../../src/core/index.js";
 import type { ChildCancelAnswer, ChildCreateAnswer, DeliveryAnswer } from "./outbound-calls.js";
 import type { Idempotency } from "./storage/idempotency-store.js";
@@ -60,6 +60,10 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   deliverChildResult(report: ChildReport): Promise<DeliveryAnswer>;
   /** The session graph's push of the tasks that block this one (set_blockers, as the system); an older or equal version writes nothing. */
   setBlockers(version: number, blockedBy: string[]): Promise<RpcResult<WriteAnswer>>;
+  /** A failed webhook delivery is owed again from now, its tries counted afresh (not_found; invalid_transition: not failed). */
+  retryWebhookDelivery(deliveryId: string): Promise<RpcResult<{ delivery: WebhookDelivery }>>;
+  /** The session changed its subscriptions (an A2A push config of this task): the delivery targets are read again now. */
+  refreshDeliveryTargets(): Promise<void>;
   /** Closes the command sockets of these revoked tokens, and of every token older than `generation` (0: none). */
   closeTokenSockets(tokenIds: readonly string[], generation: number): Promise<void>;
 }

@@ -8,3 +8,4 @@ export * from "./limits.js";
 export * from "./requests.js";
 export type * from "./answers.js";
 export * from "./schedules.js";
+export * from "./webhooks.js";
