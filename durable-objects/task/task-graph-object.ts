@@ -7,7 +7,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { type Actor, type ChildReport, checkRunToken, type ChildTaskRequest, type PromptSummary, runtimeError, type StepPage, type StepQuery, systemActor, type TaskGetRequest } from "../../src/core/index.js";
-import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry } from "../../src/contract/index.js";
+import type { ActionPage, AnyWriteAnswer as WriteAnswer, IndexEntry, WebhookDelivery } from "../../src/contract/index.js";
 import { type Env, type RuntimeConfig, readConfig, taskObjectName } from "../shared/env.js";
 import { ActionWaiters, MAX_ACTION_WAITERS, type PollAnswer } from "./action-waiters.js";
 import { PeerClient } from "../peers/a2a-peer.js";
@@ -204,7 +204,7 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     return answer!;
   }
 
-  async retryWebhookDelivery(): Promise<never> { throw new Error("webhook deliveries are not built yet"); }
+  async retryWebhookDelivery(_deliveryId: string): Promise<RpcResult<{ delivery: WebhookDelivery }>> { throw new Error("webhook deliveries are not built yet"); }
   async refreshDeliveryTargets(): Promise<void> {}
 
   /** The session's close of revoked tokens' command sockets. */
