@@ -6,7 +6,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { ulidFactory } from "../../src/lib/ids.js";
-import type { IndexEntry, LinkTasksInput, SessionActionPage, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage, TokenListPage } from "../../src/contract/index.js";
+import type { CreatedWebhook, IndexEntry, LinkTasksInput, SessionActionPage, Webhook, WebhookDelivery, WebhookDeliveryPage, WebhookDeliveryStatus, SessionSnapshot, TaskGraphPage, TaskLink, TaskListPage, TokenListPage } from "../../src/contract/index.js";
 import { type Actor, RUNTIME_EVENT_SCHEMA_VERSION, runtimeError } from "../../src/core/index.js";
 import { SessionLinks } from "./session-links.js";
 import { openActionPage, replaceInboxActions } from "./session-inbox.js";
@@ -20,7 +20,7 @@ import { submittedTaskPage } from "./submitted-tasks.js";
 import { SseHub, type SubscriberHolder } from "../shared/sse-hub.js";
 import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, sameRequest } from "../task/storage/idempotency-store.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
-import type { ForgetAnswer, PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
+import type { DeliveryTarget, ForgetAnswer, NewSubscription, PeerCredentialInfo, SessionRpc, SubmittedTaskPage, SubmittedTaskQuery, TaskListQuery } from "./session-rpc.js";
 import { SessionPeers } from "./session-peers.js";
 import { SessionSchedules } from "./session-schedules.js";
 import { createSessionTables } from "./session-schema.js";
@@ -508,14 +508,14 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   // ---- Webhook subscriptions (session-webhooks.ts, next) ------------------------------------------
-  async createWebhook(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
-  async listWebhooks(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
-  async getWebhook(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
-  async deleteWebhook(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
-  async listWebhookDeliveries(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
-  async getWebhookDelivery(): Promise<never> { throw new Error("webhook subscriptions are not built yet"); }
-  async deliveryTargets(): Promise<never[]> { return []; }
-  async disableWebhook(): Promise<void> {}
+  async createWebhook(_s: NewSubscription): Promise<RpcResult<CreatedWebhook>> { throw new Error("webhook subscriptions are not built yet"); }
+  async listWebhooks(_taskId?: string): Promise<Webhook[]> { throw new Error("webhook subscriptions are not built yet"); }
+  async getWebhook(_id: string): Promise<RpcResult<Webhook>> { throw new Error("webhook subscriptions are not built yet"); }
+  async deleteWebhook(_id: string): Promise<RpcResult<{ webhook_id: string }>> { throw new Error("webhook subscriptions are not built yet"); }
+  async listWebhookDeliveries(_id: string, _q: { status?: WebhookDeliveryStatus; limit: number; after?: string }): Promise<RpcResult<WebhookDeliveryPage>> { throw new Error("webhook subscriptions are not built yet"); }
+  async getWebhookDelivery(_id: string, _d: string): Promise<RpcResult<WebhookDelivery>> { throw new Error("webhook subscriptions are not built yet"); }
+  async deliveryTargets(_taskId: string): Promise<DeliveryTarget[]> { return []; }
+  async disableWebhook(_id: string, _reason: string): Promise<void> {}
 }
 
 
