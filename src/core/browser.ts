@@ -31,4 +31,5 @@ export * from "./views/task-page.js";
 export * from "./views/task-get.js";
 export * from "./views/retention.js";
 export { childReport, type ChildReport, type ChildTaskRequest, outboundWork, type OutboundWork } from "./views/delegation-outbox.js";
+export * from "./views/webhook-outbox.js";
 export * from "./schedules/schedule-events.js";

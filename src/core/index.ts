@@ -10,6 +10,7 @@ export { notCompleteableReason } from "./decide/decide-lifecycle.js";
 export { nextDeadline, RETRY_POLICY } from "./decide/decide-runs.js";
 export { firstClaimable } from "./decide/decide-steps.js";
 export { delegateRetryDelay } from "./decide/decide-delegation.js";
+export { webhookRetryDelay } from "./decide/decide-webhooks.js";
 export { blockedBy, blockedRefusal } from "./decide/decide-links.js";
 export { checkRunToken, checkScope } from "./decide/guards.js";
 export * from "./schemas/record-basics.js";

@@ -124,6 +124,12 @@ function childTaskScenario(): Harness {
   h.complete("find");
   h.ok({ type: "complete_task" });
   h.ok({ type: "record_delivery", delivery_state: "delivered" }, SYSTEM);
+  // Its events delivered to a webhook: queued, a try failed, the retry owed again, then delivered.
+  const delivery = { delivery_id: "dlv_1", webhook_id: "wh_1", event_id: h.wal[0]!.event_id, event_type: "task.created", wal_seq: 1, index: 0 };
+  h.ok({ type: "queue_webhook_deliveries", deliveries: [delivery] }, SYSTEM);
+  h.ok({ type: "record_webhook_tries", tries: [{ delivery_id: "dlv_1", status_code: 410, error: "gone" }], max_tries: 3, retry_base_ms: 1_000 }, SYSTEM);
+  h.ok({ type: "retry_webhook_delivery", delivery_id: "dlv_1" }, SYSTEM);
+  h.ok({ type: "record_webhook_tries", tries: [{ delivery_id: "dlv_1", status_code: 200, error: null }], max_tries: 3, retry_base_ms: 1_000 }, SYSTEM);
   return h;
 }
 

@@ -21,6 +21,7 @@ import {
   writeResults,
 } from "./apply-shared.js";
 import { delegationHandlers } from "./apply-delegation.js";
+import { webhookHandlers } from "./apply-webhooks.js";
 import { acceptanceOf, type Action, TASK_RECORD_FIELDS, type TaskRecordFields } from "../model/records.js";
 import type { DagState } from "../model/state.js";
 import { countAttemptAction, emptyState, setStepStatus } from "../model/state.js";
@@ -29,6 +30,7 @@ type Handlers = { [K in WalEventType]: (s: DagState, e: WalEventOf<K>) => void }
 
 const handlers: Handlers = {
   ...delegationHandlers,
+  ...webhookHandlers,
   task_created(s, e) {
     const t = e.payload.task;
     const fields = Object.fromEntries(TASK_RECORD_FIELDS.map((field) => [field, t[field] ?? null])) as TaskRecordFields;

@@ -3,14 +3,14 @@
  * after it. The WAL stays the truth — a snapshot is a shortcut to the same state: `restoreSnapshot` then `replay` of
  * the tail equals `replay` of the whole WAL, indexes and the order of their sets included (decisions iterate them).
  */
-import type { Action, Attempt, Delegation, Step, Task, WorkerRun } from "../model/records.js";
+import type { Action, Attempt, Delegation, Step, Task, WebhookDeliveryRecord, WorkerRun } from "../model/records.js";
 import { type DagIndex, type DagState, emptyState, type ProgressRecord, rebuildIndex } from "../model/state.js";
 
 /** The snapshot format this core writes and reads; a snapshot of another format is ignored (the WAL is replayed). */
 export const SNAPSHOT_FORMAT = 3;
 
 /** The index sets whose iteration order decisions depend on, saved in their live order. */
-const ORDERED_SETS = ["held", "activeRuns", "cancellingRuns", "openActions", "retrying", "readyDelegated", "openDelegations"] as const;
+const ORDERED_SETS = ["held", "activeRuns", "cancellingRuns", "openActions", "retrying", "readyDelegated", "openDelegations", "pendingDeliveries"] as const;
 type OrderedSet = (typeof ORDERED_SETS)[number];
 
 /** A task's state at one wal_seq, as JSON. */
@@ -27,6 +27,8 @@ export interface DagSnapshot {
   readonly action_requests: [string, number][];
   readonly delegations: Delegation[];
   readonly progress: [string, ProgressRecord][];
+  /** Absent in snapshots written before webhook deliveries existed (a task then had none). */
+  readonly webhook_deliveries?: WebhookDeliveryRecord[];
   readonly order: Record<OrderedSet, string[]>;
 }
 
@@ -44,6 +46,7 @@ export function takeSnapshot(state: DagState): DagSnapshot {
     action_requests: [...state.actionRequests.entries()],
     delegations: [...state.delegations.values()],
     progress: [...state.progress.entries()],
+    webhook_deliveries: [...state.webhookDeliveries.values()],
     order: Object.fromEntries(ORDERED_SETS.map((name) => [name, [...state.index[name]]])) as Record<OrderedSet, string[]>,
   };
 }
@@ -71,6 +74,7 @@ export function restoreSnapshot(snapshot: DagSnapshot): DagState {
   for (const [id, seq] of snapshot.action_requests) state.actionRequests.set(id, seq);
   for (const d of snapshot.delegations) state.delegations.set(d.delegation_id, d);
   for (const [key, p] of snapshot.progress) state.progress.set(key, p);
+  for (const w of snapshot.webhook_deliveries ?? []) state.webhookDeliveries.set(w.delivery_id, w);
   state.last_wal_seq = snapshot.last_wal_seq;
   state.next_ordinal = snapshot.next_ordinal;
   const index: DagIndex = rebuildIndex(state);
@@ -84,5 +88,5 @@ export function restoreSnapshot(snapshot: DagSnapshot): DagState {
  * however large the DAG grows; a restart then replays at most that many events.
  */
 export function snapshotInterval(state: DagState, every: number): number {
-  return Math.max(every, state.steps.size + state.attempts.size + state.runs.size + state.actions.size + state.delegations.size);
+  return Math.max(every, state.steps.size + state.attempts.size + state.runs.size + state.actions.size + state.delegations.size + state.webhookDeliveries.size);
 }

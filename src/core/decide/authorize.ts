@@ -43,6 +43,9 @@ export const COMMAND_ROLES: { readonly [K in Command["type"]]: { readonly tool: 
   // The runtime's own records of its delegates' outbound calls: no token's role may send them.
   record_delegation: { tool: "delegation report", roles: [] },
   record_delivery: { tool: "delivery report", roles: [] },
+  queue_webhook_deliveries: { tool: "webhook queue", roles: [] },
+  record_webhook_tries: { tool: "webhook delivery report", roles: [] },
+  retry_webhook_delivery: { tool: "webhook delivery retry", roles: [] },
   cancel_for_parent: { tool: "cancellation by the parent", roles: [] },
   // The session's task graph pushes blockers as the system; no agent role may.
   set_blockers: { tool: "set_blockers", roles: [] },

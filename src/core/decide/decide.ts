@@ -15,6 +15,7 @@ import { decideArchiveTask, decideBackToPending, decideBlockTask, decideCancelFo
 import { decideCancelRun, decideDispatchWorker, decideFinishRun, decideReconcileLeases } from "./decide-runs.js";
 import { decideAppendProgress, decideClaimNext, decideClaimStep, decideUpdateStep } from "./decide-steps.js";
 import { decideSetBlockers } from "./decide-links.js";
+import { decideQueueWebhookDeliveries, decideRecordWebhookTries, decideRetryWebhookDelivery } from "./decide-webhooks.js";
 import { refuse } from "./decision.js";
 import { runtimeError } from "../model/errors.js";
 import type { DagState } from "../model/state.js";
@@ -46,6 +47,9 @@ const deciders: Deciders = {
   record_delivery: decideRecordDelivery,
   cancel_for_parent: decideCancelForParent,
   set_blockers: decideSetBlockers,
+  queue_webhook_deliveries: decideQueueWebhookDeliveries,
+  record_webhook_tries: decideRecordWebhookTries,
+  retry_webhook_delivery: decideRetryWebhookDelivery,
 };
 
 /** Formats zod issues as one readable line plus structured details. */

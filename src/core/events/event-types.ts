@@ -10,7 +10,7 @@ export const WAL_EVENT_TYPES = [
   "task_step_updated", "task_step_blocked", "task_step_completed", "task_step_failed", "task_step_cancelled",
   "task_step_reopened", "task_step_lease_expired", "task_paused", "task_resumed", "action_requested",
   "action_resolved", "step_delegated", "delegation_updated", "delegation_try_failed", "delegation_cancel_requested",
-  "delegation_settled", "delegation_closed", "task_delivery_recorded", "task_progress", "worker_dispatched",
+  "delegation_settled", "delegation_closed", "webhook_deliveries_queued", "webhook_deliveries_tried", "webhook_delivery_retried", "task_delivery_recorded", "task_progress", "worker_dispatched",
   "worker_run_cancel_requested", "child_agent_cancel_timeout", "worker_run_ended", "task_blockers_updated",
   "task_archived",
 ] as const;

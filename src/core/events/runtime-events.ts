@@ -271,6 +271,10 @@ const projections: Projections = {
     },
   ],
   delegation_closed: (e) => [{ type: "task.dependency.updated", ...stepFields(e), status: "closed", statusReason: e.payload.reason, payload: { delegationId: e.payload.delegation_id } }],
+  // Delivering an event is not itself an event: nothing to deliver or stream (and no delivery of a delivery).
+  webhook_deliveries_queued: () => [],
+  webhook_deliveries_tried: () => [],
+  webhook_delivery_retried: () => [],
   task_delivery_recorded: (e) => [
     { type: "task.progress", phase: "delivering", statusReason: e.payload.detail ?? undefined, payload: { deliveryState: e.payload.delivery_state }, taskProgress: { deliveryState: e.payload.delivery_state } },
   ],

@@ -21,9 +21,16 @@ import type {
   TaskSchema,
   WorkerRunSchema,
 } from "../schemas/records.js";
+import type { DeliveryTrySchema, QueuedDeliverySchema, WebhookDeliveryRecordSchema } from "../schemas/webhook-records.js";
 
 export * from "./statuses.js";
 export * from "./delegation-records.js";
+/** A webhook delivery as the task holds it (../schemas/webhook-records.ts). */
+export type WebhookDeliveryRecord = z.infer<typeof WebhookDeliveryRecordSchema>;
+/** One event owed to one subscription, as queued. */
+export type QueuedDelivery = z.infer<typeof QueuedDeliverySchema>;
+/** What one try of a delivery came to. */
+export type DeliveryTry = z.infer<typeof DeliveryTrySchema>;
 
 /** A retry policy (on a step, or the task's default). */
 export type RetryPolicy = z.infer<typeof RetryPolicySchema>;

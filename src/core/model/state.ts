@@ -1,5 +1,5 @@
 /** @module The in-memory task DAG and the derived indexes that keep the hot path free of whole-DAG scans. */
-import type { Action, Attempt, Delegation, Step, StepStatus, Task, WorkerRun } from "./records.js";
+import type { Action, Attempt, Delegation, Step, StepStatus, Task, WebhookDeliveryRecord, WorkerRun } from "./records.js";
 import { HELD_STEP_STATUSES, STEP_STATUSES, TERMINAL_TASK_STATUSES } from "./records.js";
 import { ReadyQueue } from "./ready-queue.js";
 
@@ -50,6 +50,8 @@ export interface DagIndex {
   readonly readyDelegated: Set<string>;
   /** Delegations not closed: each has outbound work or a report it waits for. */
   readonly openDelegations: Set<string>;
+  /** Webhook deliveries still owed (pending), in the order they were queued (a retried one from its retry on). */
+  readonly pendingDeliveries: Set<string>;
 }
 
 /** A task DAG as the core holds it: records plus derived indexes. */
@@ -70,6 +72,8 @@ export interface DagState {
   readonly delegations: Map<string, Delegation>;
   /** Latest progress per step id; the key "" holds task-level progress. */
   readonly progress: Map<string, ProgressRecord>;
+  /** Webhook deliveries of the task's events, in the order they were queued. */
+  readonly webhookDeliveries: Map<string, WebhookDeliveryRecord>;
   last_wal_seq: number;
   next_ordinal: number;
   readonly index: DagIndex;
@@ -90,6 +94,7 @@ export function emptyState(): DagState {
     actionRequests: new Map(),
     delegations: new Map(),
     progress: new Map(),
+    webhookDeliveries: new Map(),
     last_wal_seq: 0,
     next_ordinal: 0,
     index: {
@@ -107,6 +112,7 @@ export function emptyState(): DagState {
       retrying: new Set(),
       readyDelegated: new Set(),
       openDelegations: new Set(),
+      pendingDeliveries: new Set(),
     },
   };
 }
@@ -277,5 +283,6 @@ export function rebuildIndex(state: DagState): DagIndex {
   }
   for (const step of state.steps.values()) if (step.retry_at !== null) fresh.index.retrying.add(step.step_id);
   for (const d of state.delegations.values()) if (d.status !== "closed") fresh.index.openDelegations.add(d.delegation_id);
+  for (const w of state.webhookDeliveries.values()) if (w.status === "pending") fresh.index.pendingDeliveries.add(w.delivery_id);
   return fresh.index;
 }

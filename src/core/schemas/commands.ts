@@ -7,6 +7,7 @@ import { z } from "zod";
 import { JsonObjectSchema, JsonValueSchema } from "./json-values.js";
 import { ArtifactIdsSchema, IdSchema, RetryPolicySchema, TextSchema, TitleSchema } from "./record-basics.js";
 import { DelegatedFromSchema, DeliveryStateSchema, StepInputSchema } from "./delegation-records.js";
+import { DeliveryIdSchema, DeliveryTrySchema, QueuedDeliverySchema } from "./webhook-records.js";
 import { AcceptanceSchema, ActionKindSchema, AttributionSchema, StepStatusSchema, TaskRelationshipSchema, VisibilitySchema } from "./records.js";
 
 const reason = TextSchema.optional();
@@ -245,6 +246,24 @@ export const RecordDeliverySchema = z.strictObject({
   detail: TextSchema.optional(),
 });
 
+/** The runtime queues events of a commit for the subscriptions whose filters take them (system only). */
+export const QueueWebhookDeliveriesSchema = z.strictObject({
+  type: z.literal("queue_webhook_deliveries"),
+  deliveries: z.array(QueuedDeliverySchema).min(1).max(10_000),
+});
+
+/** The runtime records what tries of deliveries came to; `max_tries` is the configured WEBHOOK_MAX_TRIES (system only). */
+export const RecordWebhookTriesSchema = z.strictObject({
+  type: z.literal("record_webhook_tries"),
+  tries: z.array(DeliveryTrySchema).min(1).max(10_000),
+  max_tries: z.number().int().min(1).max(100),
+  /** The wait before a second try (WEBHOOK_RETRY_BASE_MS); each later wait is WEBHOOK_BACKOFF_FACTOR times the one before. */
+  retry_base_ms: z.number().int().min(1).max(3_600_000),
+});
+
+/** A failed delivery is owed again (system only: the session's retry route asks the task object). */
+export const RetryWebhookDeliverySchema = z.strictObject({ type: z.literal("retry_webhook_delivery"), delivery_id: DeliveryIdSchema });
+
 /** Expire leases, worker-run deadlines, cancellation waits and actions, and reopen steps whose retry is due, at `ctx.now`. */
 export const ReconcileLeasesSchema = z.strictObject({ type: z.literal("reconcile_leases") });
 
@@ -284,6 +303,9 @@ export const CommandSchema = z.discriminatedUnion("type", [
   RecordDeliverySchema,
   CancelForParentSchema,
   SetBlockersSchema,
+  QueueWebhookDeliveriesSchema,
+  RecordWebhookTriesSchema,
+  RetryWebhookDeliverySchema,
 ]);
 
 /** agent.task_query_steps filters (a read, not a command). */

@@ -9,6 +9,7 @@ import { PatchOpSchema } from "./commands.js";
 import { JsonValueSchema } from "./json-values.js";
 import { ArtifactIdsSchema, IdSchema, RetryPolicySchema, TextSchema, TimestampSchema } from "./record-basics.js";
 import { DelegatedFromSchema, DelegateSchema, DelegationOutcomeSchema, DeliveryStateSchema, StepInputSchema } from "./delegation-records.js";
+import { DeliveryIdSchema, QueuedDeliverySchema, WebhookDeliveryStatusSchema } from "./webhook-records.js";
 import { ActionKindSchema, AttemptStatusSchema, StepSnapshotSchema, StoredAcceptanceSchema, TaskOriginSchema, TaskRecordFieldsSchema, TaskSchema } from "./records.js";
 
 const envelope = {
@@ -204,6 +205,29 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
   ),
   /** Nothing more is owed to or awaited from the delegate. */
   event("delegation_closed", z.object({ delegation_id: z.string(), reason: z.string() })),
+  /** Events of this commit are owed to these subscriptions (queued in the same commit as the events they carry). */
+  event("webhook_deliveries_queued", z.object({ deliveries: z.array(QueuedDeliverySchema) })),
+  /**
+   * Tries of deliveries were answered (or not): each one's outcome as decided — delivered, pending again until
+   * `next_attempt_at`, or failed — so replay never reads the configured tries or backoff.
+   */
+  event(
+    "webhook_deliveries_tried",
+    z.object({
+      tries: z.array(
+        z.object({
+          delivery_id: DeliveryIdSchema,
+          status: WebhookDeliveryStatusSchema,
+          attempts: z.number().int().positive(),
+          status_code: z.number().int().nullable(),
+          error: TextSchema.nullable(),
+          next_attempt_at: TimestampSchema.nullable(),
+        }),
+      ),
+    }),
+  ),
+  /** A failed delivery is owed again from now, its tries counted afresh (someone asked for it). */
+  event("webhook_delivery_retried", z.object({ delivery_id: DeliveryIdSchema })),
   /** A child task's result reached its parent (delivered), or could not (failed, parent_missing). */
   event("task_delivery_recorded", z.object({ delivery_state: DeliveryStateSchema, detail: TextSchema.nullable() })),
   event(

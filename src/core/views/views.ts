@@ -1,4 +1,5 @@
 /** @module Read-side functions over a DAG: agent.task_query_steps, the task view, summaries and diagnostics. */
+import { webhookDeliveryState } from "./webhook-outbox.js";
 import type { StepQuery } from "../model/commands.js";
 import type { Actor } from "../decide/context.js";
 import { runtimeError } from "../model/errors.js";
@@ -94,7 +95,12 @@ export function taskView(state: DagState, items: TaskPageItems = allItems(state)
   const task = state.task!;
   const steps = items.steps;
   return {
-    task: { ...task, root_step_ids: steps.filter((s) => s.depends_on_step_ids.length === 0).map((s) => s.step_id) },
+    task: {
+      ...task,
+      root_step_ids: steps.filter((s) => s.depends_on_step_ids.length === 0).map((s) => s.step_id),
+      /** Each webhook subscription's deliveries of this task's events (delivery_state is a child task's report to its parent). */
+      webhook_delivery_state: webhookDeliveryState(state),
+    },
     steps,
     attempts: items.attempts,
     runs: items.runs,

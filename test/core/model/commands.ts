@@ -54,7 +54,11 @@ export type Spec =
   | { k: "query"; who: number; pool: number }
   /** The runtime records what a delegation's outbound call found: `pick` the delegation, `report` and `variant` what. */
   | { k: "record_delegation"; who: number; pick: number; report: number; variant: number }
-  | { k: "record_delivery"; who: number; state: number };
+  | { k: "record_delivery"; who: number; state: number }
+  /** The runtime's webhook outbox: queue events (`seq` picks a wal_seq, `hooks` how many subscriptions), record tries, retry one. */
+  | { k: "webhook_queue"; who: number; seq: number; hooks: number }
+  | { k: "webhook_tries"; who: number; picks: number[]; codes: number[]; final: boolean }
+  | { k: "webhook_retry"; who: number; pick: number };
 
 const who = fc.nat(99);
 /**
@@ -116,8 +120,8 @@ function statusArb(completedWeight: number): fc.Arbitrary<number> {
 export type Profile = "mixed" | "progress";
 
 const WEIGHTS: Record<Profile, Record<Spec["k"], number>> = {
-  mixed: { claim_step: 10, claim_next: 12, update_step: 22, append_progress: 4, update_task: 8, dispatch_worker: 8, finish_run: 4, cancel_run: 2, task_op: 7, request_action: 5, respond_action: 5, reconcile_leases: 6, tick: 3, create_task: 1, garbage: 3, query: 2, record_delegation: 8, record_delivery: 3, set_blockers: 2 },
-  progress: { claim_step: 4, claim_next: 25, update_step: 35, append_progress: 2, update_task: 3, dispatch_worker: 3, finish_run: 2, cancel_run: 1, task_op: 5, request_action: 2, respond_action: 2, reconcile_leases: 4, tick: 1, create_task: 1, garbage: 1, query: 1, record_delegation: 8, record_delivery: 4, set_blockers: 1 },
+  mixed: { claim_step: 10, claim_next: 12, update_step: 22, append_progress: 4, update_task: 8, dispatch_worker: 8, finish_run: 4, cancel_run: 2, task_op: 7, request_action: 5, respond_action: 5, reconcile_leases: 6, tick: 3, create_task: 1, garbage: 3, query: 2, record_delegation: 8, record_delivery: 3, set_blockers: 2, webhook_queue: 3, webhook_tries: 4, webhook_retry: 2 },
+  progress: { claim_step: 4, claim_next: 25, update_step: 35, append_progress: 2, update_task: 3, dispatch_worker: 3, finish_run: 2, cancel_run: 1, task_op: 5, request_action: 2, respond_action: 2, reconcile_leases: 4, tick: 1, create_task: 1, garbage: 1, query: 1, record_delegation: 8, record_delivery: 4, set_blockers: 1, webhook_queue: 2, webhook_tries: 3, webhook_retry: 1 },
 };
 
 /** Random abstract commands with the profile's weights. */
@@ -210,6 +214,9 @@ export function specArb(profile: Profile): fc.Arbitrary<Spec> {
     { weight: w.query, arbitrary: fc.record({ k: fc.constant("query" as const), who, pool: fc.nat(1) }) },
     { weight: w.record_delegation, arbitrary: fc.record({ k: fc.constant("record_delegation" as const), who, pick: fc.nat(), report: fc.nat(19), variant: fc.nat(9) }) },
     { weight: w.record_delivery, arbitrary: fc.record({ k: fc.constant("record_delivery" as const), who, state: fc.nat(3) }) },
+    { weight: w.webhook_queue, arbitrary: fc.record({ k: fc.constant("webhook_queue" as const), who, seq: fc.nat(), hooks: fc.integer({ min: 1, max: 3 }) }) },
+    { weight: w.webhook_tries, arbitrary: fc.record({ k: fc.constant("webhook_tries" as const), who, picks: fc.array(fc.nat(), { minLength: 1, maxLength: 3 }), codes: fc.array(fc.nat(5), { minLength: 3, maxLength: 3 }), final: fc.boolean() }) },
+    { weight: w.webhook_retry, arbitrary: fc.record({ k: fc.constant("webhook_retry" as const), who, pick: fc.nat() }) },
   );
 }
 
@@ -503,7 +510,30 @@ export function interpret(scene: Scene, spec: Spec): Concrete {
       return command(runtimeOr(scene, spec.who), recordDelegation(scene, spec));
     case "record_delivery":
       return command(runtimeOr(scene, spec.who), { type: "record_delivery", delivery_state: ["delivered", "failed", "parent_missing", "pending"][spec.state] });
+    case "webhook_queue":
+      return command(runtimeOr(scene, spec.who), webhookQueue(scene.state, spec.seq, spec.hooks));
+    case "webhook_tries": {
+      const ids = [...scene.state.webhookDeliveries.keys()];
+      const tries = spec.picks.map((p, i) => ({
+        delivery_id: ids.length === 0 || p % 7 === 6 ? "dlv_unknown" : ids[p % ids.length]!,
+        status_code: [200, 204, 500, 410, null, 302][spec.codes[i % spec.codes.length]!] ?? null,
+        error: null,
+        ...(spec.final && i === 0 ? { final: true } : {}),
+      }));
+      return command(runtimeOr(scene, spec.who), { type: "record_webhook_tries", tries, max_tries: 3, retry_base_ms: 1_000 });
+    }
+    case "webhook_retry": {
+      const ids = [...scene.state.webhookDeliveries.keys()];
+      return command(runtimeOr(scene, spec.who), { type: "retry_webhook_delivery", delivery_id: ids.length === 0 || spec.pick % 5 === 4 ? "dlv_unknown" : ids[spec.pick % ids.length]! });
+    }
   }
+}
+
+/** What the shell queues for `hooks` subscriptions of one WAL event (an event id the WAL's, or the same id again). */
+function webhookQueue(state: DagState, seqPick: number, hooks: number): Record<string, unknown> {
+  const seq = state.last_wal_seq === 0 ? 1 : 1 + (seqPick % state.last_wal_seq);
+  const deliveries = Array.from({ length: hooks }, (_, h) => ({ delivery_id: `dlv_${seq}_wh${h}`, webhook_id: `wh${h}`, event_id: `evt_${seq}`, event_type: "task.updated", wal_seq: seq, index: 0 }));
+  return { type: "queue_webhook_deliveries", deliveries };
 }
 
 /** The runtime itself (the system actor) for its own records; now and then a token's caller, who may not send them. */

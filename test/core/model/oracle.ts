@@ -195,6 +195,9 @@ function predictLive(state: DagState, caller: Caller & { kind: "orchestrator" | 
     case "record_delivery":
     case "cancel_for_parent":
     case "set_blockers":
+    case "queue_webhook_deliveries":
+    case "record_webhook_tries":
+    case "retry_webhook_delivery":
       return { accept: false, code: "tool_not_available" };
   }
 }
@@ -338,6 +341,32 @@ function predictRecordDelivery(state: DagState, cmd: CommandOf<"record_delivery"
   return { accept: true, onlyEvents: ["task_delivery_recorded"], after: (s) => expect(s.task!.delivery_state).toBe(cmd.delivery_state) };
 }
 
+/**
+ * The webhook outbox, in any task status: a delivery is queued once, pending; a try of a pending one counts, a 2xx
+ * delivers it, a 410, a final refusal or the last try fails it, anything else leaves it pending; other outcomes
+ * change nothing; only a failed delivery is retried (not_found for one never queued).
+ */
+function predictWebhook(state: DagState, cmd: CommandOf<"queue_webhook_deliveries" | "record_webhook_tries" | "retry_webhook_delivery">): Prediction {
+  if (cmd.type === "queue_webhook_deliveries") {
+    const fresh = new Set(cmd.deliveries.map((d) => d.delivery_id).filter((id) => !state.webhookDeliveries.has(id)));
+    return { accept: true, onlyEvents: fresh.size === 0 ? [] : ["webhook_deliveries_queued"], after: (s) => fresh.forEach((id) => expect(s.webhookDeliveries.get(id)?.status).toBe("pending")) };
+  }
+  if (cmd.type === "retry_webhook_delivery") {
+    const d = state.webhookDeliveries.get(cmd.delivery_id);
+    if (d === undefined) return { accept: false, code: "not_found" };
+    if (d.status !== "failed") return { accept: false, code: "invalid_transition" };
+    return { accept: true, onlyEvents: ["webhook_delivery_retried"], after: (s) => expect(s.webhookDeliveries.get(d.delivery_id)!.status).toBe("pending") };
+  }
+  const expected = new Map<string, string>();
+  for (const t of cmd.tries) {
+    const d = state.webhookDeliveries.get(t.delivery_id);
+    if (d === undefined || d.status !== "pending" || expected.has(t.delivery_id)) continue;
+    const ok = t.status_code !== null && t.status_code >= 200 && t.status_code < 300;
+    expected.set(t.delivery_id, ok ? "delivered" : t.final === true || t.status_code === 410 || d.attempts + 1 >= cmd.max_tries ? "failed" : "pending");
+  }
+  return { accept: true, onlyEvents: expected.size === 0 ? [] : ["webhook_deliveries_tried"], after: (s) => expected.forEach((status, id) => expect(s.webhookDeliveries.get(id)!.status, `delivery ${id}`).toBe(status)) };
+}
+
 /** A finish_run on a terminal task: a run asked to cancel ends cancelled with its result; others only a late result. */
 function predictTerminalFinish(state: DagState, caller: Caller & { kind: "orchestrator" | "worker" }, cmd: Command & { type: "finish_run" }): Prediction {
   const run = state.runs.get(cmd.run_id);
@@ -410,6 +439,7 @@ export function predict(state: DagState, actor: Actor, command: unknown, now: nu
     if (cmd.type === "record_delegation") return predictRecordDelegation(state, cmd);
     if (cmd.type === "record_delivery") return predictRecordDelivery(state, cmd);
     if (cmd.type === "set_blockers") return predictSetBlockers(task, cmd);
+    if (cmd.type === "queue_webhook_deliveries" || cmd.type === "record_webhook_tries" || cmd.type === "retry_webhook_delivery") return predictWebhook(state, cmd);
     return { accept: false };
   }
   if (caller.kind === "outsider") return { accept: false };

@@ -1,0 +1,92 @@
+/**
+ * @module The webhook outbox as the WAL defines it: which runtime events of a commit are owed to which
+ * subscription (queued in that same commit), which deliveries are due to be tried, and each subscription's
+ * delivery state for the task read model. Pure: the shell sends and reports; the subscriptions themselves (URL,
+ * secret) are the session's and reach here only as filters.
+ */
+import { projectEvent } from "../events/runtime-events.js";
+import type { WalEvent } from "../events/events.js";
+import type { QueuedDelivery, WebhookDeliveryRecord } from "../model/records.js";
+import type { DagState } from "../model/state.js";
+
+/** What a subscription takes: the session's subscription as a filter. */
+export interface DeliveryFilter {
+  readonly webhook_id: string;
+  /** Runtime event types it takes. */
+  readonly events: readonly string[];
+  /** Only this task's events (an A2A push config); null: every task of the session. */
+  readonly task_id: string | null;
+  /** Events before this moment (ISO) are not its. */
+  readonly created_at: string;
+}
+
+/** A delivery's id, the same on every try (the Standard Webhooks `webhook-id`): one event, one subscription. */
+export function deliveryId(webhookId: string, eventId: string): string {
+  return `dlv_${eventId}_${webhookId}`;
+}
+
+/** The deliveries a commit's WAL events owe: each runtime event each subscription takes, in WAL order. */
+export function deliveriesOwed(events: readonly WalEvent[], filters: readonly DeliveryFilter[]): QueuedDelivery[] {
+  if (filters.length === 0 || events.length === 0) return [];
+  const since = filters.map((f) => Date.parse(f.created_at));
+  const out: QueuedDelivery[] = [];
+  for (const e of events) {
+    const at = Date.parse(e.created_at);
+    const runtime = projectEvent(e);
+    for (let index = 0; index < runtime.length; index++) {
+      const r = runtime[index]!;
+      filters.forEach((f, i) => {
+        if (at < since[i]! || (f.task_id !== null && f.task_id !== e.task_id) || !f.events.includes(r.type)) return;
+        out.push({ delivery_id: deliveryId(f.webhook_id, r.eventId), webhook_id: f.webhook_id, event_id: r.eventId, event_type: r.type, wal_seq: e.wal_seq, index });
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * The deliveries to try: per subscription, its oldest pending delivery (a subscription's deliveries of one task go
+ * one at a time, in the order queued, so its receiver sees the task's events in WAL order), with when it is due.
+ */
+export function deliveryHeads(state: DagState): { delivery: WebhookDeliveryRecord; due_at: number }[] {
+  const heads = new Map<string, WebhookDeliveryRecord>();
+  for (const id of state.index.pendingDeliveries) {
+    const d = state.webhookDeliveries.get(id)!;
+    const head = heads.get(d.webhook_id);
+    if (head === undefined || d.wal_seq < head.wal_seq || (d.wal_seq === head.wal_seq && d.index < head.index)) heads.set(d.webhook_id, d);
+  }
+  return [...heads.values()].map((delivery) => ({ delivery, due_at: delivery.next_attempt_at === null ? 0 : Date.parse(delivery.next_attempt_at) }));
+}
+
+/** One subscription's deliveries of the task (the task read model's `webhook_delivery_state`). */
+export interface WebhookDeliveryState {
+  readonly webhook_id: string;
+  /** failed when any delivery failed, else pending when any is owed, else delivered. */
+  readonly state: "pending" | "delivered" | "failed";
+  readonly pending: number;
+  readonly delivered: number;
+  readonly failed: number;
+  readonly last_status_code: number | null;
+}
+
+/** Each subscription's deliveries of the task, in the order it was first owed one. */
+export function webhookDeliveryState(state: DagState): WebhookDeliveryState[] {
+  const by = new Map<string, { pending: number; delivered: number; failed: number; last_status_code: number | null; last_seq: number }>();
+  for (const d of state.webhookDeliveries.values()) {
+    let s = by.get(d.webhook_id);
+    if (s === undefined) by.set(d.webhook_id, (s = { pending: 0, delivered: 0, failed: 0, last_status_code: null, last_seq: 0 }));
+    s[d.status] += 1;
+    if (d.attempts > 0 && d.updated_seq >= s.last_seq) {
+      s.last_seq = d.updated_seq;
+      s.last_status_code = d.last_status_code;
+    }
+  }
+  return [...by].map(([webhook_id, s]) => ({
+    webhook_id,
+    state: s.failed > 0 ? "failed" : s.pending > 0 ? "pending" : "delivered",
+    pending: s.pending,
+    delivered: s.delivered,
+    failed: s.failed,
+    last_status_code: s.last_status_code,
+  }));
+}
