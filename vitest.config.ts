@@ -26,7 +26,8 @@ export default defineConfig({
             // stream tests see heartbeats quickly; a short child-cancel timeout so a stopped task's alarm test
             // sees it pass; 8 subscribers and 4 command sockets per object so the cap tests open 9 streams and
             // 5 sockets, not 65 (no other test holds more than 5 streams or 1 socket of one object); CORS for
-            // one origin so the CORS tests have something to allow; A2A peers on loopback, as local development allows.
+            // one origin so the CORS tests have something to allow; outbound calls (A2A peers, webhooks) to loopback, as local
+            // development allows.
             miniflare: {
               bindings: {
                 TOKEN_SECRET: "test-token-secret",
@@ -36,7 +37,7 @@ export default defineConfig({
                 SSE_MAX_SUBSCRIBERS: "8",
                 SOCKET_MAX_CONNECTIONS: "4",
                 CORS_ORIGINS: "https://dash.example",
-                A2A_PEER_ALLOWLIST: "loopback",
+                OUTBOUND_ALLOWLIST: "loopback",
                 // Snapshots every 40 events, so every service test that restarts an object restores one.
                 SNAPSHOT_EVERY_EVENTS: "40",
                 // Small, so that every service test's task objects move keys to the spill table as a busy task does.
@@ -56,6 +57,8 @@ export default defineConfig({
         test: {
           name: "worker",
           sequence: { groupOrder: 0 },
+          // A loopback webhook receiver in Node: the Workers pool serves no HTTP of its own for outbound calls to reach.
+          globalSetup: ["test/support/webhook-receiver-setup.ts"],
           // One module graph and one Worker for every file: importing the Worker per file cost about as long as the
           // tests themselves. Every test makes its own session (a fresh ULID), so the objects files touch are apart.
           isolate: false,

@@ -98,9 +98,9 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   const fd = openSync(logFile, "w");
   const args = ["scripts/dev.mjs", "--persist-to", persistDir, "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false"];
   args.push("--log-level", opts.logLevel ?? "warn");
-  // A local server may call A2A peers on this machine (delegated steps against a scripted peer), whatever an older
+  // A local server may call out to this machine (A2A peers of delegated steps, webhook receivers), whatever an older
   // .dev.vars says; a caller's own value wins.
-  const vars = { A2A_PEER_ALLOWLIST: "loopback", ...opts.vars };
+  const vars = { OUTBOUND_ALLOWLIST: "loopback", ...opts.vars };
   for (const [name, value] of Object.entries(vars)) args.push("--var", `${name}:${value}`);
   const t0 = performance.now();
   // detached: the server gets its own process group, so stopping it reaches npx, wrangler and workerd.

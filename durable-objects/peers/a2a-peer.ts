@@ -14,7 +14,7 @@ import { targetRefusal } from "./peer-targets.js";
 export { PEER_TEXT_LIMIT, type PeerTask } from "./a2a-peer-stream.js";
 export { hostAllowed } from "./peer-targets.js";
 
-/** Where and how the runtime may call peers (A2A_PEER_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
+/** Where and how the runtime may call peers (OUTBOUND_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
 export interface PeerLimits {
   /**
    * `host` or `host:port` (case-insensitive), `loopback` (127.0.0.0/8, ::1, localhost) or `*` (any host but a

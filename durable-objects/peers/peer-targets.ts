@@ -1,5 +1,6 @@
 /**
- * @module Where the runtime may send an outbound A2A request: http(s) to a host of A2A_PEER_ALLOWLIST, and never,
+ * @module Where the runtime may send an outbound request (an A2A peer's, a webhook's): http(s) to a host of
+ * OUTBOUND_ALLOWLIST (its older name A2A_PEER_ALLOWLIST is read while it is unset or empty), and never,
  * through `*`, to a loopback, private or link-local address (the runtime's own network): such a host is reached only
  * when the allowlist names it (`host`, `host:port`) or, for loopback, says `loopback`. Hosts are compared as the URL
  * parser normalises them, so every spelling of an IPv4 address (decimal `2130706433`, hex `0x7f.1`, octal
@@ -31,8 +32,8 @@ export function targetRefusal(url: string, allowlist: readonly string[]): string
     }
   }
   if (wildcard && internal === null) return null;
-  if (wildcard) return `the host of ${clip(url)} is a ${internal} address: A2A_PEER_ALLOWLIST must name it ("*" does not cover it)`;
-  return `the host of ${clip(url)} is not in A2A_PEER_ALLOWLIST`;
+  if (wildcard) return `the host of ${clip(url)} is a ${internal} address: OUTBOUND_ALLOWLIST must name it ("*" does not cover it)`;
+  return `the host of ${clip(url)} is not in OUTBOUND_ALLOWLIST`;
 }
 
 /** Whether a request to `url` is allowed (targetRefusal finds nothing). */

@@ -1,6 +1,8 @@
 /** @module The Worker's bindings and the runtime configuration read from them. */
 import type { CoreLimits } from "../../src/core/index.js";
+import { DEFAULT_WEBHOOK_MAX_TRIES } from "../../src/contract/index.js";
 import type { PeerLimits } from "../peers/a2a-peer.js";
+import type { WebhookLimits } from "../peers/webhook-sender.js";
 import type { ScheduleRpc } from "../schedule/schedule-rpc.js";
 import type { SessionRpc } from "../session/session-rpc.js";
 import type { TaskGraphRpc } from "../task/task-graph-rpc.js";
@@ -72,12 +74,23 @@ export interface Env {
   readonly CORS_ORIGINS?: string;
   /** Longest wait of a blocking A2A SendMessage for its task to leave SUBMITTED (default 10,000). */
   readonly A2A_SEND_WAIT_MS?: string;
-  /** Hosts delegated steps may call as A2A peers: comma-separated `host`, `host:port`, `loopback` or `*`; empty or unset: none. */
+  /**
+   * Hosts the runtime may call out to (A2A peers of delegated steps, webhook receivers): comma-separated `host`,
+   * `host:port`, `loopback` or `*`; empty or unset: A2A_PEER_ALLOWLIST, else none.
+   */
+  readonly OUTBOUND_ALLOWLIST?: string;
+  /** The older name of OUTBOUND_ALLOWLIST, read while OUTBOUND_ALLOWLIST is unset or empty. */
   readonly A2A_PEER_ALLOWLIST?: string;
   /** Milliseconds one HTTP call to a peer may take, body included (default 10,000). */
   readonly A2A_PEER_TIMEOUT_MS?: string;
   /** Bytes of one peer answer past which it is abandoned (default 1,048,576). */
   readonly A2A_PEER_MAX_RESPONSE_BYTES?: string;
+  /** Milliseconds one webhook delivery's POST may take, body included (default 10,000). */
+  readonly WEBHOOK_TIMEOUT_MS?: string;
+  /** Bytes of a webhook receiver's answer read before the rest is cancelled (default 65,536). */
+  readonly WEBHOOK_MAX_RESPONSE_BYTES?: string;
+  /** Tries of one webhook delivery before it is recorded failed (default 8). */
+  readonly WEBHOOK_MAX_TRIES?: string;
   /** "1" serves the bench routes (/_bench/…, admin token only) that seed a session's index and read its request counters; never set in production. */
   readonly BENCH_SEED?: string;
 }
@@ -116,8 +129,10 @@ export interface RuntimeConfig {
   readonly snapshotEveryEvents: number;
   /** A task object keeps this many Idempotency-Key fingerprints in memory at most (IDEMPOTENCY_INDEX_KEYS). */
   readonly idempotencyIndexKeys: number;
-  /** Where and how delegated steps call A2A peers (A2A_PEER_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
+  /** Where and how delegated steps call A2A peers (OUTBOUND_ALLOWLIST, A2A_PEER_TIMEOUT_MS, A2A_PEER_MAX_RESPONSE_BYTES). */
   readonly peers: PeerLimits;
+  /** Where and how webhooks are delivered (OUTBOUND_ALLOWLIST, WEBHOOK_TIMEOUT_MS, WEBHOOK_MAX_RESPONSE_BYTES, WEBHOOK_MAX_TRIES). */
+  readonly webhooks: WebhookLimits;
   /** How often a schedule reads its running occurrences' tasks to learn their end (SCHEDULE_POLL_MS). */
   readonly schedulePollMs: number;
 }
@@ -151,8 +166,16 @@ function nonNegativeInt(raw: string | undefined, fallback: number): number {
   return Number.isInteger(n) && n >= 0 ? n : fallback;
 }
 
+/** OUTBOUND_ALLOWLIST's entries; while it is unset or empty, those of its older name A2A_PEER_ALLOWLIST. */
+export function outboundAllowlist(env: Pick<Env, "OUTBOUND_ALLOWLIST" | "A2A_PEER_ALLOWLIST">): string[] {
+  const entries = (raw: string | undefined) => (raw ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== "");
+  const current = entries(env.OUTBOUND_ALLOWLIST);
+  return current.length > 0 ? current : entries(env.A2A_PEER_ALLOWLIST);
+}
+
 /** Reads the configuration from the bindings; a missing or malformed var falls back to its default. */
 export function readConfig(env: Env): RuntimeConfig {
+  const allowlist = outboundAllowlist(env);
   const slotSharePercent = Math.min(positiveInt(env.SLOT_SHARE_PER_TOKEN_PERCENT, 25), 100);
   const maxSubscribers = positiveInt(env.SSE_MAX_SUBSCRIBERS, 64);
   return {
@@ -196,9 +219,15 @@ export function readConfig(env: Env): RuntimeConfig {
     snapshotEveryEvents: positiveInt(env.SNAPSHOT_EVERY_EVENTS, 250),
     idempotencyIndexKeys: positiveInt(env.IDEMPOTENCY_INDEX_KEYS, 500_000),
     peers: {
-      allowlist: (env.A2A_PEER_ALLOWLIST ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== ""),
+      allowlist,
       timeoutMs: positiveInt(env.A2A_PEER_TIMEOUT_MS, 10_000),
       maxResponseBytes: positiveInt(env.A2A_PEER_MAX_RESPONSE_BYTES, 1_048_576),
+    },
+    webhooks: {
+      allowlist,
+      timeoutMs: positiveInt(env.WEBHOOK_TIMEOUT_MS, 10_000),
+      maxResponseBytes: positiveInt(env.WEBHOOK_MAX_RESPONSE_BYTES, 65_536),
+      maxTries: positiveInt(env.WEBHOOK_MAX_TRIES, DEFAULT_WEBHOOK_MAX_TRIES),
     },
     schedulePollMs: positiveInt(env.SCHEDULE_POLL_MS, 5_000),
   };

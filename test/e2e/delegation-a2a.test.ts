@@ -176,7 +176,7 @@ describe("a step delegated to an A2A peer", { timeout: 60_000 }, () => {
     expect(types.filter((x) => x === "delegation_try_failed")).toHaveLength(2);
   });
 
-  it("Should fail at once (not retry) on a peer that answers garbage, and on a host outside A2A_PEER_ALLOWLIST", async () => {
+  it("Should fail at once (not retry) on a peer that answers garbage, and on a host outside OUTBOUND_ALLOWLIST", async () => {
     const s = await newSession();
     const garbage = await delegatedTask(s, "garbage", peer.cardUrl("garbage"));
     const outside = await delegatedTask(s, "outside", "http://peer.invalid/.well-known/agent-card.json");
@@ -186,7 +186,7 @@ describe("a step delegated to an A2A peer", { timeout: 60_000 }, () => {
       expect(await walTypes(t, s.orch)).not.toContain("delegation_try_failed");
     }
     const outsideDag = await ok("GET", outside, s.orch);
-    expect(remoteStep(outsideDag).result_summary).toContain("A2A_PEER_ALLOWLIST");
+    expect(remoteStep(outsideDag).result_summary).toContain("OUTBOUND_ALLOWLIST");
   });
 
   it("Should delegate to a task of another session through this runtime's own A2A facade, with the session's peer credential", async () => {

@@ -1,11 +1,12 @@
 /**
  * Where the outbound peer client (durable-objects/peers/a2a-peer.ts) may send a request: only to the origin of the
  * Agent Card it was given (a card cannot aim our call, and the credential stored for another origin, elsewhere), and
- * never to a loopback, private or link-local address through `A2A_PEER_ALLOWLIST="*"`, however the address is spelt,
+ * never to a loopback, private or link-local address through `OUTBOUND_ALLOWLIST="*"`, however the address is spelt,
  * unless the allowlist names that host.
  */
 import { describe, expect, it } from "vitest";
 import { PeerClient, type PeerLimits } from "../../durable-objects/peers/a2a-peer.js";
+import { type Env, outboundAllowlist, readConfig } from "../../durable-objects/shared/env.js";
 
 const LIMITS = (allowlist: string[]): PeerLimits => ({ allowlist, timeoutMs: 5_000, maxResponseBytes: 1_048_576 });
 
@@ -57,7 +58,7 @@ describe("Outbound calls stay on the Agent Card's origin", () => {
   });
 });
 
-describe('A2A_PEER_ALLOWLIST="*" and the runtime\'s own network', () => {
+describe('OUTBOUND_ALLOWLIST="*" and the runtime\'s own network', () => {
   const internal = [
     "http://127.0.0.1:8080/card",
     "http://127.9.9.9/card",
@@ -96,7 +97,7 @@ describe('A2A_PEER_ALLOWLIST="*" and the runtime\'s own network', () => {
       const { seen, fetchImpl } = network((origin) => `${origin}/a2a`);
       const sent = await new PeerClient(LIMITS(["*"]), fetchImpl, credentials).send(url, { message_id: "m", text: "x" });
       expect(sent, url).toMatchObject({ ok: false, code: "not_allowed", retryable: false });
-      if (!sent.ok) expect(sent.message, url).toMatch(/is a (loopback|private|link-local) address: A2A_PEER_ALLOWLIST must name it/);
+      if (!sent.ok) expect(sent.message, url).toMatch(/is a (loopback|private|link-local) address: OUTBOUND_ALLOWLIST must name it/);
       expect(seen, url).toEqual([]);
     }
   });
@@ -129,5 +130,21 @@ describe('A2A_PEER_ALLOWLIST="*" and the runtime\'s own network', () => {
     const { seen, fetchImpl } = network(() => "http://169.254.169.254/a2a");
     expect(await new PeerClient(LIMITS(["*"]), fetchImpl).send("https://peer.example/card", { message_id: "m", text: "x" })).toMatchObject({ ok: false, code: "not_allowed" });
     expect(seen.map((r) => r.url)).toEqual(["https://peer.example/card"]);
+  });
+});
+
+describe("OUTBOUND_ALLOWLIST and its older name A2A_PEER_ALLOWLIST", () => {
+  it("Should read OUTBOUND_ALLOWLIST, and A2A_PEER_ALLOWLIST only while it is unset or empty", () => {
+    expect(outboundAllowlist({ OUTBOUND_ALLOWLIST: " peer.example , loopback ", A2A_PEER_ALLOWLIST: "old.example" })).toEqual(["peer.example", "loopback"]);
+    expect(outboundAllowlist({ A2A_PEER_ALLOWLIST: "old.example" })).toEqual(["old.example"]);
+    expect(outboundAllowlist({ OUTBOUND_ALLOWLIST: "", A2A_PEER_ALLOWLIST: "old.example,*" })).toEqual(["old.example", "*"]);
+    expect(outboundAllowlist({})).toEqual([]);
+  });
+
+  it("Should give peers and webhooks the same list, and webhooks their documented defaults", () => {
+    const config = readConfig({ OUTBOUND_ALLOWLIST: "hooks.example" } as Env);
+    expect(config.peers.allowlist).toEqual(["hooks.example"]);
+    expect(config.webhooks).toEqual({ allowlist: ["hooks.example"], timeoutMs: 10_000, maxResponseBytes: 65_536, maxTries: 8 });
+    expect(readConfig({ WEBHOOK_TIMEOUT_MS: "2500", WEBHOOK_MAX_RESPONSE_BYTES: "1024", WEBHOOK_MAX_TRIES: "3" } as Env).webhooks).toMatchObject({ timeoutMs: 2_500, maxResponseBytes: 1_024, maxTries: 3 });
   });
 });

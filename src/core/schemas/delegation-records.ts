@@ -22,7 +22,7 @@ export const DelegateSchema = z.discriminatedUnion("kind", [
   }),
   z.strictObject({
     kind: z.literal("a2a"),
-    /** The peer's Agent Card URL; its host must be in A2A_PEER_ALLOWLIST. */
+    /** The peer's Agent Card URL; its host must be in OUTBOUND_ALLOWLIST. */
     agent_card_url: z.url({ protocol: /^https?$/ }).max(2_000),
     /** The text sent to the peer; by default the step's title and summary. */
     message: TextSchema.min(1).optional(),
