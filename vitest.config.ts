@@ -48,6 +48,8 @@ export default defineConfig({
                 MAX_CHILDREN_PER_STEP: "2",
                 // Archives record a retention deadline a day later; the retention tests move the object's clock past it.
                 RETENTION_DAYS: "1",
+                // Webhook retries 100 ms, 400 ms, 1.6 s apart, so a receiver failing three times gets the fourth try within seconds.
+                WEBHOOK_RETRY_BASE_MS: "100",
                 // Schedules per session: the cap test creates 3 and is refused the 4th.
                 MAX_SCHEDULES_PER_SESSION: "3",
               },

@@ -19,6 +19,8 @@ export interface WebhookLimits {
   readonly maxResponseBytes: number;
   /** Tries of one delivery before it is recorded failed. */
   readonly maxTries: number;
+  /** The wait before a delivery's second try; each later wait is 4 times the one before, up to an hour. */
+  readonly retryBaseMs: number;
 }
 
 /** What one POST came to: the receiver's HTTP status, or null and why none came back. */

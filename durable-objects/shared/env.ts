@@ -89,8 +89,10 @@ export interface Env {
   readonly WEBHOOK_TIMEOUT_MS?: string;
   /** Bytes of a webhook receiver's answer read before the rest is cancelled (default 65,536). */
   readonly WEBHOOK_MAX_RESPONSE_BYTES?: string;
-  /** Tries of one webhook delivery before it is recorded failed (default 8). */
+  /** Tries of one webhook delivery before it is recorded failed (default 8, at most 100). */
   readonly WEBHOOK_MAX_TRIES?: string;
+  /** Milliseconds before a webhook delivery's second try; each later wait is 4 times the one before, up to an hour (default 5,000). */
+  readonly WEBHOOK_RETRY_BASE_MS?: string;
   /** "1" serves the bench routes (/_bench/…, admin token only) that seed a session's index and read its request counters; never set in production. */
   readonly BENCH_SEED?: string;
 }
@@ -227,7 +229,8 @@ export function readConfig(env: Env): RuntimeConfig {
       allowlist,
       timeoutMs: positiveInt(env.WEBHOOK_TIMEOUT_MS, 10_000),
       maxResponseBytes: positiveInt(env.WEBHOOK_MAX_RESPONSE_BYTES, 65_536),
-      maxTries: positiveInt(env.WEBHOOK_MAX_TRIES, DEFAULT_WEBHOOK_MAX_TRIES),
+      maxTries: Math.min(positiveInt(env.WEBHOOK_MAX_TRIES, DEFAULT_WEBHOOK_MAX_TRIES), 100),
+      retryBaseMs: Math.min(positiveInt(env.WEBHOOK_RETRY_BASE_MS, 5_000), 3_600_000),
     },
     schedulePollMs: positiveInt(env.SCHEDULE_POLL_MS, 5_000),
   };

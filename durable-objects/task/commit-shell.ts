@@ -15,6 +15,7 @@ import {
   type DagState,
   type DecisionValue,
   decide,
+  deliveriesOwed,
   emptyState,
   isTerminalTask,
   nextDeadline,
@@ -26,19 +27,23 @@ import {
 } from "../../src/core/index.js";
 import { reportIncident } from "../shared/incident.js";
 import { IdempotencyStore, type IndexPlan } from "./storage/idempotency-store.js";
-import type { IndexEntry } from "../../src/contract/index.js";
+import type { IndexEntry, WebhookDelivery } from "../../src/contract/index.js";
 import { IndexOutbox } from "./index-outbox.js";
 import { OutboundCalls, type OutboundPorts } from "./outbound-calls.js";
+import type { DeliveryTargets } from "./delivery-targets.js";
+import { type DeliveryPolicy, WebhookOutbox, type WebhookPorts } from "./webhook-outbox.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import { endFrame, runtimeFrames } from "../shared/sse-frames.js";
 import type { SseHub } from "../shared/sse-hub.js";
 import { UnitOfWork } from "./unit-of-work.js";
 import { fullActions } from "./action-text.js";
 import { loadState, saveSnapshot } from "./storage/snapshot-store.js";
-import { appendCommit, type CommitStorage, migrate, nextAnswerOnlyKey, type Sql } from "./storage/wal-store.js";
+import { appendCommit, type CommitStorage, migrate, nextAnswerOnlyKey, readWal, type Sql } from "./storage/wal-store.js";
 import type { ForgetAnswer } from "../session/session-rpc.js";
 import { readTombstone, TaskRetention, type Tombstone, writeTombstone } from "./task-retention.js";
 
+/** Deliveries one queue_webhook_deliveries command carries at most (its schema's cap). */
+const MAX_QUEUED_PER_COMMAND = 10_000;
 /** How soon a broken object tries again to rebuild its memory from the WAL (doubling up to a minute). */
 const REBUILD_RETRY_MS = 1_000;
 const REBUILD_RETRY_MAX_MS = 60_000;
@@ -58,8 +63,8 @@ export interface CommitShellParts {
   /** Live SSE subscribers of the task's events, fed after each commit. */
   readonly hub: SseHub;
   readonly limits: CoreLimits;
-  /** Sends the task's entry to its session index (the session object's upsertTask). */
-  readonly pushIndex: (entry: IndexEntry) => Promise<void>;
+  /** Sends the task's entry to its session index, with its webhook deliveries changed since (the session object's upsertTask). */
+  readonly pushIndex: (entry: IndexEntry, deliveries: WebhookDelivery[]) => Promise<void>;
   /** Told after a commit that resolved actions (answered, expired or withdrawn): their records as now resolved. */
   readonly actionsResolved?: (actions: readonly Action[]) => void;
   /** Told after a commit that ended worker runs (finished, cancelled, timed out), after its frames were published: their ids. */
@@ -68,6 +73,11 @@ export interface CommitShellParts {
   readonly otherDeadline?: () => number | null;
   /** The calls delegated steps make to other task objects and to A2A peers. */
   readonly outbound: OutboundPorts;
+  /** The session's subscriptions this task's events go to (read before writes; held in memory only). */
+  readonly deliveryTargets: DeliveryTargets;
+  /** The sends of webhook deliveries, and the tries and backoff they are recorded under. */
+  readonly webhooks: WebhookPorts;
+  readonly deliveryPolicy: DeliveryPolicy;
   /** The session's forgetTask, for the retention of an archived task. */
   readonly forgetTask: (sessionId: string, taskId: string, walName: string, walSeq: number) => Promise<ForgetAnswer>;
   /** Deletes every row, table and the alarm of the object's storage (ctx.storage.deleteAll). */
@@ -98,6 +108,8 @@ export class CommitShell {
   private readonly index: IndexOutbox;
   /** The delegated steps' outbound calls, owed by the WAL and covered by the alarm. */
   readonly outbound: OutboundCalls;
+  /** The webhook deliveries the WAL owes, covered by the alarm. */
+  readonly webhooks: WebhookOutbox;
   /** The deletion of an archived task's storage once its retention deadline passed, covered by the alarm. */
   readonly retention: TaskRetention;
   private alarmAt: number | null = null;
@@ -118,6 +130,15 @@ export class CommitShell {
     this.idempotency = new IdempotencyStore(() => this.storage.sql, parts.idempotencyIndexKeys);
     this.index = new IndexOutbox(parts.storage.sql, () => this.current, parts.pushIndex, () => void this.scheduleAlarm());
     this.outbound = new OutboundCalls(() => this.current, parts.outbound, (command) => this.commitSystem(command), () => this.scheduleAlarm());
+    this.webhooks = new WebhookOutbox(
+      () => this.current,
+      parts.deliveryTargets,
+      (walSeq) => readWal(this.sql, walSeq - 1, 1)[0],
+      parts.webhooks,
+      parts.deliveryPolicy,
+      (command) => this.commitSystem(command),
+      () => this.scheduleAlarm(),
+    );
     this.retention = new TaskRetention(() => this.current, { forget: parts.forgetTask, retire: (tombstone) => this.retire(tombstone) });
   }
 
@@ -150,10 +171,11 @@ export class CommitShell {
       this.loadFromWal();
       this.alarmAt = await this.parts.alarms.getAlarm();
       this.index.recover(Date.now());
-      // Outbound calls owed before a crash are owed again: the WAL says what they are.
+      // Outbound calls and webhook deliveries owed before a crash are owed again: the WAL says what they are.
       this.outbound.refresh();
+      this.webhooks.refresh();
       // A deletion a crash interrupted is due again: its deadline is in the WAL.
-      if (this.index.dueAt !== null || this.outbound.dueAt !== null || this.retention.dueAt !== null) await this.scheduleAlarm();
+      if (this.index.dueAt !== null || this.outbound.dueAt !== null || this.webhooks.dueAt !== null || this.retention.dueAt !== null) await this.scheduleAlarm();
     } catch (e) {
       this.markBroken(runtimeError("storage_error", "the task's WAL could not be replayed; nothing was changed", { cause: e instanceof Error ? e.message : String(e) }));
     }
@@ -221,6 +243,7 @@ export class CommitShell {
     let value: T;
     try {
       value = work(unit);
+      this.queueDeliveries(unit);
     } catch (e) {
       return err(this.restoreFromWal(reportIncident(e, "task object: decide/apply")));
     }
@@ -258,6 +281,23 @@ export class CommitShell {
     // `transactionSync`: the gate cannot hold back what was sent before the write was made.
     this.publish(unit.events);
     return ok(value);
+  }
+
+  /**
+   * The unit's events owed to the session's subscriptions, queued in the same unit (so in the same transaction as
+   * the events themselves: nothing can commit an event and lose its delivery). Runs inside `transact`'s guarded
+   * turn: a throw here undoes the unit like any other.
+   */
+  private queueDeliveries(unit: UnitOfWork): void {
+    const task = this.current.task;
+    if (task === null || unit.events.length === 0) return;
+    const filters = this.parts.deliveryTargets.filters();
+    if (filters.length === 0) return;
+    const owed = deliveriesOwed(unit.events, filters);
+    for (let i = 0; i < owed.length; i += MAX_QUEUED_PER_COMMAND) {
+      const queued = this.decideAndApply(unit, systemActor(task.session_id), { type: "queue_webhook_deliveries", deliveries: owed.slice(i, i + MAX_QUEUED_PER_COMMAND) }, Date.now());
+      if (!queued.ok) throw new Error(`queue_webhook_deliveries refused: ${queued.error.code} ${queued.error.message}`);
+    }
   }
 
   /**
@@ -353,6 +393,8 @@ export class CommitShell {
     this.index.noteCommit(now);
     this.outbound.refresh();
     if (this.outbound.dueAt !== null && this.outbound.dueAt <= now) void this.outbound.flush(now);
+    this.webhooks.refresh();
+    if (this.webhooks.dueAt !== null && this.webhooks.dueAt <= now) void this.webhooks.flush(now);
     await this.scheduleAlarm();
   }
 
@@ -363,6 +405,8 @@ export class CommitShell {
   async commitSystem(command: Record<string, unknown>): Promise<boolean> {
     const task = this.current.task;
     if (task === null) return false;
+    const reading = this.prepareWrite(task.session_id, task.task_id);
+    if (reading !== null) await reading;
     const result = this.transact((unit) => {
       this.reconcileInto(unit, Date.now());
       return this.decideAndApply(unit, systemActor(task.session_id), command, Date.now());
@@ -376,6 +420,11 @@ export class CommitShell {
     return true;
   }
 
+  /** Before a write of task `taskId`: the session's subscriptions known (the first read awaited), so its events are queued to them. */
+  prepareWrite(sessionId: string, taskId: string): Promise<void> | null {
+    return this.parts.deliveryTargets.ready(sessionId, taskId);
+  }
+
   /**
    * Keeps the object's one alarm at or before the earliest deadline (lease expiry, run deadline, index push).
    * On the write path it only ever moves earlier: claims and renewals move the earliest deadline later on
@@ -384,7 +433,7 @@ export class CommitShell {
    */
   private async scheduleAlarm(exact = false): Promise<void> {
     // A broken object's one deadline is its next try to replay the WAL: what it owes otherwise waits for that.
-    const owed = this.broken !== null ? [this.rebuildRetryAt] : [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt, this.retention.dueAt, this.parts.otherDeadline?.() ?? null];
+    const owed = this.broken !== null ? [this.rebuildRetryAt] : [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt, this.webhooks.dueAt, this.retention.dueAt, this.parts.otherDeadline?.() ?? null];
     const candidates = owed.filter((t): t is number => t !== null);
     const earliest = candidates.length === 0 ? null : Math.min(...candidates);
     const target = earliest !== null && this.alarmFloor !== null ? Math.max(earliest, this.alarmFloor) : earliest;
@@ -408,9 +457,12 @@ export class CommitShell {
       // Broken, it cannot serve, but it must not sleep without an alarm (its leases, expiries, outbox and index push
       // would wait for a client): scheduleAlarm arms it for its next try to replay the WAL.
       if (this.guard() === null) {
+        const task = this.current.task;
+        if (task !== null) await this.prepareWrite(task.session_id, task.task_id);
         if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
         this.outbound.refresh();
-        await Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now())]);
+        this.webhooks.refresh();
+        await Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now()), this.webhooks.flush(Date.now())]);
         await this.retention.run(); // last: it may delete everything the steps before it read
       }
       await this.scheduleAlarm(true);

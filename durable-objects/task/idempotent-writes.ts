@@ -3,8 +3,9 @@
  * and committed through the commit shell (group commit for a batch); the task's create with its reservation
  * in the session.
  */
-import type { AnyWriteAnswer as WriteAnswer } from "../../src/contract/index.js";
-import { type Actor, authorize, type DecisionValue, releasesClaim, runtimeError, stepSnapshot, taskSummary, type WalEvent } from "../../src/core/index.js";
+import type { AnyWriteAnswer as WriteAnswer, WebhookDelivery } from "../../src/contract/index.js";
+import { deliveryRow } from "./webhook-outbox.js";
+import { type Actor, authorize, systemActor, type DecisionValue, releasesClaim, runtimeError, stepSnapshot, taskSummary, type WalEvent } from "../../src/core/index.js";
 import { type Idempotency, type IdempotencyRow, replayOf, scopeIdempotency } from "./storage/idempotency-store.js";
 import type { CommitShell } from "./commit-shell.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
@@ -61,6 +62,7 @@ export class IdempotentWrites {
     const walName = String(body.wal_name);
     if (shell.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));
     const session = this.session(actor.session_id);
+    await shell.prepareWrite(actor.session_id, taskId);
     const reserved = (await session.reserve(taskId, walName, idem, actor.role === "a2a_client" ? actor.agent_id : null)) as RpcResult<null>;
     if (!reserved.ok) return err(reserved.error);
     // Another create may have committed while we waited on the session.
@@ -87,7 +89,16 @@ export class IdempotentWrites {
     const shell = this.shell;
     const broken = shell.guard();
     if (broken !== null) return clientItems.map(() => err(broken));
-    if (shell.state.task === null) return clientItems.map(() => err(shell.retention.noTask()));
+    const task = shell.state.task;
+    if (task === null) return clientItems.map(() => err(shell.retention.noTask()));
+    const reading = shell.prepareWrite(task.session_id, task.task_id);
+    if (reading !== null) {
+      await reading;
+      // The first read of the session's subscriptions was I/O: the object may have changed meanwhile.
+      const brokenNow = shell.guard();
+      if (brokenNow !== null) return clientItems.map(() => err(brokenNow));
+      if (shell.state.task === null) return clientItems.map(() => err(shell.retention.noTask()));
+    }
     const now = Date.now();
     const items = clientItems.map((item) => ({ ...item, idem: scopeIdempotency(item.actor, item.idem) }));
     const keys = items.flatMap((item) => (item.idem === null ? [] : [item.idem.key]));
@@ -105,6 +116,20 @@ export class IdempotentWrites {
     shell.idempotency.expire(now);
     await shell.afterCommit();
     return result.ok ? result.value : items.map(() => err(result.error));
+  }
+
+  /** A failed webhook delivery owed again (retry_webhook_delivery, as the system): the delivery as it now stands. */
+  async retryWebhookDelivery(deliveryId: string): Promise<RpcResult<{ delivery: WebhookDelivery }>> {
+    const shell = this.shell;
+    const broken = shell.guard();
+    if (broken !== null) return err(broken);
+    const task = shell.state.task;
+    if (task === null) return err(shell.retention.noTask());
+    const result = shell.transact((unit) => shell.decideAndApply(unit, systemActor(task.session_id), { type: "retry_webhook_delivery", delivery_id: deliveryId }, Date.now()));
+    await shell.afterCommit();
+    if (!result.ok) return result;
+    if (!result.value.ok) return result.value;
+    return ok({ delivery: deliveryRow(task.task_id, shell.state.webhookDeliveries.get(deliveryId)!) });
   }
 
   /**

@@ -7,7 +7,8 @@
  * session is one object for all its tasks, and a thousand busy tasks must not cost it more than a thousand requests
  * a second.
  */
-import type { IndexEntry } from "../../src/contract/index.js";
+import type { IndexEntry, WebhookDelivery } from "../../src/contract/index.js";
+import { deliveriesChangedAfter } from "./webhook-outbox.js";
 import { type DagState, normalizedTaskStatus } from "../../src/core/index.js";
 import { indexEntryOf, openActionsVersion } from "./index-entry.js";
 import type { Sql } from "./storage/wal-store.js";
@@ -47,7 +48,8 @@ export class IndexOutbox {
     private readonly sql: Sql,
     /** The task object's live state (replaced wholesale when memory is rebuilt from the WAL). */
     private readonly state: () => DagState,
-    private readonly send: (entry: IndexEntry) => Promise<void>,
+    /** The session's upsertTask: the entry, with the webhook deliveries changed since the last acknowledged push. */
+    private readonly send: (entry: IndexEntry, deliveries: WebhookDelivery[]) => Promise<void>,
     /** Called when a due time was set outside a commit (a push failed): the object's alarm must cover it. */
     private readonly dueAdded: () => void,
   ) {}
@@ -123,7 +125,7 @@ export class IndexOutbox {
     // The open actions travel only when their set changed since the index acknowledged it (unknown after a restart).
     const entry = indexEntryOf(state, actions !== this.pushedActions);
     let acknowledged = false;
-    this.inFlight = this.send(entry)
+    this.inFlight = this.send(entry, deliveriesChangedAfter(state, this.pushedSeq))
       .then(() => {
         acknowledged = true;
         this.pushedSeq = Math.max(this.pushedSeq, entry.wal_seq);

@@ -14,6 +14,8 @@ import { PeerClient } from "../peers/a2a-peer.js";
 import { ChildTasks } from "./child-tasks.js";
 import { CommandSockets } from "./command-sockets.js";
 import { CommitShell } from "./commit-shell.js";
+import { DeliveryTargets } from "./delivery-targets.js";
+import { sendWebhook } from "../peers/webhook-sender.js";
 import type { Idempotency } from "./storage/idempotency-store.js";
 import { type ChildCancelAnswer, type ChildCreateAnswer, type DeliveryAnswer, type OutboundPorts } from "./outbound-calls.js";
 import { IdempotentWrites } from "./idempotent-writes.js";
@@ -38,6 +40,8 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   /** Long-polls of GET .../actions/{action_id}?wait_ms=; answered by the shell after the commit resolving their action. */
   private readonly waiters: ActionWaiters;
   private readonly children: ChildTasks;
+  /** The session's subscriptions this task's events go to (memory only). */
+  private readonly targets: DeliveryTargets;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -58,12 +62,15 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
       peerGet: (cardUrl, remoteTaskId) => peers.get(cardUrl, remoteTaskId),
       peerCancel: (cardUrl, remoteTaskId) => peers.cancel(cardUrl, remoteTaskId),
     };
+    const session = () => sessions.get(sessions.idFromName(sessionId()));
+    const webhooks = this.config.webhooks;
+    this.targets = new DeliveryTargets((sid, taskId) => sessions.get(sessions.idFromName(sid)).deliveryTargets(taskId));
     this.shell = new CommitShell({
       storage: { sql: ctx.storage.sql, transactionSync: (work) => ctx.storage.transactionSync(work) },
       alarms: ctx.storage,
       hub: this.hub,
       limits: this.config.limits,
-      pushIndex: (entry) => sessions.get(sessions.idFromName(this.shell.state.task!.session_id)).upsertTask(entry),
+      pushIndex: (entry, deliveries) => sessions.get(sessions.idFromName(this.shell.state.task!.session_id)).upsertTask(entry, deliveries.length === 0 ? undefined : deliveries),
       actionsResolved: (actions) => {
         this.waiters.resolve(actions);
         this.sockets.pushActionsResolved(this.shell.state.task!.task_id, actions);
@@ -75,6 +82,12 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
       },
       otherDeadline: () => this.sockets.nextExpiry(),
       outbound,
+      deliveryTargets: this.targets,
+      webhooks: {
+        send: (target, delivery, event) => sendWebhook(webhooks, target, { delivery_id: delivery.delivery_id, type: event.type, timestamp: new Date(), data: event }),
+        disable: (webhookId, reason) => session().disableWebhook(webhookId, reason),
+      },
+      deliveryPolicy: { maxTries: webhooks.maxTries, retryBaseMs: webhooks.retryBaseMs },
       forgetTask: (sessionId, taskId, walName, walSeq) => sessions.get(sessions.idFromName(sessionId)).forgetTask(taskId, walName, walSeq),
       deleteStorage: async () => {
         await ctx.storage.deleteAll();
@@ -204,8 +217,15 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
     return answer!;
   }
 
-  async retryWebhookDelivery(_deliveryId: string): Promise<RpcResult<{ delivery: WebhookDelivery }>> { throw new Error("webhook deliveries are not built yet"); }
-  async refreshDeliveryTargets(): Promise<void> {}
+  /** A failed webhook delivery is owed again from now (the session's retry route). */
+  async retryWebhookDelivery(deliveryId: string): Promise<RpcResult<{ delivery: WebhookDelivery }>> {
+    return this.writes.retryWebhookDelivery(deliveryId);
+  }
+
+  /** The session changed this task's subscriptions: read them again before the next write queues deliveries. */
+  async refreshDeliveryTargets(): Promise<void> {
+    await this.targets.refresh();
+  }
 
   /** The session's close of revoked tokens' command sockets. */
   async closeTokenSockets(tokenIds: readonly string[], generation: number): Promise<void> {

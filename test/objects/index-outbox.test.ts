@@ -95,11 +95,11 @@ describe("the pushes of a busy task", () => {
     // Record what the task object pushes from here on (its outbox's sender, wrapped).
     const pushes: { at: number; entry: IndexEntry }[] = [];
     await runInDurableObject(taskStub(S.sid, id), (o: TaskGraphObject) => {
-      const outbox = (o as unknown as { shell: { index: { send: (entry: IndexEntry) => Promise<void> } } }).shell.index;
+      const outbox = (o as unknown as { shell: { index: { send: (entry: IndexEntry, deliveries: unknown[]) => Promise<void> } } }).shell.index;
       const send = outbox.send;
-      outbox.send = (entry) => {
+      outbox.send = (entry, deliveries) => {
         pushes.push({ at: Date.now(), entry });
-        return send(entry);
+        return send(entry, deliveries);
       };
     });
     // Steps completed one after another for a while: each a commit that changes only the step counts.

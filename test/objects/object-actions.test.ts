@@ -279,11 +279,11 @@ describe("the session's inbox of open actions", () => {
     // Record what the task object pushes to its session from here on (its outbox's sender, wrapped).
     const pushed: { wal_seq: number; has_actions: boolean }[] = [];
     await runInDurableObject(taskStub(s.sid, tid), (o: TaskGraphObject) => {
-      const outbox = (o as unknown as { shell: { index: { send: (entry: IndexEntry) => Promise<void> } } }).shell.index;
+      const outbox = (o as unknown as { shell: { index: { send: (entry: IndexEntry, deliveries: unknown[]) => Promise<void> } } }).shell.index;
       const send = outbox.send;
-      outbox.send = (entry) => {
+      outbox.send = (entry, deliveries) => {
         pushed.push({ wal_seq: entry.wal_seq, has_actions: "open_actions" in entry });
-        return send(entry);
+        return send(entry, deliveries);
       };
     });
     // A retitle: a change of the entry that leaves the open actions as they were.

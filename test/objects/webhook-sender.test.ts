@@ -12,7 +12,7 @@ import { HUGE_BYTES, type ReceivedRequest } from "../support/webhook-receiver.js
 import { uniqueId } from "../support/support.js";
 
 const base = inject("webhookReceiverBase");
-const LIMITS: WebhookLimits = { allowlist: ["loopback"], timeoutMs: 5_000, maxResponseBytes: 65_536, maxTries: 8 };
+const LIMITS: WebhookLimits = { allowlist: ["loopback"], timeoutMs: 5_000, maxResponseBytes: 65_536, maxTries: 8, retryBaseMs: 100 };
 const SECRET = `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))}`;
 
 function target(url: string, over: Partial<DeliveryTarget> = {}): DeliveryTarget {

@@ -144,7 +144,9 @@ describe("OUTBOUND_ALLOWLIST and its older name A2A_PEER_ALLOWLIST", () => {
   it("Should give peers and webhooks the same list, and webhooks their documented defaults", () => {
     const config = readConfig({ OUTBOUND_ALLOWLIST: "hooks.example" } as Env);
     expect(config.peers.allowlist).toEqual(["hooks.example"]);
-    expect(config.webhooks).toEqual({ allowlist: ["hooks.example"], timeoutMs: 10_000, maxResponseBytes: 65_536, maxTries: 8 });
-    expect(readConfig({ WEBHOOK_TIMEOUT_MS: "2500", WEBHOOK_MAX_RESPONSE_BYTES: "1024", WEBHOOK_MAX_TRIES: "3" } as Env).webhooks).toMatchObject({ timeoutMs: 2_500, maxResponseBytes: 1_024, maxTries: 3 });
+    expect(config.webhooks).toEqual({ allowlist: ["hooks.example"], timeoutMs: 10_000, maxResponseBytes: 65_536, maxTries: 8, retryBaseMs: 5_000 });
+    expect(readConfig({ WEBHOOK_TIMEOUT_MS: "2500", WEBHOOK_MAX_RESPONSE_BYTES: "1024", WEBHOOK_MAX_TRIES: "3", WEBHOOK_RETRY_BASE_MS: "250" } as Env).webhooks).toMatchObject({ timeoutMs: 2_500, maxResponseBytes: 1_024, maxTries: 3, retryBaseMs: 250 });
+    // Capped: tries at 100 (the command's limit), the first wait at an hour.
+    expect(readConfig({ WEBHOOK_MAX_TRIES: "1000", WEBHOOK_RETRY_BASE_MS: "999999999" } as Env).webhooks).toMatchObject({ maxTries: 100, retryBaseMs: 3_600_000 });
   });
 });

@@ -1,0 +1,161 @@
+/**
+ * @module A task object's webhook outbox (docs/design.md "Delivery"): the deliveries its WAL owes (queued in the
+ * commit of the events they carry), sent from the alarm, each subscription's one at a time in WAL order, every
+ * try's outcome committed as the runtime's `record_webhook_tries` — the core decides delivered, failed or owed
+ * again after a backoff. A crash before a send, during one or before its outcome was committed loses nothing: the
+ * delivery is still pending in the WAL and is sent again, with the same `webhook-id` (its delivery id), so a
+ * receiver that got it already can tell. Outcomes arriving together are committed together.
+ */
+import { type DagState, deliveryHeads, projectEvent, type RuntimeEvent, type WalEvent, type WebhookDeliveryRecord } from "../../src/core/index.js";
+import { reportIncident } from "../shared/incident.js";
+import type { WebhookDelivery } from "../../src/contract/index.js";
+import type { DeliveryTarget } from "../session/session-rpc.js";
+import type { DeliveryTargets } from "./delivery-targets.js";
+
+/** What one send came to: the receiver's status, or none (a timeout, a refused host, a network error) and why. */
+export interface SendOutcome {
+  readonly status: number | null;
+  readonly error: string | null;
+}
+
+/** The calls the outbox makes; the task object binds them to the network and the session. */
+export interface WebhookPorts {
+  /** Sends one delivery of `event` to `target` (signed for a webhook, as an A2A push for a push config). */
+  send(target: DeliveryTarget, delivery: WebhookDeliveryRecord, event: RuntimeEvent, state: DagState): Promise<SendOutcome>;
+  /** The receiver answered 410 Gone: the session disables the subscription. */
+  disable(webhookId: string, reason: string): Promise<void>;
+}
+
+/** The configured tries and backoff (WEBHOOK_MAX_TRIES, WEBHOOK_RETRY_BASE_MS), passed into each report so replay never reads them. */
+export interface DeliveryPolicy {
+  readonly maxTries: number;
+  readonly retryBaseMs: number;
+}
+
+/** A delivery as the session's replica and the routes show it. */
+export function deliveryRow(taskId: string, d: WebhookDeliveryRecord): WebhookDelivery {
+  return {
+    delivery_id: d.delivery_id,
+    webhook_id: d.webhook_id,
+    event_type: d.event_type,
+    event_id: d.event_id,
+    task_id: taskId,
+    status: d.status,
+    attempts: d.attempts,
+    last_status_code: d.last_status_code,
+    last_error: d.last_error,
+    next_attempt_at: d.next_attempt_at,
+    updated_at: d.updated_at,
+  };
+}
+
+/** The deliveries changed by WAL events after `afterSeq` (what the session's replica lacks), as rows. */
+export function deliveriesChangedAfter(state: DagState, afterSeq: number): WebhookDelivery[] {
+  const task = state.task;
+  if (task === null || state.webhookDeliveries.size === 0) return [];
+  const rows: WebhookDelivery[] = [];
+  for (const d of state.webhookDeliveries.values()) if (d.updated_seq > afterSeq) rows.push(deliveryRow(task.task_id, d));
+  return rows;
+}
+
+/** One try's outcome as reported to the core. */
+type TryReport = { delivery_id: string; status_code: number | null; error: string | null; final?: true };
+
+/** The webhook deliveries of one task object. */
+export class WebhookOutbox {
+  /** Deliveries being sent, by subscription (one at a time each). */
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Outcomes not yet committed, and the commit that will take them. */
+  private reports: TryReport[] = [];
+  private reporting: Promise<void> | null = null;
+  /** When the earliest delivery is due, for the object's alarm; null when nothing is owed. */
+  dueAt: number | null = null;
+
+  constructor(
+    private readonly state: () => DagState,
+    private readonly targets: DeliveryTargets,
+    /** The WAL event at a wal_seq, read back from storage. */
+    private readonly walEvent: (walSeq: number) => WalEvent | undefined,
+    public ports: WebhookPorts,
+    private readonly policy: DeliveryPolicy,
+    private readonly commit: (command: Record<string, unknown>) => Promise<boolean>,
+    private readonly armAlarm: () => Promise<void>,
+  ) {}
+
+  /** Recomputes `dueAt` (a subscription with a send under way is not due: its outcome will be committed). */
+  refresh(): void {
+    let next: number | null = null;
+    for (const { delivery, due_at } of deliveryHeads(this.state())) {
+      if (this.inFlight.has(delivery.webhook_id)) continue;
+      if (next === null || due_at < next) next = due_at;
+    }
+    this.dueAt = next === null ? null : Math.max(next, Date.now());
+  }
+
+  /** Starts every due delivery whose subscription has none under way; resolves when those started now settled and were reported. */
+  async flush(now: number): Promise<void> {
+    if (this.state().index.pendingDeliveries.size === 0) return;
+    const task = this.state().task!;
+    if (!this.targets.known) await this.targets.ready(task.session_id, task.task_id);
+    const started: Promise<void>[] = [];
+    for (const { delivery, due_at } of deliveryHeads(this.state())) {
+      if (due_at > now || this.inFlight.has(delivery.webhook_id)) continue;
+      const send = this.sendOne(delivery)
+        .then((report) => this.report(report))
+        .catch((e) => void reportIncident(e, "task object: webhook delivery"))
+        .finally(async () => {
+          this.inFlight.delete(delivery.webhook_id);
+          this.refresh();
+          try {
+            await this.armAlarm();
+          } catch (e) {
+            reportIncident(e, "task object: setting the alarm after a webhook delivery");
+          }
+          // The subscription's next delivery may be due at once (its head was just delivered).
+          if (this.dueAt !== null && this.dueAt <= Date.now()) void this.flush(Date.now());
+        });
+      this.inFlight.set(delivery.webhook_id, send);
+      started.push(send);
+    }
+    this.refresh();
+    await Promise.all(started);
+  }
+
+  /** Sends one delivery; what came of it, as reported to the core. */
+  private async sendOne(delivery: WebhookDeliveryRecord): Promise<TryReport> {
+    let target = this.targets.target(delivery.webhook_id);
+    if (target === undefined) {
+      await this.targets.refresh();
+      target = this.targets.target(delivery.webhook_id);
+    }
+    if (target === undefined) return { delivery_id: delivery.delivery_id, status_code: null, error: "the subscription was removed or disabled", final: true };
+    const walEvent = this.walEvent(delivery.wal_seq);
+    const event = walEvent === undefined ? undefined : projectEvent(walEvent)[delivery.index];
+    if (event === undefined) return { delivery_id: delivery.delivery_id, status_code: null, error: `the WAL holds no event ${delivery.event_id}`, final: true };
+    const sent = await this.ports.send(target, delivery, event, this.state());
+    if (sent.status === 410) {
+      try {
+        await this.ports.disable(target.webhook_id, `the receiver answered 410 Gone to delivery ${delivery.delivery_id}`);
+        await this.targets.refresh();
+      } catch (e) {
+        reportIncident(e, "task object: disabling a gone webhook");
+      }
+    }
+    return { delivery_id: delivery.delivery_id, status_code: sent.status, error: sent.error };
+  }
+
+  /** Commits an outcome, with every other that arrives before the commit starts. */
+  private report(report: TryReport): Promise<void> {
+    this.reports.push(report);
+    if (this.reporting !== null) return this.reporting;
+    this.reporting = Promise.resolve().then(async () => {
+      const tries = this.reports;
+      this.reports = [];
+      this.reporting = null;
+      const committed = await this.commit({ type: "record_webhook_tries", tries, max_tries: this.policy.maxTries, retry_base_ms: this.policy.retryBaseMs });
+      // Not committed (the object broke): the deliveries stay pending in the WAL and are sent again.
+      if (!committed) reportIncident(new Error(`${tries.length} webhook outcomes were not recorded; they will be sent again`), "task object: webhook outcomes");
+    });
+    return this.reporting;
+  }
+}
