@@ -2,7 +2,7 @@
  * @module SessionObject: one per session. Reserves task ids and wal names atomically, and keeps the task
  * index that agent.task_list pages through and the inbox of open actions its tasks report. Never on the hot
  * path of a claim or a step update. Over 400 lines: the object's RPC surface is one class, each method delegating
- * to its part (links, tokens, peers, inbox, caps, bench hooks).
+ * to its part (links, tokens, peers, webhooks, inbox, caps, bench hooks).
  */
 import { DurableObject } from "cloudflare:workers";
 import { ulidFactory } from "../../src/lib/ids.js";
@@ -24,6 +24,7 @@ import type { DeliveryTarget, ForgetAnswer, NewSubscription, PeerCredentialInfo,
 import { SessionPeers } from "./session-peers.js";
 import { SessionSchedules } from "./session-schedules.js";
 import { createSessionTables } from "./session-schema.js";
+import { SessionWebhooks } from "./session-webhooks.js";
 import { RequestCounts, type SeedResult, seedIndexRows } from "./session-bench.js";
 import { TaskCaps } from "./task-caps.js";
 import { WriteBatch } from "./write-batch.js";
@@ -74,6 +75,8 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private readonly requestCounts = new RequestCounts();
   /** Reservations and index pushes that arrive together, written in one turn (write-batch.ts). */
   private readonly writes = new WriteBatch((work) => this.ctx.storage.transactionSync(work));
+  /** The session's webhooks and A2A push configs, and the replica of their deliveries. */
+  private readonly webhooks = new SessionWebhooks(this.ctx.storage.sql, readConfig(this.env).webhooks.allowlist, this.ulid);
   /** The alarm as this object last set it (undefined: not read yet; null: none). */
   private alarmAt: number | null | undefined = undefined;
 
@@ -229,17 +232,20 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   /**
-   * Records what a task object says of its task and replaces its open actions in the inbox (no await between:
-   * one implicit transaction); an older push (lower wal_seq) never overwrites a newer one.
+   * Records what a task object says of its task and replaces its open actions in the inbox, with the webhook
+   * deliveries it pushed (no await between: one implicit transaction); an older push (lower wal_seq) never
+   * overwrites a newer entry, nor an older delivery row a newer one.
    */
-  async upsertTask(entry: IndexEntry): Promise<void> {
+  async upsertTask(entry: IndexEntry, deliveries: readonly WebhookDelivery[] = []): Promise<void> {
     this.requestCounts.add("index_push");
-    await this.writes.run(() => this.storeEntry(entry));
+    await this.writes.run(() => this.storeEntry(entry, deliveries));
   }
 
-  private storeEntry(entry: IndexEntry): void {
+  private storeEntry(entry: IndexEntry, deliveries: readonly WebhookDelivery[]): void {
     // A push that was in flight when retention removed the task must not list it again.
     if (this.sql.exec("SELECT 1 FROM retired_tasks WHERE task_id = ?", entry.task_id).toArray().length > 0) return;
+    // Each delivery row carries its own freshness: the entry's may be older than a try recorded since.
+    this.webhooks.upsertDeliveries(deliveries);
     const row = this.sql.exec<TaskRow>("SELECT * FROM tasks WHERE task_id = ?", entry.task_id).toArray()[0];
     const previous = row?.entry == null ? null : (JSON.parse(row.entry) as IndexEntry);
     if (previous !== null && previous.wal_seq >= entry.wal_seq) return;
@@ -289,6 +295,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     this.sql.exec("DELETE FROM tasks WHERE task_id = ?", taskId);
     this.sql.exec("DELETE FROM actions WHERE task_id = ?", taskId);
     this.sql.exec("DELETE FROM blocker_pushes WHERE task_id = ?", taskId);
+    this.webhooks.forgetTask(taskId);
     this.sql.exec("INSERT INTO retired_tasks (task_id, wal_name, wal_seq, retired_at) VALUES (?, ?, ?, ?)", taskId, row?.wal_name ?? walName, walSeq, new Date().toISOString());
     this.taskCaps.changed();
     if (previous !== null) this.appendEvent(previous, "removed");
@@ -507,15 +514,67 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     }
   }
 
-  // ---- Webhook subscriptions (session-webhooks.ts, next) ------------------------------------------
-  async createWebhook(_s: NewSubscription): Promise<RpcResult<CreatedWebhook>> { throw new Error("webhook subscriptions are not built yet"); }
-  async listWebhooks(_taskId?: string): Promise<Webhook[]> { throw new Error("webhook subscriptions are not built yet"); }
-  async getWebhook(_id: string): Promise<RpcResult<Webhook>> { throw new Error("webhook subscriptions are not built yet"); }
-  async deleteWebhook(_id: string): Promise<RpcResult<{ webhook_id: string }>> { throw new Error("webhook subscriptions are not built yet"); }
-  async listWebhookDeliveries(_id: string, _q: { status?: WebhookDeliveryStatus; limit: number; after?: string }): Promise<RpcResult<WebhookDeliveryPage>> { throw new Error("webhook subscriptions are not built yet"); }
-  async getWebhookDelivery(_id: string, _d: string): Promise<RpcResult<WebhookDelivery>> { throw new Error("webhook subscriptions are not built yet"); }
-  async deliveryTargets(_taskId: string): Promise<DeliveryTarget[]> { return []; }
-  async disableWebhook(_id: string, _reason: string): Promise<void> {}
+  // ---- Webhook subscriptions (session-webhooks.ts) ------------------------------------------------
+
+  /**
+   * POST …/webhooks, or an A2A push config of a task (not_found: no session; validation_error: a refused URL;
+   * limit_exceeded: MAX_WEBHOOKS_PER_SESSION). A push config's task is told to read its targets again.
+   */
+  async createWebhook(subscription: NewSubscription): Promise<RpcResult<CreatedWebhook>> {
+    if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
+    const created = this.webhooks.create(subscription, new Date());
+    if (created.ok && subscription.kind === "a2a_push") await this.refreshTargets(subscription.task_id);
+    return created;
+  }
+
+  async listWebhooks(taskId?: string): Promise<Webhook[]> {
+    return this.webhooks.list(taskId);
+  }
+
+  async getWebhook(webhookId: string): Promise<RpcResult<Webhook>> {
+    return found(this.webhooks.get(webhookId), webhookId);
+  }
+
+  async deleteWebhook(webhookId: string): Promise<RpcResult<{ webhook_id: string }>> {
+    const removed = this.webhooks.delete(webhookId);
+    if (removed?.task_id != null) await this.refreshTargets(removed.task_id);
+    return removed === undefined ? found(removed, webhookId) : ok({ webhook_id: webhookId });
+  }
+
+  async listWebhookDeliveries(webhookId: string, query: { status?: WebhookDeliveryStatus; limit: number; after?: string }): Promise<RpcResult<WebhookDeliveryPage>> {
+    return this.webhooks.deliveries(webhookId, query);
+  }
+
+  async getWebhookDelivery(webhookId: string, deliveryId: string): Promise<RpcResult<WebhookDelivery>> {
+    const delivery = this.webhooks.delivery(webhookId, deliveryId);
+    return delivery === undefined ? err(runtimeError("not_found", `no delivery ${deliveryId} of webhook ${webhookId}`, { webhook_id: webhookId, delivery_id: deliveryId })) : ok(delivery);
+  }
+
+  /** For task objects only: the targets carry their secrets and credentials. */
+  async deliveryTargets(taskId: string): Promise<DeliveryTarget[]> {
+    return this.webhooks.targets(taskId);
+  }
+
+  async disableWebhook(webhookId: string, reason: string): Promise<void> {
+    const disabled = this.webhooks.disable(webhookId, reason);
+    if (disabled?.task_id != null) await this.refreshTargets(disabled.task_id);
+  }
+
+  /** Tells a task's object its A2A push configs changed; a task that cannot be told now reads them on its own later. */
+  private async refreshTargets(taskId: string): Promise<void> {
+    const session = await this.describe();
+    if (session === null) return;
+    try {
+      await this.env.TASK_GRAPHS.get(this.env.TASK_GRAPHS.idFromName(taskObjectName(session.session_id, taskId))).refreshDeliveryTargets();
+    } catch (e) {
+      console.warn(`the task ${taskId} was not told of its changed push configs: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+}
+
+/** A subscription found, or not_found naming it. */
+function found(webhook: Webhook | undefined, webhookId: string): RpcResult<Webhook> {
+  return webhook === undefined ? err(runtimeError("not_found", `no webhook ${webhookId} in this session`, { webhook_id: webhookId })) : ok(webhook);
 }
 
 

@@ -43,6 +43,48 @@ export function createSessionTables(sql: SqlStorage): void {
   // Tasks whose storage retention deleted: their ids and wal names stay taken, and a late index push is ignored.
   sql.exec("CREATE TABLE IF NOT EXISTS retired_tasks (task_id TEXT PRIMARY KEY, wal_name TEXT NOT NULL UNIQUE, wal_seq INTEGER NOT NULL, retired_at TEXT NOT NULL)");
   createCountTables(sql);
+  createWebhookTables(sql);
+}
+
+/**
+ * The subscriptions (session-webhooks.ts): webhooks and A2A push configs, their secrets and credentials kept here
+ * only; and the replica of their deliveries that the task objects push, paged newest first by `seq` (the order the
+ * session first heard of each), per subscription and per status.
+ */
+export function createWebhookTables(sql: SqlStorage): void {
+  sql.exec(`CREATE TABLE IF NOT EXISTS webhooks (
+    webhook_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    url TEXT NOT NULL,
+    events TEXT NOT NULL,
+    description TEXT,
+    task_id TEXT,
+    secret TEXT,
+    token TEXT,
+    authorization TEXT,
+    status TEXT NOT NULL,
+    disabled_reason TEXT,
+    created_at TEXT NOT NULL
+  )`);
+  sql.exec("CREATE INDEX IF NOT EXISTS webhooks_by_task ON webhooks (task_id)");
+  sql.exec(`CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    delivery_id TEXT PRIMARY KEY,
+    webhook_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    last_status_code INTEGER,
+    last_error TEXT,
+    next_attempt_at TEXT,
+    updated_at TEXT NOT NULL,
+    seq INTEGER NOT NULL
+  )`);
+  sql.exec("CREATE INDEX IF NOT EXISTS webhook_deliveries_by_seq ON webhook_deliveries (seq)");
+  sql.exec("CREATE INDEX IF NOT EXISTS webhook_deliveries_page ON webhook_deliveries (webhook_id, seq)");
+  sql.exec("CREATE INDEX IF NOT EXISTS webhook_deliveries_page_by_status ON webhook_deliveries (webhook_id, status, seq)");
+  sql.exec("CREATE INDEX IF NOT EXISTS webhook_deliveries_by_task ON webhook_deliveries (task_id)");
 }
 
 /**
