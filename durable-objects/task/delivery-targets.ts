@@ -44,9 +44,12 @@ export class DeliveryTargets {
     return null;
   }
 
-  /** Reads the session's subscriptions now (one read at a time; a call during one waits for it). */
-  refresh(): Promise<void> {
-    if (this.reading !== null) return this.reading;
+  /**
+   * Reads the session's subscriptions now (one read at a time; a call during one waits for it, or with `after`,
+   * for a read that starts after it: the session changed since that one began).
+   */
+  refresh(after = false): Promise<void> {
+    if (this.reading !== null) return after ? this.reading.then(() => this.refresh()) : this.reading;
     if (this.task === null) return Promise.resolve();
     this.reading = this.read(this.task.sessionId, this.task.taskId)
       .then((targets) => {

@@ -224,7 +224,7 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
 
   /** The session changed this task's subscriptions: read them again before the next write queues deliveries. */
   async refreshDeliveryTargets(): Promise<void> {
-    await this.targets.refresh();
+    await this.targets.refresh(true);
   }
 
   /** The session's close of revoked tokens' command sockets. */

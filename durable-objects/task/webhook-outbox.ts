@@ -136,7 +136,7 @@ export class WebhookOutbox {
     if (sent.status === 410) {
       try {
         await this.ports.disable(target.webhook_id, `the receiver answered 410 Gone to delivery ${delivery.delivery_id}`);
-        await this.targets.refresh();
+        await this.targets.refresh(true);
       } catch (e) {
         reportIncident(e, "task object: disabling a gone webhook");
       }

@@ -6,6 +6,7 @@
  * - `status-<code>`: that status (e.g. `status-410`, `status-500`);
  * - `redirect`: 302 to `/<id>/ok` (recorded there if it were followed);
  * - `slow`: nothing until the client goes, or 30 s;
+ * - `flaky-<n>`: 500 to the first n requests under its id, then 200;
  * - `huge`: 200, then 64 KiB chunks without a Content-Length up to HUGE_BYTES, noting whether the client left first.
  * `GET /_received/<id>` answers what `<id>` received: each request's path, headers and body, and for `huge` the
  * bytes sent and whether the client closed the stream before its end.
@@ -66,6 +67,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, received: Map<s
   const behaviour = second ?? "ok";
   if (behaviour === "ok") res.writeHead(200, { "content-type": "text/plain" }).end("ok");
   else if (behaviour.startsWith("status-")) res.writeHead(Number(behaviour.slice(7)), { "content-type": "text/plain" }).end("answered");
+  else if (behaviour.startsWith("flaky-")) res.writeHead(list.length <= Number(behaviour.slice(6)) ? 500 : 200, { "content-type": "text/plain" }).end("flaky");
   else if (behaviour === "redirect") res.writeHead(302, { location: `/${first}/ok` }).end();
   else if (behaviour === "slow") {
     const timer = setTimeout(() => res.writeHead(200).end("late"), 30_000);
