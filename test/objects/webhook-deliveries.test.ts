@@ -21,9 +21,12 @@ const sessionStub = (sid: string) => bindings.SESSIONS.get(bindings.SESSIONS.idF
 
 /** Subscribes the session to `events` at the receiver's `/<id>/<behaviour>`. */
 async function subscribe(s: TestSession, id: string, behaviour: string, events: string[]): Promise<CreatedWebhook> {
-  const created = await sessionStub(s.sid).createWebhook({ kind: "webhook", url: `${base}/${id}/${behaviour}`, events });
-  if (!created.ok) throw new Error(`${created.error.code}: ${created.error.message}`);
-  return created.value;
+  return unwrap(await sessionStub(s.sid).createWebhook({ kind: "webhook", url: `${base}/${id}/${behaviour}`, events }));
+}
+
+function unwrap<T>(result: { ok: true; value: T } | { ok: false; error: { code: string; message: string } }): T {
+  if (!result.ok) throw new Error(`${result.error.code}: ${result.error.message}`);
+  return result.value;
 }
 
 async function received(id: string): Promise<ReceivedRequest[]> {
@@ -95,10 +98,9 @@ describe("signed deliveries", { timeout: 30_000 }, () => {
       expect(state).toMatchObject({ state: "delivered", delivered: 1, last_status_code: 200 });
     }, 5_000);
     const page = await eventually(async () => {
-      const listed = await sessionStub(s.sid).listWebhookDeliveries(hook.webhook_id, { limit: 10 });
-      if (!listed.ok) throw new Error(listed.error.message);
-      expect(listed.value.deliveries[0]).toMatchObject({ status: "delivered", attempts: 4, last_status_code: 200, event_type: "task.created", next_attempt_at: null });
-      return listed.value;
+      const listed = unwrap(await sessionStub(s.sid).listWebhookDeliveries(hook.webhook_id, { limit: 10 }));
+      expect(listed.deliveries[0]).toMatchObject({ status: "delivered", attempts: 4, last_status_code: 200, event_type: "task.created", next_attempt_at: null });
+      return listed;
     }, 5_000);
     expect(page.deliveries[0]!.delivery_id).toBe(requests[0]!.headers["webhook-id"]);
   });
