@@ -17,6 +17,7 @@ import { scheduleRoutes } from "./rest/schedules.js";
 import { sessionRoutes } from "./rest/sessions.js";
 import { taskSocketRoutes } from "./socket/task-socket.js";
 import { taskRoutes } from "./rest/tasks.js";
+import { webhookRoutes } from "./rest/webhooks.js";
 
 /** Builds the Worker's Hono app. */
 export function buildApp(): Hono<AppEnv> {
@@ -50,6 +51,7 @@ export function buildApp(): Hono<AppEnv> {
   app.route("/v1/sessions", peerRoutes);
   app.route("/v1/sessions", linkRoutes);
   app.route("/v1/sessions", scheduleRoutes);
+  app.route("/v1/sessions", webhookRoutes);
   app.route("/v1/sessions", taskSocketRoutes);
   app.route("/v1/sessions", taskRoutes);
   app.notFound((c) => errorResponse(c, runtimeError("not_found", `no route ${c.req.method} ${new URL(c.req.url).pathname}`)));

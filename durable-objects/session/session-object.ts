@@ -520,9 +520,9 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
    * POST …/webhooks, or an A2A push config of a task (not_found: no session; validation_error: a refused URL;
    * limit_exceeded: MAX_WEBHOOKS_PER_SESSION). A push config's task is told to read its targets again.
    */
-  async createWebhook(subscription: NewSubscription): Promise<RpcResult<CreatedWebhook>> {
+  async createWebhook(subscription: NewSubscription, idem: Idempotency | null = null): Promise<RpcResult<CreatedWebhook>> {
     if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));
-    const created = this.webhooks.create(subscription, new Date());
+    const created = this.webhooks.create(subscription, new Date(), idem);
     if (created.ok && subscription.kind === "a2a_push") await this.refreshTargets(subscription.task_id);
     return created;
   }

@@ -111,8 +111,10 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   /**
    * POST …/webhooks (kind webhook: a new id and secret) or an A2A push config (its id, replaced when it exists):
    * validation_error for a URL the outbound rules refuse; limit_exceeded past MAX_WEBHOOKS_PER_SESSION; not_found: no session.
+   * A webhook's create with `idem` (the caller-scoped Idempotency-Key) retried answers the first create again
+   * (idempotency_conflict: the key with another body). An A2A push config's answer carries no secret (`""`).
    */
-  createWebhook(subscription: NewSubscription): Promise<RpcResult<CreatedWebhook>>;
+  createWebhook(subscription: NewSubscription, idem?: Idempotency | null): Promise<RpcResult<CreatedWebhook>>;
   /** Every subscription (both kinds; `taskId`: only that task's A2A push configs), oldest first, never a secret. */
   listWebhooks(taskId?: string): Promise<Webhook[]>;
   /** One subscription (not_found). */

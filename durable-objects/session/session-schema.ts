@@ -67,6 +67,9 @@ export function createWebhookTables(sql: SqlStorage): void {
     created_at TEXT NOT NULL
   )`);
   sql.exec("CREATE INDEX IF NOT EXISTS webhooks_by_task ON webhooks (task_id)");
+  // Idempotency-Keys of webhook creates, kept 24 hours: a retried create answers its webhook again, not a second one.
+  sql.exec("CREATE TABLE IF NOT EXISTS webhook_create_keys (key TEXT PRIMARY KEY, hash TEXT NOT NULL, webhook_id TEXT NOT NULL, created_at_ms INTEGER NOT NULL)");
+  sql.exec("CREATE INDEX IF NOT EXISTS webhook_create_keys_by_time ON webhook_create_keys (created_at_ms)");
   sql.exec(`CREATE TABLE IF NOT EXISTS webhook_deliveries (
     delivery_id TEXT PRIMARY KEY,
     webhook_id TEXT NOT NULL,

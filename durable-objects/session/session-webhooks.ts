@@ -8,6 +8,7 @@ import { type CreatedWebhook, MAX_DELIVERY_PAGE_LIMIT, MAX_WEBHOOK_URL_LENGTH, M
 import { limitExceeded, runtimeError } from "../../src/core/index.js";
 import { targetRefusal } from "../peers/peer-targets.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
+import { clientKey, type Idempotency, IDEMPOTENCY_TTL_MS, sameRequest } from "../task/storage/idempotency-store.js";
 import type { DeliveryTarget, NewSubscription } from "./session-rpc.js";
 
 type WebhookRow = {
@@ -52,9 +53,16 @@ export class SessionWebhooks {
    * Stores a subscription: a webhook gets a new id and secret; an A2A push config keeps its id and replaces the
    * config of that id (its created_at kept, active again). validation_error for a URL the outbound rules refuse,
    * limit_exceeded past MAX_WEBHOOKS_PER_SESSION; nothing is written then. An A2A push config's answer has no
-   * secret (`secret` is "": it is sent with its own token and Authorization, unsigned).
+   * secret (`secret` is "": it is sent with its own token and Authorization, unsigned). A webhook's create
+   * retried with its Idempotency-Key and body is answered as the first was (its secret too: the same caller asks
+   * again); the key with another body is idempotency_conflict.
    */
-  create(subscription: NewSubscription, now: Date): RpcResult<CreatedWebhook> {
+  create(subscription: NewSubscription, now: Date, idem: Idempotency | null = null): RpcResult<CreatedWebhook> {
+    if (subscription.kind === "webhook" && idem !== null) {
+      this.sql.exec("DELETE FROM webhook_create_keys WHERE created_at_ms <= ?", now.getTime() - IDEMPOTENCY_TTL_MS);
+      const used = this.sql.exec<{ hash: string; webhook_id: string }>("SELECT hash, webhook_id FROM webhook_create_keys WHERE key = ?", idem.key).toArray()[0];
+      if (used !== undefined) return this.replay(used, idem);
+    }
     const refused = this.urlRefusal(subscription.url) ?? eventsRefusal(subscription.events);
     if (refused !== null) return err(refused);
     const existing = subscription.kind === "a2a_push" ? this.row(subscription.webhook_id) : undefined;
@@ -75,6 +83,7 @@ export class SessionWebhooks {
         "INSERT INTO webhooks (webhook_id, kind, url, events, description, task_id, secret, token, authorization, status, disabled_reason, created_at) VALUES (?, 'webhook', ?, ?, ?, NULL, ?, NULL, NULL, 'active', NULL, ?)",
         webhookId, subscription.url, events, subscription.description ?? null, secret, now.toISOString(),
       );
+      if (idem !== null) this.sql.exec("INSERT INTO webhook_create_keys (key, hash, webhook_id, created_at_ms) VALUES (?, ?, ?, ?)", idem.key, idem.hash, webhookId, now.getTime());
       return ok({ webhook_id: webhookId, secret, webhook: this.get(webhookId)! });
     }
     this.sql.exec(
@@ -105,6 +114,7 @@ export class SessionWebhooks {
     if (removed === undefined) return undefined;
     this.sql.exec("DELETE FROM webhooks WHERE webhook_id = ?", webhookId);
     this.sql.exec("DELETE FROM webhook_deliveries WHERE webhook_id = ?", webhookId);
+    this.sql.exec("DELETE FROM webhook_create_keys WHERE webhook_id = ?", webhookId);
     return removed;
   }
 
@@ -168,6 +178,14 @@ export class SessionWebhooks {
   /** Retention removed a task: its deliveries' rows go with it. */
   forgetTask(taskId: string): void {
     this.sql.exec("DELETE FROM webhook_deliveries WHERE task_id = ?", taskId);
+  }
+
+  /** The answer of a create retried with its Idempotency-Key. */
+  private replay(used: { hash: string; webhook_id: string }, idem: Idempotency): RpcResult<CreatedWebhook> {
+    if (!sameRequest(used.hash, idem.hash)) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: clientKey(idem) }));
+    const row = this.row(used.webhook_id);
+    if (row === undefined || row.secret === null) return err(runtimeError("not_found", `the webhook this Idempotency-Key created, ${used.webhook_id}, was deleted`, { webhook_id: used.webhook_id, key: clientKey(idem) }));
+    return ok({ webhook_id: row.webhook_id, secret: row.secret, webhook: listed(row) });
   }
 
   private row(webhookId: string): WebhookRow | undefined {

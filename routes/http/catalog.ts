@@ -6,6 +6,7 @@ import {
   ActionListQueryParams,
   CancelRunBody,
   CreateScheduleBody,
+  CreateWebhookBody,
   CreateSessionBody,
   CreateTaskBody,
   DispatchWorkerBody,
@@ -27,6 +28,7 @@ import {
   UpdateStepBody,
   UpdateTaskBody,
   WalQueryParams,
+  WebhookDeliveryQueryParams,
 } from "../../src/contract/index.js";
 import { BatchBody, EmptyBody } from "../../durable-objects/commands/command-schemas.js";
 import { EventsQueryParams, TaskGetQueryParams } from "./schemas.js";
@@ -71,6 +73,17 @@ const SCHEDULE_OPERATIONS: readonly Operation[] = [
   { method: "post", path: `${SC}/trigger`, operationId: "triggerSchedule", tool: "agent.schedule_trigger", roles: ["orchestrator"], summary: "Run one occurrence now (the overlap policy applies): 201 with the schedule and the occurrence.", body: EmptyBody },
   { method: "delete", path: SC, operationId: "deleteSchedule", tool: "agent.schedule_delete", roles: ["orchestrator"], summary: "Stop and remove a schedule; the tasks it started are left alone. Its events stream ends with job.cancelled." },
   { method: "get", path: `${SC}/events`, operationId: "streamScheduleEvents", tool: "schedule_events", roles: sessionWide, summary: "Server-Sent Events of a schedule (job.created, job.item.started, job.item.completed, job.item.failed, job.progress, job.cancelled); resumes from Last-Event-ID or after_seq.", query: EventsQueryParams, stream: "sse" },
+];
+
+const WH = `${S}/webhooks/{webhook_id}`;
+/** Signed webhooks (docs/api.md "Delivery and notifications"): the session owner's subscriptions to its tasks' events. */
+const WEBHOOK_OPERATIONS: readonly Operation[] = [
+  { method: "post", path: `${S}/webhooks`, operationId: "createWebhook", tool: "create_webhook", roles: ["orchestrator"], summary: "Subscribe a URL to runtime event types of every task of the session: 201 with webhook_id and the signing secret (whsec_…), shown this once. Each event is POSTed as a Standard Webhooks message ({type, timestamp, data}: data is the runtime event), signed, at least once, with the same webhook-id on every retry. The URL must be allowed by OUTBOUND_ALLOWLIST (400 validation_error otherwise); 409 limit_exceeded past 100 subscriptions.", body: CreateWebhookBody },
+  { method: "get", path: `${S}/webhooks`, operationId: "listWebhooks", tool: "list_webhooks", roles: ["orchestrator"], summary: "The session's subscriptions (webhooks and its tasks' A2A push configs), oldest first, with status active or disabled; never a secret." },
+  { method: "get", path: WH, operationId: "getWebhook", tool: "get_webhook", roles: ["orchestrator"], summary: "One subscription (never its secret)." },
+  { method: "delete", path: WH, operationId: "deleteWebhook", tool: "delete_webhook", roles: ["orchestrator"], summary: "Remove a subscription: nothing more is sent to it, and its deliveries still owed are recorded failed." },
+  { method: "get", path: `${WH}/deliveries`, operationId: "listWebhookDeliveries", tool: "list_webhook_deliveries", roles: ["orchestrator"], summary: "A subscription's deliveries, newest first (delivery_id, event_type, task_id, status pending|delivered|failed, attempts, last_status_code, next_attempt_at), optionally of one status; next_cursor for the next page.", query: WebhookDeliveryQueryParams },
+  { method: "post", path: `${WH}/deliveries/{delivery_id}/retry`, operationId: "retryWebhookDelivery", tool: "retry_webhook_delivery", roles: ["orchestrator"], summary: "Send a failed delivery again from now, its tries counted afresh and its webhook-id the same: 200 with the delivery (409 invalid_transition when it is not failed).", body: EmptyBody },
 ];
 
 /** Every v1 operation, in the order OpenAPI, /v1/tools and MCP tools/list show them (docs/api.md "Routes" describes them). */
@@ -122,6 +135,7 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "get", path: `${T}/events`, operationId: "streamTaskEvents", tool: "task_events", roles: inScope, summary: "Server-Sent Events of the task's runtime events (id: the event's sequence, strictly increasing); resumes exactly from Last-Event-ID or after_seq (a wal_seq); ends with an end frame once the task is terminal.", query: EventsQueryParams, stream: "sse" },
   { method: "get", path: `${S}/events`, operationId: "streamSessionEvents", tool: "session_events", roles: sessionWide, summary: "Server-Sent Events of the session's task summaries (snapshot.updated) as they change; resumes from Last-Event-ID or after_seq.", query: EventsQueryParams, stream: "sse" },
   ...SCHEDULE_OPERATIONS,
+  ...WEBHOOK_OPERATIONS,
 ];
 
 /** Why a role is refused an operation: the 403 code, message and details every surface answers alike. */

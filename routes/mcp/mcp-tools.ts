@@ -41,13 +41,13 @@ const MERGED: Readonly<Record<string, { name: string; description: string }>> = 
 };
 
 /** Path parameters as MCP arguments: the session is always the token's. */
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id", origin: "origin", schedule_id: "schedule_id" };
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id", origin: "origin", schedule_id: "schedule_id", webhook_id: "webhook_id", delivery_id: "delivery_id" };
 
 /**
  * What a path argument may be: the ids the runtime takes and mints. Checked before it becomes a path
  * segment, where `.` or `..` would name another route once the URL is resolved.
  */
-const PATH_ARG_PATTERNS: Readonly<Record<string, RegExp>> = { task_id: ID_PATTERN, step_id: ID_PATTERN, run_id: /^[a-z0-9_-]{1,128}$/, action_id: ACTION_ID_PATTERN, link_id: /^lnk_[0-9a-z]{26}$/, token_id: /^tok_[0-9a-z]{26}$/, origin: /^https?:\/\/[^/?#\s]{1,2040}$/, schedule_id: SCHEDULE_ID_PATTERN };
+const PATH_ARG_PATTERNS: Readonly<Record<string, RegExp>> = { task_id: ID_PATTERN, step_id: ID_PATTERN, run_id: /^[a-z0-9_-]{1,128}$/, action_id: ACTION_ID_PATTERN, link_id: /^lnk_[0-9a-z]{26}$/, token_id: /^tok_[0-9a-z]{26}$/, origin: /^https?:\/\/[^/?#\s]{1,2040}$/, schedule_id: SCHEDULE_ID_PATTERN, webhook_id: /^[A-Za-z0-9_-][A-Za-z0-9_.:-]{0,127}$/, delivery_id: /^[A-Za-z0-9_-][A-Za-z0-9_.:-]{0,199}$/ };
 
 const PATH_ARG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   task_id: "The task. A worker may leave it out: its token names its task.",
@@ -58,6 +58,8 @@ const PATH_ARG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   token_id: "The token (tok_…), as GET /v1/sessions/{sid}/tokens lists it.",
   origin: "The A2A peer's origin, as set_peer_credential stored it: http(s)://host[:port].",
   schedule_id: "The schedule.",
+  webhook_id: "The subscription: a webhook's wh_… id, or an A2A push config's id, as list_webhooks lists it.",
+  delivery_id: "The delivery, as list_webhook_deliveries lists it (also its webhook-id header).",
 };
 
 /** What a write tool accepts besides its body: a key that makes a retry safe. */

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { RUNTIME_EVENT_TYPES } from "../core/index.js";
+import { intParam } from "./requests.js";
 
 /** Subscriptions (webhooks and A2A push configs together) one session may hold. */
 export const MAX_WEBHOOKS_PER_SESSION = 100;
@@ -27,6 +28,16 @@ export type CreateWebhookInput = z.input<typeof CreateWebhookBody>;
 /** What a delivery's last try came to. */
 export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
 export const WEBHOOK_DELIVERY_STATUSES = ["pending", "delivered", "failed"] as const;
+/** A delivery page's size when the query names none. */
+export const DEFAULT_DELIVERY_PAGE_LIMIT = 50;
+
+/** GET …/webhooks/{webhook_id}/deliveries query: one status, a page size, and the cursor of the page before. */
+export const WebhookDeliveryQueryParams = z.strictObject({
+  status: z.enum(WEBHOOK_DELIVERY_STATUSES).optional(),
+  limit: intParam(1, MAX_DELIVERY_PAGE_LIMIT).describe(`Most deliveries to answer: 1–${MAX_DELIVERY_PAGE_LIMIT} (default ${DEFAULT_DELIVERY_PAGE_LIMIT})`).optional(),
+  after: z.string().min(1).max(512).describe("The next_cursor of the page before").optional(),
+  access_token: z.string().optional(),
+});
 
 /** A subscription as reads show it: never its secret. */
 export interface Webhook {

@@ -53,6 +53,12 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
     "agent.schedule_resume",
     "agent.schedule_trigger",
     "agent.schedule_delete",
+    "create_webhook",
+    "list_webhooks",
+    "get_webhook",
+    "delete_webhook",
+    "list_webhook_deliveries",
+    "retry_webhook_delivery",
   ],
   worker: [...TASK_READS, "agent.task_claim_step", "agent.task_claim_next", "agent.task_update_step", "agent.task_progress", "finish_worker_run", "agent.request_action"],
   observer: READS,
@@ -61,7 +67,7 @@ const LITERAL_TOOLS: Readonly<Record<SessionRole, readonly string[]>> = {
 
 /** Catalog operations that are deliberately not MCP tools: admin work, the tool list itself, multi-token batches. */
 const NOT_TOOLS = new Set(["createSession", "mintToken", "revokeAllTokens", "listTools", "batch"]);
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id", origin: "origin", schedule_id: "schedule_id" };
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", token_id: "token_id", origin: "origin", schedule_id: "schedule_id", webhook_id: "webhook_id", delivery_id: "delivery_id" };
 
 const pathArgsOf = (op: Operation): string[] => [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((p) => p !== "sid").map((p) => PATH_ARGS[p]!);
 const isWriteTool = (name: string): boolean => mcpTool(name)!.operations.some((op) => op.method !== "get");
@@ -214,7 +220,7 @@ describe.each(KINDS)("A tool outside the caller's role (%s client)", (kind) => {
 
   it.each(ROLES)("Should answer every tool the %s role lacks, whatever its arguments, with tool_not_available (a worker's session-wide read: permission_denied)", async (role) => {
     const missing = MCP_TOOLS.filter((t) => !toolAvailable(t, role));
-    const outOfScope = (name: string) => role === "worker" && [...SESSION_READS, "list_peers", "list_tokens"].includes(name);
+    const outOfScope = (name: string) => role === "worker" && [...SESSION_READS, "list_peers", "list_tokens", "list_webhooks", "get_webhook", "list_webhook_deliveries"].includes(name);
     await expectToolRefusedWritingNothing(
       ctx.taskPath,
       ctx.s.orch,

@@ -17,7 +17,7 @@ import { commandOf } from "../../scripts/security-matrix.js";
 import { connectA2a, rpc, send } from "../support/a2a-clients.js";
 import { ADMIN, call, dispatch, newSession, newTask, step, type TestSession } from "../support/helpers.js";
 import { connectMcp, type McpClient, postMcp } from "../support/mcp-clients.js";
-import { expectOk, mintRole, uniqueId } from "../support/support.js";
+import { expectOk, mintRole, signClaims, uniqueId } from "../support/support.js";
 import { openSocket, type TestSocket } from "../support/test-socket.js";
 
 type Caller = Role | "a2a_client";
@@ -39,6 +39,8 @@ interface SurfaceTask {
   finisher: { token: string; run_id: string };
   cancellee: { token: string; run_id: string };
   otherTask: string;
+  /** The webhook createWebhook made (until then, an id no subscription has). */
+  webhookId: string;
 }
 
 /** One write of the plan: its operation, path parameters, body, and what its answer leaves for the next ones. */
@@ -92,6 +94,10 @@ const SESSION_PLAN: readonly PlannedWrite[] = [
   { op: "resumeSchedule", params: (t) => ({ schedule_id: `sched-${t.tid}` }), body: () => ({}) },
   { op: "triggerSchedule", params: (t) => ({ schedule_id: `sched-${t.tid}` }), body: () => ({}) },
   { op: "deleteSchedule", params: (t) => ({ schedule_id: `sched-${t.tid}` }), body: () => ({}) },
+  // A webhook to a loopback receiver (OUTBOUND_ALLOWLIST "loopback" in the tests); a retry of a delivery it never had is 404.
+  { op: "createWebhook", body: () => ({ url: "http://127.0.0.1:9/matrix", events: ["task.completed"] }), keep: (a, t) => (t.webhookId = a.webhook_id ?? t.webhookId) },
+  { op: "retryWebhookDelivery", params: (t) => ({ webhook_id: t.webhookId, delivery_id: "dlv_none" }), body: () => ({}) },
+  { op: "deleteWebhook", params: (t) => ({ webhook_id: t.webhookId }), body: () => ({}) },
 ];
 
 /**
@@ -101,7 +107,7 @@ const SESSION_PLAN: readonly PlannedWrite[] = [
 const CHECKED_ELSEWHERE: Readonly<Record<string, string>> = { revokeAllTokens: "test/rest/token-lifecycle.test.ts" };
 
 const opById = (id: string): Operation => OPERATIONS.find((op) => op.operationId === id)!;
-const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", origin: "origin", token_id: "token_id", schedule_id: "schedule_id" };
+const PATH_ARGS: Readonly<Record<string, string>> = { tid: "task_id", step: "step_id", run: "run_id", action_id: "action_id", link_id: "link_id", origin: "origin", token_id: "token_id", schedule_id: "schedule_id", webhook_id: "webhook_id", delivery_id: "delivery_id" };
 const mcpToolOf = (op: Operation): string | undefined => MCP_TOOLS.find((t) => t.operations.includes(op))?.name;
 
 /** The matrix's cell: null when the caller may call it, else the 403 code (an a2a_client's token speaks A2A only). */
@@ -129,7 +135,7 @@ async function taskForSurface(surface: Surface): Promise<SurfaceTask> {
   const tid = uniqueId(`matrix-${surface}`);
   const path = await newTask(s, tid, [step("a"), step("b"), step("c")]);
   const [worker, finisher, cancellee] = [await dispatch(s, path), await dispatch(s, path), await dispatch(s, path)];
-  return { tid, actionId: "act_none", linkId: `lnk_${"0".repeat(26)}`, worker, finisher, cancellee, otherTask: uniqueId(`other-${surface}`) };
+  return { tid, actionId: "act_none", linkId: `lnk_${"0".repeat(26)}`, worker, finisher, cancellee, otherTask: uniqueId(`other-${surface}`), webhookId: "wh_none" };
 }
 
 /** The HTTP request of a planned write. */
@@ -282,5 +288,41 @@ describe("the a2a_client's commands through A2A", () => {
       const res = await rpc(token, message);
       expect([res.status, res.body.error?.code], who).toEqual([403, -32000]);
     }
+  });
+});
+
+describe("the webhook routes, reads included", () => {
+  it("Should answer every caller on REST as the matrix says, and a revoked or expired orchestrator token 401", async () => {
+    const victim = expectOk(await call("POST", `/v1/sessions/${s.sid}/tokens`, s.orch, { role: "orchestrator" }), 201);
+    expectOk(await call("DELETE", `/v1/sessions/${s.sid}/tokens/${victim.token_id}`, s.orch));
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await signClaims({ role: "orchestrator", sid: s.sid, sub: "orchestrator", run: "orun_x", iat: now - 100, exp: now - 10 });
+    const worker = (await dispatch(s, await newTask(s, uniqueId("hooks"), [step("a")]))).token;
+    const hook = { url: "http://127.0.0.1:9/matrix-reads", events: ["task.completed"] };
+    const webhookId: string = expectOk(await call("POST", `/v1/sessions/${s.sid}/webhooks`, s.orch, hook), 201).webhook_id;
+    // The delete last: the reads before it find the webhook.
+    const ops = OPERATIONS.filter((op) => op.path.includes("/webhooks")).sort((a, b) => Number(a.operationId === "deleteWebhook") - Number(b.operationId === "deleteWebhook"));
+    expect(ops.map((op) => op.operationId).sort()).toEqual(["createWebhook", "deleteWebhook", "getWebhook", "listWebhookDeliveries", "listWebhooks", "retryWebhookDelivery"]);
+    const callers: [Caller | "revoked" | "expired", string][] = [
+      ["admin", ADMIN], ["worker", worker], ["observer", s.observer], ["approver", tokens.approver], ["a2a_client", tokens.a2a_client],
+      ["revoked", victim.token], ["expired", expired], ["orchestrator", s.orch],
+    ];
+    let checked = 0;
+    for (const op of ops) {
+      const path = op.path.replace("{sid}", s.sid).replace("{webhook_id}", webhookId).replace("{delivery_id}", "dlv_none");
+      const body = op.method === "post" ? (op.operationId === "createWebhook" ? hook : {}) : undefined;
+      for (const [caller, token] of callers) {
+        const answer = await call(op.method.toUpperCase(), path, token, body);
+        const what = `${op.operationId} as ${caller}: ${JSON.stringify(answer.body)}`;
+        if (caller === "revoked" || caller === "expired") expect([answer.status, answer.body?.error?.code, answer.body?.error?.details?.reason], what).toEqual([401, "unauthorized", caller]);
+        else {
+          const code = expectedRefusal(op, caller);
+          if (code === null) expect([401, 403], what).not.toContain(answer.status);
+          else expect([answer.status, answer.body?.error?.code], what).toEqual([403, code]);
+        }
+        checked += 1;
+      }
+    }
+    expect(checked).toBe(ops.length * callers.length);
   });
 });

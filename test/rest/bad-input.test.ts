@@ -337,6 +337,28 @@ const ROUTES: Readonly<Record<string, RouteCase>> = {
   triggerSchedule: { caller: "orch", body: () => ({}) },
   deleteSchedule: { caller: "orch" },
   streamScheduleEvents: events,
+  // A loopback receiver (OUTBOUND_ALLOWLIST "loopback" in the tests); every bad body is refused before a subscription is stored.
+  createWebhook: {
+    caller: "orch",
+    body: () => ({ url: "http://127.0.0.1:9/corpus", events: ["task.completed"], description: "corpus" }),
+    badBodies: () => [
+      { url: "http://10.0.0.1/hook", events: ["task.completed"] },
+      { url: "http://169.254.169.254/latest/meta-data", events: ["task.completed"] },
+      { url: "ftp://127.0.0.1/hook", events: ["task.completed"] },
+      { url: "not a url", events: ["task.completed"] },
+      { url: `http://127.0.0.1:9/${"x".repeat(2_049)}`, events: ["task.completed"] },
+      { url: "http://127.0.0.1:9/hook", events: [] },
+      { url: "http://127.0.0.1:9/hook", events: ["task.exploded"] },
+      { url: "http://127.0.0.1:9/hook" },
+      { url: "http://127.0.0.1:9/hook", events: ["task.completed"], description: "x".repeat(501) },
+      { url: "http://127.0.0.1:9/hook", events: ["task.completed"], secret: "whsec_chosen" },
+    ],
+  },
+  listWebhooks: { caller: "orch" },
+  getWebhook: { caller: "orch" },
+  deleteWebhook: { caller: "orch" },
+  listWebhookDeliveries: { caller: "orch", badQuery: { status: ["exploded", "PENDING", ""], limit: ["0", "501", "abc", "1.5", "-1"], after: ["", "x".repeat(513)] } },
+  retryWebhookDelivery: { caller: "orch", body: () => ({}) },
 };
 
 // ---- mutants: one bad request each -------------------------------------------------------------------------
@@ -570,7 +592,7 @@ interface Answer {
 }
 
 function pathOf(op: Operation, c: RouteCase, f: Fixture, params: Readonly<Record<string, string>> = {}): string {
-  const defaults: Record<string, string> = { sid: f.s.sid, tid: f.tid, run: f.worker.run_id, step: op.operationId === "claimStep" ? "c" : "a", action_id: f.actionId, link_id: `lnk_${"0".repeat(26)}`, origin: encodeURIComponent("https://peer.example"), schedule_id: "corpus-none" };
+  const defaults: Record<string, string> = { sid: f.s.sid, tid: f.tid, run: f.worker.run_id, step: op.operationId === "claimStep" ? "c" : "a", action_id: f.actionId, link_id: `lnk_${"0".repeat(26)}`, origin: encodeURIComponent("https://peer.example"), schedule_id: "corpus-none", webhook_id: "corpus-none", delivery_id: "corpus-none" };
   return op.path.replace(/\{(\w+)\}/g, (_m, name: string) => params[name] ?? defaults[name]!);
 }
 
