@@ -58,6 +58,9 @@ export function deliveriesChangedAfter(state: DagState, afterSeq: number): Webho
   return rows;
 }
 
+/** WAL events whose runtime events the outbox keeps for the next sends. */
+const PROJECTED_KEPT = 64;
+
 /** One try's outcome as reported to the core. */
 type TryReport = { delivery_id: string; status_code: number | null; error: string | null; final?: true };
 
@@ -68,6 +71,8 @@ export class WebhookOutbox {
   /** Outcomes not yet committed, and the commit that will take them. */
   private reports: TryReport[] = [];
   private reporting: Promise<void> | null = null;
+  /** The runtime events of recently sent WAL events, by wal_seq (oldest first). */
+  private readonly projected = new Map<number, RuntimeEvent[]>();
   /** When the earliest delivery is due, for the object's alarm; null when nothing is owed. */
   dueAt: number | null = null;
 
@@ -129,8 +134,7 @@ export class WebhookOutbox {
       target = this.targets.target(delivery.webhook_id);
     }
     if (target === undefined) return { delivery_id: delivery.delivery_id, status_code: null, error: "the subscription was removed or disabled", final: true };
-    const walEvent = this.walEvent(delivery.wal_seq);
-    const event = walEvent === undefined ? undefined : projectEvent(walEvent)[delivery.index];
+    const event = this.runtimeEvents(delivery.wal_seq)?.[delivery.index];
     if (event === undefined) return { delivery_id: delivery.delivery_id, status_code: null, error: `the WAL holds no event ${delivery.event_id}`, final: true };
     const sent = await this.ports.send(target, delivery, event, this.state());
     if (sent.status === 410) {
@@ -142,6 +146,21 @@ export class WebhookOutbox {
       }
     }
     return { delivery_id: delivery.delivery_id, status_code: sent.status, error: sent.error };
+  }
+
+  /**
+   * The runtime events of the WAL event at `walSeq`, read back once for all the subscriptions it is owed to (the
+   * last few kept: a commit's deliveries to many subscriptions go out together).
+   */
+  private runtimeEvents(walSeq: number): RuntimeEvent[] | undefined {
+    const kept = this.projected.get(walSeq);
+    if (kept !== undefined) return kept;
+    const walEvent = this.walEvent(walSeq);
+    if (walEvent === undefined) return undefined;
+    const events = projectEvent(walEvent);
+    this.projected.set(walSeq, events);
+    if (this.projected.size > PROJECTED_KEPT) this.projected.delete(this.projected.keys().next().value!);
+    return events;
   }
 
   /** Commits an outcome, with every other that arrives before the commit starts. */

@@ -6,14 +6,14 @@
  * delivery list; a crash between the commit and the send, or during the send, loses nothing (the platform's
  * reset of the object, its outbox's send port held, as the delegation outbox's crash tests do).
  */
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { inject, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import type { WebhookOutbox } from "../../durable-objects/task/webhook-outbox.js";
 import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
 import type { CreatedWebhook } from "../../src/contract/index.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "../support/helpers.js";
-import { bindings, eventually, expectOk, taskStub, uniqueId } from "../support/support.js";
+import { BASE, bindings, eventually, expectOk, taskStub, uniqueId, walExport } from "../support/support.js";
 import type { ReceivedRequest } from "../support/webhook-receiver.js";
 
 const base = inject("webhookReceiverBase");
@@ -205,4 +205,40 @@ describe("a crash loses nothing", { timeout: 30_000 }, () => {
       await eventually(async () => expect((await taskView(s, path)).task.webhook_delivery_state[0]).toMatchObject({ state: "delivered", delivered: 1 }), 5_000);
     });
   }
+});
+
+describe("secrets", { timeout: 30_000 }, () => {
+  it("Should show a webhook's secret in its create's answer only: never in the WAL export, the task, the session, the subscription list or read, the deliveries, the events", async () => {
+    const s = await newSession();
+    const id = uniqueId("secret");
+    const created = await call("POST", `/v1/sessions/${s.sid}/webhooks`, s.orch, { url: `${base}/${id}/ok`, events: ["task.created", "task.completed"] });
+    const hook = expectOk(created, 201);
+    expect(hook.secret).toMatch(/^whsec_/);
+    const tid = uniqueId("t");
+    const path = await newTask(s, tid, [step("a"), step("b", ["a"])]);
+    await runToCompletion(s, path);
+    await eventually(async () => expect((await received(id)).length).toBe(2), 10_000);
+    await eventually(async () => expect((await taskView(s, path)).task.webhook_delivery_state[0]).toMatchObject({ delivered: 2 }), 5_000);
+    const reads = [
+      await walExport(path, s.orch),
+      JSON.stringify(await taskView(s, path)),
+      JSON.stringify(expectOk(await call("GET", `/v1/sessions/${s.sid}`, s.orch))),
+      JSON.stringify(expectOk(await call("GET", `/v1/sessions/${s.sid}/webhooks`, s.orch))),
+      JSON.stringify(expectOk(await call("GET", `/v1/sessions/${s.sid}/webhooks/${hook.webhook_id}`, s.orch))),
+      JSON.stringify(await eventually(async () => {
+        const page = expectOk(await call("GET", `/v1/sessions/${s.sid}/webhooks/${hook.webhook_id}/deliveries`, s.orch));
+        expect(page.deliveries).toHaveLength(2);
+        return page;
+      }, 5_000)),
+      // The task is completed: its event stream ends.
+      await (await SELF.fetch(`${BASE}${path}/events?after_seq=0`, { headers: { authorization: `Bearer ${s.orch}` } })).text(),
+      // Each delivery itself carries the signature, never the key.
+      JSON.stringify(await received(id)),
+    ];
+    const key = hook.secret.slice("whsec_".length);
+    for (const text of reads) {
+      expect(text).not.toContain(hook.secret);
+      expect(text).not.toContain(key);
+    }
+  });
 });
