@@ -87,7 +87,8 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
         send: (target, delivery, event) => sendWebhook(webhooks, target, { delivery_id: delivery.delivery_id, type: event.type, timestamp: new Date(), data: event }),
         disable: (webhookId, reason) => session().disableWebhook(webhookId, reason),
       },
-      deliveryPolicy: { maxTries: webhooks.maxTries, retryBaseMs: webhooks.retryBaseMs },
+      // A send takes at most WEBHOOK_TIMEOUT_MS: past it and a margin, a send still unsettled died with its object.
+      deliveryPolicy: { maxTries: webhooks.maxTries, retryBaseMs: webhooks.retryBaseMs, sendGuardMs: webhooks.timeoutMs + 5_000 },
       forgetTask: (sessionId, taskId, walName, walSeq) => sessions.get(sessions.idFromName(sessionId)).forgetTask(taskId, walName, walSeq),
       deleteStorage: async () => {
         await ctx.storage.deleteAll();

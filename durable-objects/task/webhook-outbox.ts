@@ -30,6 +30,8 @@ export interface WebhookPorts {
 export interface DeliveryPolicy {
   readonly maxTries: number;
   readonly retryBaseMs: number;
+  /** How long after a send starts the alarm comes by in case the object died during it (longer than a send may take). */
+  readonly sendGuardMs: number;
 }
 
 /** A delivery as the session's replica and the routes show it. */
@@ -66,8 +68,11 @@ type TryReport = { delivery_id: string; status_code: number | null; error: strin
 
 /** The webhook deliveries of one task object. */
 export class WebhookOutbox {
-  /** Deliveries being sent, by subscription (one at a time each). */
-  private readonly inFlight = new Map<string, Promise<void>>();
+  /**
+   * Deliveries being sent, by subscription (one at a time each), with when the alarm comes by anyway: should the
+   * object die during the send, nothing else would wake it to send again.
+   */
+  private readonly inFlight = new Map<string, { send: Promise<void>; guardAt: number }>();
   /** Outcomes not yet committed, and the commit that will take them. */
   private reports: TryReport[] = [];
   private reporting: Promise<void> | null = null;
@@ -87,12 +92,15 @@ export class WebhookOutbox {
     private readonly armAlarm: () => Promise<void>,
   ) {}
 
-  /** Recomputes `dueAt` (a subscription with a send under way is not due: its outcome will be committed). */
+  /**
+   * Recomputes `dueAt`. A subscription with a send under way is due only at its guard time (its outcome will be
+   * committed and re-arm the alarm; the guard covers a crash during the send).
+   */
   refresh(): void {
     let next: number | null = null;
     for (const { delivery, due_at } of deliveryHeads(this.state())) {
-      if (this.inFlight.has(delivery.webhook_id)) continue;
-      if (next === null || due_at < next) next = due_at;
+      const at = this.inFlight.get(delivery.webhook_id)?.guardAt ?? due_at;
+      if (next === null || at < next) next = at;
     }
     this.dueAt = next === null ? null : Math.max(next, Date.now());
   }
@@ -104,7 +112,10 @@ export class WebhookOutbox {
     if (!this.targets.known) await this.targets.ready(task.session_id, task.task_id);
     const started: Promise<void>[] = [];
     for (const { delivery, due_at } of deliveryHeads(this.state())) {
-      if (due_at > now || this.inFlight.has(delivery.webhook_id)) continue;
+      const sending = this.inFlight.get(delivery.webhook_id);
+      // Still under way past its guard (it cannot be, a send times out first): the guard moves on, not a second send.
+      if (sending !== undefined && sending.guardAt <= now) sending.guardAt = now + this.policy.sendGuardMs;
+      if (due_at > now || sending !== undefined) continue;
       const send = this.sendOne(delivery)
         .then((report) => this.report(report))
         .catch((e) => void reportIncident(e, "task object: webhook delivery"))
@@ -119,7 +130,7 @@ export class WebhookOutbox {
           // The subscription's next delivery may be due at once (its head was just delivered).
           if (this.dueAt !== null && this.dueAt <= Date.now()) void this.flush(Date.now());
         });
-      this.inFlight.set(delivery.webhook_id, send);
+      this.inFlight.set(delivery.webhook_id, { send, guardAt: now + this.policy.sendGuardMs });
       started.push(send);
     }
     this.refresh();
