@@ -140,6 +140,14 @@ function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   }
 }
 
+/** kill -9 of the whole process group of the server, at once (a crash: nothing is flushed or shut down); its storage is kept. */
+export async function killDevServer(server: DevServer): Promise<void> {
+  const pid = server.child?.pid;
+  if (pid === undefined) return;
+  signalGroup(pid, "SIGKILL");
+  for (let i = 0; i < 50 && signalGroup(pid, 0); i++) await sleep(100);
+}
+
 /** Stops the whole process group of the server: SIGTERM, then SIGKILL after 5 s; removes its storage unless kept (`keepPersistDir`, to start another server on it). */
 export async function stopDevServer(server: DevServer, opts: { keepPersistDir?: boolean } = {}): Promise<void> {
   const pid = server.child?.pid;
