@@ -11,7 +11,7 @@ import type { IndexEntry, WebhookDelivery } from "../../src/contract/index.js";
 import { deliveriesChangedAfter } from "./webhook-outbox.js";
 import { type DagState, normalizedTaskStatus } from "../../src/core/index.js";
 import { indexEntryOf, openActionsVersion } from "./index-entry.js";
-import type { Sql } from "./storage/wal-store.js";
+import { readWal, type Sql } from "./storage/wal-store.js";
 
 /** A task's pushes of count-only changes start at least this far apart; changes in between go together in the next one. */
 export const INDEX_PUSH_INTERVAL_MS = 1_000;
@@ -125,7 +125,7 @@ export class IndexOutbox {
     // The open actions travel only when their set changed since the index acknowledged it (unknown after a restart).
     const entry = indexEntryOf(state, actions !== this.pushedActions);
     let acknowledged = false;
-    this.inFlight = this.send(entry, deliveriesChangedAfter(state, this.pushedSeq))
+    this.inFlight = this.send(entry, deliveriesChangedAfter(state, this.pushedSeq, (afterSeq) => readWal(this.sql, afterSeq, entry.wal_seq - afterSeq)))
       .then(() => {
         acknowledged = true;
         this.pushedSeq = Math.max(this.pushedSeq, entry.wal_seq);

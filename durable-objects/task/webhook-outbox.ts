@@ -6,7 +6,7 @@
  * delivery is still pending in the WAL and is sent again, with the same `webhook-id` (its delivery id), so a
  * receiver that got it already can tell. Outcomes arriving together are committed together.
  */
-import { type DagState, deliveryHeads, projectEvent, type RuntimeEvent, type WalEvent, type WebhookDeliveryRecord } from "../../src/core/index.js";
+import { type DagState, deliveryFacts, deliveryHeads, projectEvent, type RuntimeEvent, type WalEvent, type WebhookDeliveryRecord } from "../../src/core/index.js";
 import { reportIncident } from "../shared/incident.js";
 import type { WebhookDelivery } from "../../src/contract/index.js";
 import type { DeliveryTarget } from "../session/session-rpc.js";
@@ -51,13 +51,15 @@ export function deliveryRow(taskId: string, d: WebhookDeliveryRecord): WebhookDe
   };
 }
 
-/** The deliveries changed by WAL events after `afterSeq` (what the session's replica lacks), as rows. */
-export function deliveriesChangedAfter(state: DagState, afterSeq: number): WebhookDelivery[] {
+/**
+ * The deliveries the WAL changed after `afterSeq` (what the session's replica lacks), as rows: read from the WAL's
+ * delivery facts, since a delivered delivery is no longer held in memory. Nothing is read for a task that never
+ * owed one.
+ */
+export function deliveriesChangedAfter(state: DagState, afterSeq: number, readAfter: (afterSeq: number) => WalEvent[]): WebhookDelivery[] {
   const task = state.task;
-  if (task === null || state.webhookDeliveries.size === 0) return [];
-  const rows: WebhookDelivery[] = [];
-  for (const d of state.webhookDeliveries.values()) if (d.updated_seq > afterSeq) rows.push(deliveryRow(task.task_id, d));
-  return rows;
+  if (task === null || (state.webhookDeliveries.size === 0 && state.webhookTotals.size === 0) || afterSeq >= state.last_wal_seq) return [];
+  return deliveryFacts(readAfter(afterSeq)).map((fact) => ({ ...fact, task_id: task.task_id }));
 }
 
 /** WAL events whose runtime events the outbox keeps for the next sends. */

@@ -36,6 +36,16 @@ export const webhookHandlers: { [K in WebhookEventType]: (s: DagState, e: WalEve
   webhook_deliveries_tried(s, e) {
     for (const t of e.payload.tries) {
       const d = deliveryOf(s, e.wal_seq, t.delivery_id);
+      const totals = s.webhookTotals.get(d.webhook_id) ?? { delivered: 0, last_status_code: null, last_seq: 0 };
+      totals.last_status_code = t.status_code;
+      totals.last_seq = e.wal_seq;
+      s.webhookTotals.set(d.webhook_id, totals);
+      if (t.status === "delivered") {
+        totals.delivered += 1;
+        s.webhookDeliveries.delete(d.delivery_id);
+        s.index.pendingDeliveries.delete(d.delivery_id);
+        continue;
+      }
       d.status = t.status;
       d.attempts = t.attempts;
       d.last_status_code = t.status_code;

@@ -4,7 +4,7 @@
  * the tail equals `replay` of the whole WAL, indexes and the order of their sets included (decisions iterate them).
  */
 import type { Action, Attempt, Delegation, Step, Task, WebhookDeliveryRecord, WorkerRun } from "../model/records.js";
-import { type DagIndex, type DagState, emptyState, type ProgressRecord, rebuildIndex } from "../model/state.js";
+import { type DagIndex, type DagState, emptyState, type ProgressRecord, rebuildIndex, type WebhookTotals } from "../model/state.js";
 
 /** The snapshot format this core writes and reads; a snapshot of another format is ignored (the WAL is replayed). */
 export const SNAPSHOT_FORMAT = 3;
@@ -29,6 +29,7 @@ export interface DagSnapshot {
   readonly progress: [string, ProgressRecord][];
   /** Absent in snapshots written before webhook deliveries existed (a task then had none). */
   readonly webhook_deliveries?: WebhookDeliveryRecord[];
+  readonly webhook_totals?: [string, WebhookTotals][];
   readonly order: Record<OrderedSet, string[]>;
 }
 
@@ -47,6 +48,7 @@ export function takeSnapshot(state: DagState): DagSnapshot {
     delegations: [...state.delegations.values()],
     progress: [...state.progress.entries()],
     webhook_deliveries: [...state.webhookDeliveries.values()],
+    webhook_totals: [...state.webhookTotals.entries()],
     order: Object.fromEntries(ORDERED_SETS.map((name) => [name, [...state.index[name]]])) as Record<OrderedSet, string[]>,
   };
 }
@@ -75,6 +77,7 @@ export function restoreSnapshot(snapshot: DagSnapshot): DagState {
   for (const d of snapshot.delegations) state.delegations.set(d.delegation_id, d);
   for (const [key, p] of snapshot.progress) state.progress.set(key, p);
   for (const w of snapshot.webhook_deliveries ?? []) state.webhookDeliveries.set(w.delivery_id, w);
+  for (const [id, totals] of snapshot.webhook_totals ?? []) state.webhookTotals.set(id, totals);
   state.last_wal_seq = snapshot.last_wal_seq;
   state.next_ordinal = snapshot.next_ordinal;
   const index: DagIndex = rebuildIndex(state);

@@ -31,7 +31,7 @@ export function decideQueueWebhookDeliveries(state: DagState, cmd: CommandOf<"qu
   return accept(em);
 }
 
-/** What tries came to: each pending delivery tried once more; an outcome of a delivery no longer pending changes nothing. */
+/** What tries came to: each pending delivery tried once more; an outcome of a delivery no longer pending (or held) changes nothing. */
 export function decideRecordWebhookTries(state: DagState, cmd: CommandOf<"record_webhook_tries">, ctx: DecideContext): Decision {
   const task = state.task!;
   const seen = new Set<string>();
@@ -45,7 +45,7 @@ export function decideRecordWebhookTries(state: DagState, cmd: CommandOf<"record
     const failed = !ok && (t.final === true || t.status_code === 410 || attempts >= cmd.max_tries);
     const status = ok ? "delivered" : failed ? "failed" : "pending";
     const next = status === "pending" ? isoTimestamp(ctx.now + webhookRetryDelay(attempts, cmd.retry_base_ms)) : null;
-    tries.push({ delivery_id: d.delivery_id, status, attempts, status_code: t.status_code, error: ok ? null : (t.error ?? null), next_attempt_at: next } as const);
+    tries.push({ delivery_id: d.delivery_id, webhook_id: d.webhook_id, event_id: d.event_id, event_type: d.event_type, status, attempts, status_code: t.status_code, error: ok ? null : (t.error ?? null), next_attempt_at: next } as const);
   }
   if (tries.length === 0) return acceptNothing();
   const em = new Emitter(state, ctx, systemActor(task.session_id));
@@ -56,9 +56,10 @@ export function decideRecordWebhookTries(state: DagState, cmd: CommandOf<"record
 /** A failed delivery is owed again from now, its tries counted afresh. */
 export function decideRetryWebhookDelivery(state: DagState, cmd: CommandOf<"retry_webhook_delivery">, ctx: DecideContext): Decision {
   const d = state.webhookDeliveries.get(cmd.delivery_id);
-  if (d === undefined) return refuse(runtimeError("not_found", `the task has no webhook delivery ${cmd.delivery_id}`, { delivery_id: cmd.delivery_id }));
+  // A delivered delivery is no longer held (its subscription's count is): there is nothing to retry either way.
+  if (d === undefined) return refuse(runtimeError("not_found", `the task has no webhook delivery ${cmd.delivery_id} that could be retried`, { delivery_id: cmd.delivery_id }));
   if (d.status !== "failed") return refuse(runtimeError("invalid_transition", `delivery ${cmd.delivery_id} is ${d.status}: only a failed delivery is retried`, { delivery_id: cmd.delivery_id, status: d.status }));
   const em = new Emitter(state, ctx, systemActor(state.task!.session_id));
-  em.emit("webhook_delivery_retried", null, { delivery_id: d.delivery_id });
+  em.emit("webhook_delivery_retried", null, { delivery_id: d.delivery_id, webhook_id: d.webhook_id, event_id: d.event_id, event_type: d.event_type });
   return accept(em);
 }

@@ -54,6 +54,13 @@ export interface DagIndex {
   readonly pendingDeliveries: Set<string>;
 }
 
+/** A subscription's deliveries of the task that were delivered, and its last try. */
+export interface WebhookTotals {
+  delivered: number;
+  last_status_code: number | null;
+  last_seq: number;
+}
+
 /** A task DAG as the core holds it: records plus derived indexes. */
 export interface DagState {
   task: Task | null;
@@ -72,8 +79,13 @@ export interface DagState {
   readonly delegations: Map<string, Delegation>;
   /** Latest progress per step id; the key "" holds task-level progress. */
   readonly progress: Map<string, ProgressRecord>;
-  /** Webhook deliveries of the task's events, in the order they were queued. */
+  /**
+   * Webhook deliveries of the task's events still pending or failed (a failed one may be retried), in the order
+   * they were queued. A delivered one leaves: memory does not grow with what went well.
+   */
   readonly webhookDeliveries: Map<string, WebhookDeliveryRecord>;
+  /** Per subscription: its deliveries delivered, and its last try's status code and wal_seq (for the read model). */
+  readonly webhookTotals: Map<string, WebhookTotals>;
   last_wal_seq: number;
   next_ordinal: number;
   readonly index: DagIndex;
@@ -95,6 +107,7 @@ export function emptyState(): DagState {
     delegations: new Map(),
     progress: new Map(),
     webhookDeliveries: new Map(),
+    webhookTotals: new Map(),
     last_wal_seq: 0,
     next_ordinal: 0,
     index: {

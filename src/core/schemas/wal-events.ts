@@ -209,7 +209,8 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
   event("webhook_deliveries_queued", z.object({ deliveries: z.array(QueuedDeliverySchema) })),
   /**
    * Tries of deliveries were answered (or not): each one's outcome as decided — delivered, pending again until
-   * `next_attempt_at`, or failed — so replay never reads the configured tries or backoff.
+   * `next_attempt_at`, or failed — so replay never reads the configured tries or backoff. A delivered one leaves the
+   * task's memory (its subscription's count keeps it).
    */
   event(
     "webhook_deliveries_tried",
@@ -217,6 +218,10 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
       tries: z.array(
         z.object({
           delivery_id: DeliveryIdSchema,
+          /** The delivery's subscription and event, so each fact is a whole row of the session's delivery list. */
+          webhook_id: z.string(),
+          event_id: z.string(),
+          event_type: z.string(),
           status: WebhookDeliveryStatusSchema,
           attempts: z.number().int().positive(),
           status_code: z.number().int().nullable(),
@@ -227,7 +232,7 @@ export const WalEventSchema = z.discriminatedUnion("event_type", [
     }),
   ),
   /** A failed delivery is owed again from now, its tries counted afresh (someone asked for it). */
-  event("webhook_delivery_retried", z.object({ delivery_id: DeliveryIdSchema })),
+  event("webhook_delivery_retried", z.object({ delivery_id: DeliveryIdSchema, webhook_id: z.string(), event_id: z.string(), event_type: z.string() })),
   /** A child task's result reached its parent (delivered), or could not (failed, parent_missing). */
   event("task_delivery_recorded", z.object({ delivery_state: DeliveryStateSchema, detail: TextSchema.nullable() })),
   event(

@@ -69,24 +69,57 @@ export interface WebhookDeliveryState {
   readonly last_status_code: number | null;
 }
 
-/** Each subscription's deliveries of the task, in the order it was first owed one. */
+/** Each subscription's deliveries of the task: those held (pending, failed), then those with only delivered ones. */
 export function webhookDeliveryState(state: DagState): WebhookDeliveryState[] {
-  const by = new Map<string, { pending: number; delivered: number; failed: number; last_status_code: number | null; last_seq: number }>();
-  for (const d of state.webhookDeliveries.values()) {
-    let s = by.get(d.webhook_id);
-    if (s === undefined) by.set(d.webhook_id, (s = { pending: 0, delivered: 0, failed: 0, last_status_code: null, last_seq: 0 }));
-    s[d.status] += 1;
-    if (d.attempts > 0 && d.updated_seq >= s.last_seq) {
-      s.last_seq = d.updated_seq;
-      s.last_status_code = d.last_status_code;
-    }
-  }
+  const by = new Map<string, { pending: number; delivered: number; failed: number }>();
+  const count = (id: string) => {
+    let s = by.get(id);
+    if (s === undefined) by.set(id, (s = { pending: 0, delivered: state.webhookTotals.get(id)?.delivered ?? 0, failed: 0 }));
+    return s;
+  };
+  for (const d of state.webhookDeliveries.values()) count(d.webhook_id)[d.status === "failed" ? "failed" : "pending"] += 1;
+  for (const id of state.webhookTotals.keys()) count(id);
   return [...by].map(([webhook_id, s]) => ({
     webhook_id,
     state: s.failed > 0 ? "failed" : s.pending > 0 ? "pending" : "delivered",
     pending: s.pending,
     delivered: s.delivered,
     failed: s.failed,
-    last_status_code: s.last_status_code,
+    last_status_code: state.webhookTotals.get(webhook_id)?.last_status_code ?? null,
   }));
+}
+
+/** One delivery as a row of the session's delivery list (`task_id` added by the caller). */
+export interface DeliveryFact {
+  readonly delivery_id: string;
+  readonly webhook_id: string;
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly status: "pending" | "delivered" | "failed";
+  readonly attempts: number;
+  readonly last_status_code: number | null;
+  readonly last_error: string | null;
+  readonly next_attempt_at: string | null;
+  readonly updated_at: string;
+}
+
+/** The deliveries these WAL events changed, as they stood after them (one row each, the last change winning). */
+export function deliveryFacts(events: readonly WalEvent[]): DeliveryFact[] {
+  const rows = new Map<string, DeliveryFact>();
+  for (const e of events) {
+    if (e.event_type === "webhook_deliveries_queued") {
+      for (const q of e.payload.deliveries) {
+        rows.set(q.delivery_id, { delivery_id: q.delivery_id, webhook_id: q.webhook_id, event_id: q.event_id, event_type: q.event_type, status: "pending", attempts: 0, last_status_code: null, last_error: null, next_attempt_at: e.created_at, updated_at: e.created_at });
+      }
+    } else if (e.event_type === "webhook_deliveries_tried") {
+      for (const t of e.payload.tries) {
+        rows.set(t.delivery_id, { delivery_id: t.delivery_id, webhook_id: t.webhook_id, event_id: t.event_id, event_type: t.event_type, status: t.status, attempts: t.attempts, last_status_code: t.status_code, last_error: t.error, next_attempt_at: t.next_attempt_at, updated_at: e.created_at });
+      }
+    } else if (e.event_type === "webhook_delivery_retried") {
+      const p = e.payload;
+      const before = rows.get(p.delivery_id);
+      rows.set(p.delivery_id, { delivery_id: p.delivery_id, webhook_id: p.webhook_id, event_id: p.event_id, event_type: p.event_type, status: "pending", attempts: 0, last_status_code: before?.last_status_code ?? null, last_error: before?.last_error ?? null, next_attempt_at: e.created_at, updated_at: e.created_at });
+    }
+  }
+  return [...rows.values()];
 }

@@ -68,12 +68,14 @@ describe("the queue and the tries", () => {
     consistent(h);
   });
 
-  it("Should record a 2xx as delivered, and take the delivery out of what is owed", () => {
+  it("Should record a 2xx as delivered, take the delivery out of what is owed and out of memory, and count it", () => {
     const h = setup();
     const [id] = pending(h);
-    tries(h, [{ delivery_id: id, status_code: 204, error: null }]);
-    const d = h.state.webhookDeliveries.get(id!)!;
-    expect([d.status, d.attempts, d.last_status_code, d.next_attempt_at]).toEqual(["delivered", 1, 204, null]);
+    const d = tries(h, [{ delivery_id: id, status_code: 204, error: null }]).events[0]!;
+    expect(d.payload).toMatchObject({ tries: [{ delivery_id: id, status: "delivered", attempts: 1, status_code: 204, next_attempt_at: null }] });
+    // Delivered, it leaves memory: its subscription's count keeps it.
+    expect(h.state.webhookDeliveries.has(id!)).toBe(false);
+    expect(h.state.webhookTotals.get("wh_all")).toEqual({ delivered: 1, last_status_code: 204, last_seq: h.state.last_wal_seq });
     expect(pending(h)).toEqual([]);
     consistent(h);
   });
@@ -114,7 +116,7 @@ describe("the queue and the tries", () => {
     const before = h.wal.length;
     h.ok({ type: "record_webhook_tries", tries: [{ delivery_id: id, status_code: 500, error: "late" }, { delivery_id: "dlv_nope", status_code: 200, error: null }], max_tries: 3, retry_base_ms: 1_000 }, systemCaller);
     expect(h.wal.length).toBe(before);
-    expect(h.state.webhookDeliveries.get(id!)!.status).toBe("delivered");
+    expect(h.state.webhookTotals.get("wh_all")!.delivered).toBe(1);
   });
 
   it("Should owe a failed delivery again on retry, its tries counted afresh; not_found and invalid_transition otherwise", () => {
