@@ -30,7 +30,8 @@ import { a2aErrorOf, invalidParams, RuntimeFault, taskNotFound } from "./a2a-err
 import { actionIdRequired, actionNotOpen, answerIdempotencyOf, LISTED_OPEN_ACTIONS, messageIdReused, messageKeyOf, namedActionIdOf } from "./a2a-answers.js";
 import type { ActionPage } from "../../src/contract/index.js";
 import type { Idempotency } from "../../durable-objects/task/storage/idempotency-store.js";
-import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
+import { a2aStateOf, a2aTaskOf, listFilterOf, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
+import { isTerminalA2a } from "../../durable-objects/peers/a2a-status.js";
 import { a2aStreamStateOf, a2aUpdatesOf } from "./a2a-stream-map.js";
 import { requestHash, sha256DerivedId } from "../../src/lib/hash.js";
 
