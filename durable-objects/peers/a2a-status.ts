@@ -2,7 +2,7 @@
  * @module The A2A status of one of our tasks, pure (docs/protocols/a2a.md "States"): which A2A state a native
  * status and its open actions mean, and the status message that says why. One rule for every place a client learns
  * a task's status: GetTask and ListTasks (routes/a2a/a2a-map.ts, from the task's view), streams
- * (routes/a2a/a2a-stream-map.ts, from runtime events).
+ * (routes/a2a/a2a-stream-map.ts, from runtime events) and push notifications (a2a-push.ts, from one event).
  * In the SDK's in-memory shapes (numeric enums, `$case` oneofs).
  */
 import { type Message, type Part, Role, TaskState } from "@a2a-js/sdk";
@@ -34,6 +34,17 @@ export function a2aStateFor(native: string, actionOpen: boolean): TaskState {
       return native === "pending" ? TaskState.TASK_STATE_SUBMITTED : TaskState.TASK_STATE_WORKING;
   }
 }
+
+/** Task-level status events and the native status they leave (step-level events of these types carry a stepId). */
+export const TASK_STATUS_EVENTS: Readonly<Record<string, string>> = {
+  "task.started": "running",
+  "task.blocked": "blocked",
+  "task.paused": "paused",
+  "task.resumed": "pending",
+  "task.completed": "completed",
+  "task.failed": "failed",
+  "task.cancelled": "cancelled",
+};
 
 /** A text part. */
 export function textPart(text: string): Part {

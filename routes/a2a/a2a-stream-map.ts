@@ -4,7 +4,7 @@
  * back in state. The snapshot itself is routes/a2a/a2a-map.ts's mapping of the task view.
  */
 import { type Artifact, type Message, type Task, TaskState } from "@a2a-js/sdk";
-import { a2aStateFor, a2aStatusMessage, agentMessage, isTerminalA2a, type StatusAction, textPart } from "../../durable-objects/peers/a2a-status.js";
+import { a2aStateFor, a2aStatusMessage, agentMessage, isTerminalA2a, type StatusAction, TASK_STATUS_EVENTS, textPart } from "../../durable-objects/peers/a2a-status.js";
 import { openActions, stepArtifact, type TaskViewJson } from "./a2a-map.js";
 
 type StreamResponse = import("@a2a-js/sdk").StreamResponse;
@@ -88,17 +88,6 @@ export interface RuntimeEventLike {
   readonly taskProgress?: Record<string, unknown>;
   readonly payload: Record<string, unknown>;
 }
-
-/** Task-level status events and the native status they leave (step-level events of these types carry a stepId). */
-const TASK_STATUS_EVENTS: Readonly<Record<string, string>> = {
-  "task.started": "running",
-  "task.blocked": "blocked",
-  "task.paused": "paused",
-  "task.resumed": "pending",
-  "task.completed": "completed",
-  "task.failed": "failed",
-  "task.cancelled": "cancelled",
-};
 
 /** A patch op as task.updated carries it (the fields the mapping reads). */
 interface PatchOpLike {
