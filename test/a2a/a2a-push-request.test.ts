@@ -1,8 +1,8 @@
 /**
  * @module The A2A push request builder (durable-objects/peers/a2a-push.ts) on its own, over real WALs: every event it
  * pushes says the A2A state GetTask says right after that event, the status message's text too, and the action an
- * INPUT_REQUIRED push is about; pushed later (the task moved on) it never says a task went back nor a non-terminal
- * status after the end; the body is the SDK's own serialisation of a StreamResponse, and the headers carry the
+ * INPUT_REQUIRED push is about; pushed later (the task moved on) it never says a task went back nor anything but
+ * the end after the end; the body is the SDK's own serialisation of a StreamResponse, and the headers carry the
  * config's token and Authorization value only when it has them.
  */
 import { StreamResponse, TaskState } from "@a2a-js/sdk";
@@ -111,7 +111,7 @@ describe("a push sent at once", () => {
     for (const { n, event } of eventsOf(wal)) {
       const request = a2aPushRequest(target, event, replay(wal.slice(0, n)));
       const where = `${event.type} at WAL ${n}${event.stepId === undefined ? "" : ` (step ${event.stepId})`}`;
-      if (!A2A_PUSH_EVENTS.includes(event.type as (typeof A2A_PUSH_EVENTS)[number]) || (event.stepId !== undefined && event.type.startsWith("task."))) {
+      if (!A2A_PUSH_EVENTS.includes(event.type as (typeof A2A_PUSH_EVENTS)[number])) {
         expect(request, where).toBeNull();
         continue;
       }
@@ -170,20 +170,33 @@ describe("a push sent later", () => {
     }
   });
 
-  it("Should push nothing for the actions a cancel withdraws: CANCELED is the last status a receiver gets", async () => {
+  it("Should push the actions a cancel withdraws as the cancel: CANCELED is all a receiver gets from the end on", async () => {
     const id = "push-cancelled";
     const worker = await startedTask(id);
     expectOk(await call("POST", `${taskPath(id)}/steps/work/actions`, worker, { kind: "approval", prompt: "Go on?" }), 201);
     expectOk(await call("POST", `${taskPath(id)}/cancel`, S.orch, { reason: "no longer needed" }));
     const wal = await walOf(taskPath(id), S.orch);
     const target = configOf(id);
-    const now = replay(wal);
-    const states = eventsOf(wal)
-      .map(({ event }) => a2aPushRequest(target, event, now))
-      .filter((r) => r !== null)
-      .map((r) => TaskState[pushedUpdate(r!.body).status!.state]);
-    expect(states.at(-1)).toBe("TASK_STATE_CANCELED");
-    expect(states.filter((s) => isTerminalA2a(TaskState[s as keyof typeof TaskState]))).toEqual(["TASK_STATE_CANCELED"]);
+    for (const state of [replay(wal), undefined]) {
+      const pushed = eventsOf(wal)
+        .map(({ n, event }) => ({ event, request: a2aPushRequest(target, event, state ?? replay(wal.slice(0, n))) }))
+        .filter((p) => p.request !== null)
+        .map((p) => `${p.event.type}${p.event.type === "action.resolved" ? `(${String(p.event.payload.decision)})` : ""}:${TaskState[pushedUpdate(p.request!.body).status!.state]}`);
+      expect(pushed.slice(-2)).toEqual(["task.cancelled:TASK_STATE_CANCELED", "action.resolved(withdrawn):TASK_STATE_CANCELED"]);
+      expect(pushed.slice(0, -2).every((p) => !p.endsWith("CANCELED"))).toBe(true);
+    }
+  });
+
+  it("Should push a step's own blocked status as the task's status after it, which it does not change", async () => {
+    const id = "push-step-blocked";
+    const worker = await startedTask(id);
+    expectOk(await call("POST", `${taskPath(id)}/steps/work/status`, worker, { status: "blocked", reason: "waiting for a file" }));
+    const wal = await walOf(taskPath(id), S.orch);
+    const { n, event } = eventsOf(wal).find(({ event }) => event.type === "task.blocked")!;
+    expect(event.stepId).toBe("work");
+    const update = pushedUpdate(a2aPushRequest(configOf(id), event, replay(wal.slice(0, n)))!.body);
+    expect(TaskState[update.status!.state]).toBe(TaskState[a2aStateOf(viewAt(wal, n))]);
+    expect(update.status!.message).toBeUndefined();
   });
 
   it("Should say why a task failed, as GetTask does", async () => {
@@ -223,8 +236,10 @@ describe("the request", () => {
     expect(request.headers).toEqual({ "Content-Type": "application/a2a+json" });
   });
 
-  it("Should be null for a webhook, another task's config, and an event type the config does not receive", () => {
+  it("Should be null for a webhook, another task's config, and an event type the config does not receive or no config does", () => {
     const state = replay(wal);
+    const created = eventsOf(wal).find(({ event }) => event.type === "task.created")!.event;
+    expect(a2aPushRequest(configOf("push-request", { events: ["task.created"] }), created, state)).toBeNull();
     expect(a2aPushRequest(configOf("push-request", { kind: "webhook", task_id: null, secret: "whsec_x", token: null, authorization: null }), completed, state)).toBeNull();
     expect(a2aPushRequest(configOf("another-task"), completed, state)).toBeNull();
     expect(a2aPushRequest(configOf("push-request", { events: ["action.required"] }), completed, state)).toBeNull();
