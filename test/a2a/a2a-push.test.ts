@@ -15,6 +15,7 @@ import { connectA2a, failure, rpc, send } from "../support/a2a-clients.js";
 import { call, newSession, step, type TestSession } from "../support/helpers.js";
 import { BASE, eventually, expectOk, mintRole, taskStub, uniqueId } from "../support/support.js";
 import type { ReceivedRequest } from "../support/webhook-receiver.js";
+import { MAX_WEBHOOKS_PER_SESSION } from "../../src/contract/index.js";
 
 const receiverBase = inject("webhookReceiverBase");
 
@@ -159,6 +160,18 @@ describe("push notification configs", () => {
       expect(e.message, JSON.stringify(over)).toContain(why);
     }
     expect(await configsOf(task.id)).toEqual([]);
+  });
+
+  it("Should refuse a config past the session's subscriptions (MAX_WEBHOOKS_PER_SESSION) with -32602 LIMIT_EXCEEDED, replacing one still", async () => {
+    const session = await newSession();
+    const token = await mintRole(session, "a2a_client", "push-capped");
+    const capped = await connectA2a(token);
+    const task = await submit("Capped", capped);
+    for (let i = 0; i < MAX_WEBHOOKS_PER_SESSION; i++) await capped.createTaskPushNotificationConfig(configOf(task.id, "capped", { id: `cfg-${i}` }));
+    const r = await rpc(token, { jsonrpc: "2.0", id: 1, method: "CreateTaskPushNotificationConfig", params: { taskId: task.id, url: `${receiverBase}/capped/ok`, id: "cfg-one-more" } });
+    expect(r.body.error).toMatchObject({ code: -32602, data: [expect.objectContaining({ reason: "LIMIT_EXCEEDED", metadata: expect.objectContaining({ limit: String(MAX_WEBHOOKS_PER_SESSION), setting: "MAX_WEBHOOKS_PER_SESSION" }) })] });
+    await capped.createTaskPushNotificationConfig(configOf(task.id, "replaced", { id: "cfg-0" }));
+    expect(await configsOf(task.id, capped)).toHaveLength(MAX_WEBHOOKS_PER_SESSION);
   });
 
   it("Should refuse a config of a task that has ended with -32004", async () => {
