@@ -13,7 +13,7 @@ import { runInDurableObject, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { connectA2a, failure, rpc, send } from "../support/a2a-clients.js";
 import { call, newSession, step, type TestSession } from "../support/helpers.js";
-import { BASE, eventually, expectOk, mintRole, taskStub, uniqueId } from "../support/support.js";
+import { BASE, eventually, expectOk, mintRole, taskStub, uniqueId, walText } from "../support/support.js";
 import type { ReceivedRequest } from "../support/webhook-receiver.js";
 import { MAX_WEBHOOKS_PER_SESSION } from "../../src/contract/index.js";
 
@@ -235,6 +235,19 @@ describe("pushes", () => {
     }
     // What the pushes said is what GetTask says.
     expect((await client.getTask({ tenant: "", id: task.id, historyLength: undefined })).status!.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    // The token and credentials went to the receiver only: not in the WAL, the task, the session's subscriptions or their deliveries.
+    const subscriptions = expectOk(await call("GET", `/v1/sessions/${S.sid}/webhooks`, S.orch));
+    const config = subscriptions.webhooks.find((w: { task_id: string | null }) => w.task_id === task.id);
+    expect(config).toMatchObject({ kind: "a2a_push", webhook_id: expect.stringMatching(new RegExp(`^${task.id}\\.`)), status: "active" });
+    const deliveries = await eventually(async () => {
+      const page = expectOk(await call("GET", `/v1/sessions/${S.sid}/webhooks/${config.webhook_id}/deliveries`, S.orch));
+      expect(page.deliveries.map((d: { status: string }) => d.status)).toEqual(["delivered", "delivered", "delivered", "delivered"]);
+      return page;
+    }, 10_000);
+    for (const text of [(await walText(taskPath(task.id), S.orch)).text, JSON.stringify(expectOk(await call("GET", taskPath(task.id), S.orch))), JSON.stringify(subscriptions), JSON.stringify(deliveries)]) {
+      expect(text).not.toContain("receiver-secret");
+      expect(text).not.toContain("tok-e2e");
+    }
   });
 
   it("Should push nothing more to a config once it is deleted", async () => {
