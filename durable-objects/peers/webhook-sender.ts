@@ -65,8 +65,9 @@ export async function postOutbound(limits: Pick<WebhookLimits, "allowlist" | "ti
 /**
  * Sends one event to one subscription as a Standard Webhooks message: the body `{type, timestamp, data}` (timestamp
  * ISO 8601), webhook-id the delivery's id, webhook-timestamp the message's time in seconds, webhook-signature by the
- * target's `whsec_` secret. A target without a secret (an A2A push config) is sent the same message unsigned, with
- * its X-A2A-Notification-Token and Authorization when it has them. Never throws.
+ * target's `whsec_` secret. A target without a secret is sent the same message unsigned, with its
+ * X-A2A-Notification-Token and Authorization when it has them (the task object sends an A2A push config the A2A
+ * request a2a-push.ts builds instead). Never throws.
  */
 export async function sendWebhook(limits: Pick<WebhookLimits, "allowlist" | "timeoutMs" | "maxResponseBytes">, target: DeliveryTarget, message: WebhookMessage): Promise<OutboundOutcome> {
   const body = JSON.stringify({ type: message.type, timestamp: message.timestamp.toISOString(), data: message.data });

@@ -15,7 +15,8 @@ import { ChildTasks } from "./child-tasks.js";
 import { CommandSockets } from "./command-sockets.js";
 import { CommitShell } from "./commit-shell.js";
 import { DeliveryTargets } from "./delivery-targets.js";
-import { sendWebhook } from "../peers/webhook-sender.js";
+import { postOutbound, sendWebhook } from "../peers/webhook-sender.js";
+import { a2aPushRequest } from "../peers/a2a-push.js";
 import type { Idempotency } from "./storage/idempotency-store.js";
 import { type ChildCancelAnswer, type ChildCreateAnswer, type DeliveryAnswer, type OutboundPorts } from "./outbound-calls.js";
 import { IdempotentWrites } from "./idempotent-writes.js";
@@ -84,7 +85,13 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
       outbound,
       deliveryTargets: this.targets,
       webhooks: {
-        send: (target, delivery, event) => sendWebhook(webhooks, target, { delivery_id: delivery.delivery_id, type: event.type, timestamp: new Date(), data: event }),
+        send: (target, delivery, event, state) => {
+          if (target.kind === "webhook") return sendWebhook(webhooks, target, { delivery_id: delivery.delivery_id, type: event.type, timestamp: new Date(), data: event });
+          // An A2A push config: the A2A status update the event means, unsigned, with the config's own token and Authorization.
+          const push = a2aPushRequest(target, event, state);
+          if (push === null) return Promise.resolve({ status: null, error: `an A2A push config does not take ${event.type} events of another task` });
+          return postOutbound(webhooks, target.url, push.headers, push.body);
+        },
         disable: (webhookId, reason) => session().disableWebhook(webhookId, reason),
       },
       // A send takes at most WEBHOOK_TIMEOUT_MS: past it and a margin, a send still unsettled died with its object.

@@ -15,10 +15,13 @@ import {
   type SubscribeToTaskRequest,
   type Task,
   type TaskPushNotificationConfig,
+  type GetTaskPushNotificationConfigRequest,
+  type ListTaskPushNotificationConfigsRequest,
   type ListTaskPushNotificationConfigsResponse,
+  type DeleteTaskPushNotificationConfigRequest,
   TaskState,
 } from "@a2a-js/sdk";
-import { A2AError, PushNotificationNotSupportedError, TaskNotCancelableError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
+import { A2AError, TaskNotCancelableError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
 import { type Action, type Actor, ID_PATTERN, projectEvent, type RuntimeEvent, runtimeSequence, SEQUENCE_STRIDE, sequencePosition, type WalEvent } from "../../src/core/index.js";
 import { type Env, readConfig, taskObjectName } from "../../durable-objects/shared/env.js";
@@ -30,7 +33,9 @@ import { a2aErrorOf, invalidParams, RuntimeFault, taskNotFound } from "./a2a-err
 import { actionIdRequired, actionNotOpen, answerIdempotencyOf, LISTED_OPEN_ACTIONS, messageIdReused, messageKeyOf, namedActionIdOf } from "./a2a-answers.js";
 import type { ActionPage } from "../../src/contract/index.js";
 import type { Idempotency } from "../../durable-objects/task/storage/idempotency-store.js";
-import { a2aStateOf, a2aTaskOf, isTerminalA2a, listFilterOf, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
+import { a2aStateOf, a2aTaskOf, listFilterOf, responseOf, submissionOf, type TaskViewJson } from "./a2a-map.js";
+import { isTerminalA2a } from "../../durable-objects/peers/a2a-status.js";
+import { PushConfigs, pushConfigProblem, SENT_PUSH_CONFIG, sentPushConfigIdOf } from "./a2a-push-configs.js";
 import { a2aStreamStateOf, a2aUpdatesOf } from "./a2a-stream-map.js";
 import { requestHash, sha256DerivedId } from "../../src/lib/hash.js";
 
@@ -97,13 +102,17 @@ async function textOf(value: string | ReadableStream<Uint8Array>): Promise<strin
 
 /** Our `A2ARequestHandler`: one per request, for the caller's actor. */
 export class RuntimeA2AHandler implements A2ARequestHandler {
+  private readonly pushConfigs: PushConfigs;
+
   constructor(
     private readonly env: Env,
     private readonly card: AgentCard,
     private readonly actor: Actor,
     /** The identity of the caller's token (tokens.ts `tokenIdentity`): the task objects count its share of their slots by it. */
     private readonly holder: string,
-  ) {}
+  ) {
+    this.pushConfigs = new PushConfigs(env, actor.session_id, (taskId) => this.view(taskId));
+  }
 
   private stub(taskId: string) {
     return this.env.TASK_GRAPHS.get(this.env.TASK_GRAPHS.idFromName(taskObjectName(this.actor.session_id, taskId)));
@@ -148,14 +157,25 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     return view;
   }
 
-  /** Checks the message and creates the task it submits, or answers the open action of the task it names; the task id. */
+  /**
+   * Checks the message and creates the task it submits, or answers the open action of the task it names; then
+   * creates the push config it asks for (checked first, so a config that cannot be taken creates no task); the task id.
+   */
   private async submit(params: SendMessageRequest): Promise<string> {
     const message = params.message;
     if (message === undefined) throw invalidParams("params.message is required");
     if (message.messageId === "") throw invalidParams("message.messageId is required");
     if (message.parts.length === 0) throw invalidParams("message.parts needs at least one part");
-    if (params.configuration?.taskPushNotificationConfig !== undefined) throw new PushNotificationNotSupportedError("This agent does not support push notifications.");
-    if (message.taskId !== "") return this.continueTask(message);
+    const push = params.configuration?.taskPushNotificationConfig;
+    const problem = push === undefined ? null : pushConfigProblem(push, SENT_PUSH_CONFIG, this.pushConfigs.allowlist);
+    if (problem !== null) throw invalidParams(problem);
+    const taskId = message.taskId === "" ? await this.createFrom(message) : await this.continueTask(message);
+    if (push !== undefined) await this.pushConfigs.create(taskId, push, await sentPushConfigIdOf(this.actor.agent_id, message.messageId), SENT_PUSH_CONFIG);
+    return taskId;
+  }
+
+  /** Creates the task a message without taskId submits (or, retried, reaches it again); its id. */
+  private async createFrom(message: Message): Promise<string> {
     const submission = submissionOf(message);
     if (submission === null) throw invalidParams("the message has no content");
     if (message.contextId.length > 200) throw invalidParams("message.contextId is longer than 200 characters");
@@ -351,19 +371,19 @@ export class RuntimeA2AHandler implements A2ARequestHandler {
     return out;
   }
 
-  async createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    throw new PushNotificationNotSupportedError("This agent does not support push notifications.");
+  async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    return guarded("a2a CreateTaskPushNotificationConfig", () => this.pushConfigs.createOf(params));
   }
 
-  async getTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    throw new PushNotificationNotSupportedError("This agent does not support push notifications.");
+  async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigRequest): Promise<TaskPushNotificationConfig> {
+    return guarded("a2a GetTaskPushNotificationConfig", () => this.pushConfigs.get(params.taskId, params.id));
   }
 
-  async listTaskPushNotificationConfigs(): Promise<ListTaskPushNotificationConfigsResponse> {
-    throw new PushNotificationNotSupportedError("This agent does not support push notifications.");
+  async listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsRequest): Promise<ListTaskPushNotificationConfigsResponse> {
+    return guarded("a2a ListTaskPushNotificationConfigs", () => this.pushConfigs.list(params.taskId, params.pageSize, params.pageToken));
   }
 
-  async deleteTaskPushNotificationConfig(): Promise<void> {
-    throw new PushNotificationNotSupportedError("This agent does not support push notifications.");
+  async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest): Promise<void> {
+    return guarded("a2a DeleteTaskPushNotificationConfig", () => this.pushConfigs.delete(params.taskId, params.id));
   }
 }

@@ -6,6 +6,7 @@
 import { type Artifact, type Message, type Part, Role, type Task, TaskState } from "@a2a-js/sdk";
 import type { Action, Step, Task as RuntimeTask } from "../../src/core/index.js";
 import { clipText, MAX_TEXT, MAX_TITLE } from "../../src/core/index.js";
+import { type A2aTaskIds, a2aStateFor, a2aStatusMessage, agentMessage, dataPart, textPart } from "../../durable-objects/peers/a2a-status.js";
 
 /** What GET .../tasks/{tid} answers (the fields the mapping reads). */
 export interface TaskViewJson {
@@ -16,41 +17,14 @@ export interface TaskViewJson {
   readonly wal_seq: number;
 }
 
-/** States after which a task never changes (spec §4.1.3). */
-export const TERMINAL_A2A_STATES: ReadonlySet<TaskState> = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
-
-/** True for a terminal A2A state. */
-export function isTerminalA2a(state: TaskState): boolean {
-  return TERMINAL_A2A_STATES.has(state);
-}
-
 /** The task's open actions, oldest first (the view lists them in the order they were asked). */
 export function openActions(view: TaskViewJson): Action[] {
   return view.actions.filter((a) => a.status === "open");
 }
 
-/**
- * The A2A state of a task: terminal statuses map one to one; a live task a person is asked
- * something on (any open action, the task's or a step's) is INPUT_REQUIRED; pending (not planned or not started)
- * is SUBMITTED; running, blocked and paused are WORKING (blocked and paused say why in the status message).
- */
+/** The A2A state of a task (a2aStateFor: its native status, and whether any action of it, the task's or a step's, is open). */
 export function a2aStateOf(view: TaskViewJson): TaskState {
   return a2aStateFor(view.task.status, openActions(view).length > 0);
-}
-
-/** The rule of a2aStateOf from a task's native status and whether an action of it is open (terminal first). */
-export function a2aStateFor(native: string, actionOpen: boolean): TaskState {
-  switch (native) {
-    case "completed":
-      return TaskState.TASK_STATE_COMPLETED;
-    case "failed":
-      return TaskState.TASK_STATE_FAILED;
-    case "cancelled":
-      return TaskState.TASK_STATE_CANCELED;
-    default:
-      if (actionOpen) return TaskState.TASK_STATE_INPUT_REQUIRED;
-      return native === "pending" ? TaskState.TASK_STATE_SUBMITTED : TaskState.TASK_STATE_WORKING;
-  }
 }
 
 /**
@@ -77,34 +51,15 @@ export function listFilterOf(state: TaskState): { native_statuses: string[]; wit
   }
 }
 
-/** A text part. */
-export function textPart(text: string): Part {
-  return { content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" };
+/** The A2A ids of a task view. */
+function idsOf(view: TaskViewJson): A2aTaskIds {
+  return { taskId: view.task.task_id, contextId: view.task.thread_id ?? "" };
 }
 
-/** A data part (any JSON value). */
-export function dataPart(data: unknown): Part {
-  return { content: { $case: "data", value: data }, metadata: undefined, filename: "", mediaType: "application/json" };
-}
-
-/** A message from the agent (the runtime) on this task. */
-function agentMessage(view: TaskViewJson, messageId: string, parts: Part[], metadata?: Record<string, unknown>): Message {
-  return { messageId, contextId: view.task.thread_id ?? "", taskId: view.task.task_id, role: Role.ROLE_AGENT, parts, metadata, extensions: [], referenceTaskIds: [] };
-}
-
-/** The status message: the oldest open action's prompt, or why a live task is blocked or paused. */
+/** The status message (a2aStatusMessage) of a task view in `state`. */
 export function statusMessage(view: TaskViewJson, state: TaskState): Message | undefined {
   const t = view.task;
-  if (state === TaskState.TASK_STATE_INPUT_REQUIRED) {
-    const action = openActions(view)[0]!;
-    const meta = { actionId: action.action_id, kind: action.kind, ...(action.step_id === null ? {} : { stepId: action.step_id }), ...(action.input_schema === null ? {} : { inputSchema: action.input_schema }) };
-    return agentMessage(view, `${t.task_id}-action-${action.action_id}`, [textPart(action.prompt)], meta);
-  }
-  if (t.status === "blocked" || t.status === "paused") {
-    return agentMessage(view, `${t.task_id}-${t.status}-${view.wal_seq}`, [textPart(`${t.status}${t.status_reason === null ? "" : `: ${t.status_reason}`}`)]);
-  }
-  if (state === TaskState.TASK_STATE_FAILED && t.status_reason !== null) return agentMessage(view, `${t.task_id}-failed`, [textPart(t.status_reason)]);
-  return undefined;
+  return a2aStatusMessage(idsOf(view), state, { native: t.status, reason: t.status_reason, noteId: `${t.task_id}-${t.status}-${view.wal_seq}`, action: openActions(view)[0] });
 }
 
 /** One artifact per completed step with a result, and `result` for the task's completion reason. */
@@ -143,7 +98,7 @@ export function historyOf(view: TaskViewJson): Message[] {
   const out: Message[] = [];
   if (parts.length > 0) out.push({ messageId: `${t.task_id}-request`, contextId, taskId: t.task_id, role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] });
   for (const a of view.actions) {
-    out.push(agentMessage(view, `${t.task_id}-action-${a.action_id}`, [textPart(a.prompt)], { actionId: a.action_id, kind: a.kind }));
+    out.push(agentMessage(idsOf(view), `${t.task_id}-action-${a.action_id}`, [textPart(a.prompt)], { actionId: a.action_id, kind: a.kind }));
     if (a.status === "resolved" && a.resolved_by?.role === "a2a_client") {
       const answer: Part[] = a.input === null ? [textPart(a.decision ?? "")] : [dataPart(a.input)];
       out.push({ messageId: `${t.task_id}-answer-${a.action_id}`, contextId, taskId: t.task_id, role: Role.ROLE_USER, parts: answer, metadata: { decision: a.decision }, extensions: [], referenceTaskIds: [] });

@@ -3,19 +3,11 @@
  * runtime event read from the task's WAL into the status and artifact updates the client receives, never going
  * back in state. The snapshot itself is routes/a2a/a2a-map.ts's mapping of the task view.
  */
-import { type Artifact, type Message, Role, type Task, TaskState } from "@a2a-js/sdk";
-import { a2aStateFor, a2aStateOf, isTerminalA2a, openActions, statusMessage, stepArtifact, type TaskViewJson, textPart } from "./a2a-map.js";
+import { type Artifact, type Message, type Task, TaskState } from "@a2a-js/sdk";
+import { a2aStateFor, a2aStatusMessage, agentMessage, isTerminalA2a, type StatusAction, TASK_STATUS_EVENTS, textPart } from "../../durable-objects/peers/a2a-status.js";
+import { openActions, stepArtifact, type TaskViewJson } from "./a2a-map.js";
 
 type StreamResponse = import("@a2a-js/sdk").StreamResponse;
-
-/** A task's open action as a stream keeps it: what its INPUT_REQUIRED status message says. */
-interface StreamAction {
-  readonly action_id: string;
-  readonly kind: string;
-  readonly prompt: string;
-  readonly step_id: string | null;
-  readonly input_schema: unknown;
-}
 
 /** A step as a stream keeps it: its name and the results its artifact would carry. */
 interface StreamStep {
@@ -36,8 +28,8 @@ export interface A2aStreamState {
   native: string;
   reason: string | null;
   noteId: string;
-  /** Open actions, oldest first. */
-  readonly actions: StreamAction[];
+  /** Open actions, oldest first (what an INPUT_REQUIRED status message says). */
+  readonly actions: StatusAction[];
   readonly steps: Map<string, StreamStep>;
   /** The last A2A state the stream sent and the status it said (state and message id). */
   sent: TaskState;
@@ -75,20 +67,13 @@ function streamStateOf(s: A2aStreamState): TaskState {
 }
 
 /** A text message from the agent on the stream's task. */
-function streamMessage(s: A2aStreamState, messageId: string, text: string, metadata?: Record<string, unknown>): Message {
-  return { messageId, contextId: s.contextId, taskId: s.taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata, extensions: [], referenceTaskIds: [] };
+function streamMessage(s: A2aStreamState, messageId: string, text: string): Message {
+  return agentMessage(s, messageId, [textPart(text)]);
 }
 
-/** The status message GetTask's mapping gives (statusMessage), from the stream's state. */
+/** The status message GetTask's mapping gives (a2aStatusMessage), from the stream's state. */
 function streamStatusMessage(s: A2aStreamState, state: TaskState): Message | undefined {
-  if (state === TaskState.TASK_STATE_INPUT_REQUIRED) {
-    const a = s.actions[0]!;
-    const meta = { actionId: a.action_id, kind: a.kind, ...(a.step_id === null ? {} : { stepId: a.step_id }), ...(a.input_schema === null || a.input_schema === undefined ? {} : { inputSchema: a.input_schema }) };
-    return streamMessage(s, `${s.taskId}-action-${a.action_id}`, a.prompt, meta);
-  }
-  if (s.native === "blocked" || s.native === "paused") return streamMessage(s, s.noteId, `${s.native}${s.reason === null ? "" : `: ${s.reason}`}`);
-  if (state === TaskState.TASK_STATE_FAILED && s.reason !== null) return streamMessage(s, `${s.taskId}-failed`, s.reason);
-  return undefined;
+  return a2aStatusMessage(s, state, { native: s.native, reason: s.reason, noteId: s.noteId, action: s.actions[0] });
 }
 
 /** The fields of a runtime event (src/core/events/runtime-events.ts) the mapping reads. */
@@ -103,17 +88,6 @@ export interface RuntimeEventLike {
   readonly taskProgress?: Record<string, unknown>;
   readonly payload: Record<string, unknown>;
 }
-
-/** Task-level status events and the native status they leave (step-level events of these types carry a stepId). */
-const TASK_STATUS_EVENTS: Readonly<Record<string, string>> = {
-  "task.started": "running",
-  "task.blocked": "blocked",
-  "task.paused": "paused",
-  "task.resumed": "pending",
-  "task.completed": "completed",
-  "task.failed": "failed",
-  "task.cancelled": "cancelled",
-};
 
 /** A patch op as task.updated carries it (the fields the mapping reads). */
 interface PatchOpLike {

@@ -36,7 +36,7 @@ export function agentCard(origin: string): AgentCard {
     version: "0.1.0",
     supportedInterfaces: [{ url: `${origin}/a2a`, protocolBinding: "JSONRPC", protocolVersion: A2A_VERSION, tenant: "" }],
     provider: undefined,
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: false },
     securitySchemes: { bearer: { scheme: { $case: "httpAuthSecurityScheme", value: { description: "A session token with role a2a_client", scheme: "Bearer", bearerFormat: "JWT" } } } },
     securityRequirements: [{ schemes: { bearer: { list: [] } } }],
     defaultInputModes: [...INPUT_MODES],

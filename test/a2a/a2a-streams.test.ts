@@ -15,7 +15,8 @@ import { RuntimeA2AHandler, STREAM_GONE } from "../../routes/a2a/a2a-handler.js"
 import { actorOf } from "../../durable-objects/shared/tokens.js";
 import { verifyToken } from "../../durable-objects/shared/tokens.js";
 import type { Env } from "../../durable-objects/shared/env.js";
-import { a2aStateOf, a2aTaskOf, isTerminalA2a, type TaskViewJson } from "../../routes/a2a/a2a-map.js";
+import { a2aStateOf, a2aTaskOf, type TaskViewJson } from "../../routes/a2a/a2a-map.js";
+import { isTerminalA2a } from "../../durable-objects/peers/a2a-status.js";
 import { a2aStateRank, a2aStreamStateOf, a2aUpdatesOf } from "../../routes/a2a/a2a-stream-map.js";
 import { projectEvent, replay, taskGetAnswer, taskGetPage, type WalEvent } from "../../src/core/index.js";
 import { connectA2a, data, send } from "../support/a2a-clients.js";

@@ -10,7 +10,7 @@ import { SELF } from "cloudflare:test";
 import { type Task, TaskState } from "@a2a-js/sdk";
 import type { Client } from "@a2a-js/sdk/client";
 import { TaskNotFoundError } from "@a2a-js/sdk/errors";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, inject, it } from "vitest";
 import { connectA2a, rpc, send } from "../support/a2a-clients.js";
 import {
   A2A_DOMAIN,
@@ -254,10 +254,10 @@ describe("JSON-RPC format, services and errors", () => {
     }
   });
 
-  it("JSONRPC-SSE-002: Should answer each A2A error with its own code: -32001, -32003, -32004, -32009, -32005", async () => {
+  it("JSONRPC-SSE-002: Should answer each A2A error with its own code: -32001, -32004, -32009, -32005 (push is supported: never -32003)", async () => {
     expectA2aError((await jsonRpc(token, "GetTask", { id: "a2a-none" })).body, -32001, "TASK_NOT_FOUND");
     expectA2aError((await jsonRpc(token, "CancelTask", { id: "a2a-none" })).body, -32001, "TASK_NOT_FOUND");
-    expectA2aError((await jsonRpc(token, "CreateTaskPushNotificationConfig", { task_id: "a2a-none", url: "https://example.com/hook" })).body, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED");
+    expectA2aError((await jsonRpc(token, "CreateTaskPushNotificationConfig", { task_id: "a2a-none", url: "https://example.com/hook" })).body, -32001, "TASK_NOT_FOUND");
     expectA2aError((await jsonRpc(token, "GetExtendedAgentCard", {})).body, -32004, "UNSUPPORTED_OPERATION");
     expectA2aError((await jsonRpc(token, "GetTask", { id: "a2a-none" }, { headers: { "a2a-version": "99.0" } })).body, -32009, "VERSION_NOT_SUPPORTED");
     // The kit posts a non-JSON body as text/plain: -32005 (before parsing, so never -32700).
@@ -439,25 +439,27 @@ describe("core operations", () => {
     }
   });
 
-  it("CORE-CAP-001: Should answer the push-notification methods with -32003, the card not declaring push", async () => {
+  it("CORE-CAP-001: Should declare push notifications, so the push-notification config methods answer (an unknown task: -32001), never -32003", async () => {
     const card = (await (await SELF.fetch(`${BASE}/.well-known/agent-card.json`)).json()) as any;
-    expect(card.capabilities.pushNotifications ?? false).toBe(false);
+    expect(card.capabilities.pushNotifications).toBe(true);
     // snake_case as the kit's client sends it.
     for (const [method, params] of [
-      ["CreateTaskPushNotificationConfig", { task_id: "t", url: "https://example.com/hook" }],
-      ["GetTaskPushNotificationConfig", { task_id: "t", id: "c" }],
-      ["ListTaskPushNotificationConfigs", { task_id: "t" }],
-      ["DeleteTaskPushNotificationConfig", { task_id: "t", id: "c" }],
+      ["CreateTaskPushNotificationConfig", { task_id: "a2a-none", url: "https://example.com/hook" }],
+      ["GetTaskPushNotificationConfig", { task_id: "a2a-none", id: "c" }],
+      ["ListTaskPushNotificationConfigs", { task_id: "a2a-none" }],
+      ["DeleteTaskPushNotificationConfig", { task_id: "a2a-none", id: "c" }],
     ] as const) {
-      expectA2aError((await jsonRpc(token, method, params)).body, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED");
+      expectA2aError((await jsonRpc(token, method, params)).body, -32001, "TASK_NOT_FOUND");
     }
   });
 
-  it("CORE-CAP-001 (spec §3.3.4, inferred): Should refuse a SendMessage asking for push notifications with -32003, creating nothing", async () => {
-    const before = await sessionTaskCount();
-    const r = await jsonRpc(token, "SendMessage", { message: wireMessage(unique("Push me")), configuration: { returnImmediately: true, taskPushNotificationConfig: { url: "https://example.com/hook" } } });
-    expectA2aError(r.body, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED");
-    expect(await sessionTaskCount()).toBe(before);
+  it("CORE-CAP-001 (push declared): Should keep the config a SendMessage carries, and show it back (snake_case) without its token", async () => {
+    const url = `${inject("webhookReceiverBase")}/tck-push/ok`;
+    const r = await jsonRpc(token, "SendMessage", { message: wireMessage(unique("Push me")), configuration: { returnImmediately: true, task_push_notification_config: { url, token: "tck-token" } } });
+    expect(r.body.error).toBeUndefined();
+    const taskId = r.body.result.task.id;
+    const listed = await jsonRpc(token, "ListTaskPushNotificationConfigs", { task_id: taskId });
+    expect(listed.body.result.configs).toEqual([{ id: expect.stringMatching(/^msg-/), taskId, url }]);
   });
 
   it("CORE-CAP-002: Should declare streaming, so both streaming methods answer streams, not -32004", async () => {

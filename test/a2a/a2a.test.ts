@@ -57,7 +57,7 @@ describe("the Agent Card", () => {
     const card = (await res.json()) as Record<string, any>;
     expect(card.supportedInterfaces).toEqual([{ url: `${BASE}/a2a`, protocolBinding: "JSONRPC", protocolVersion: "1.0" }]);
     expect(card.capabilities).toMatchObject({ streaming: true });
-    expect(card.capabilities.pushNotifications ?? false).toBe(false);
+    expect(card.capabilities.pushNotifications).toBe(true);
     expect(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toBe("Bearer");
     expect(card.skills.length).toBeGreaterThan(0);
     for (const field of ["name", "description", "version", "defaultInputModes", "defaultOutputModes"]) expect(card[field], field).toBeTruthy();
@@ -422,10 +422,11 @@ describe("the /a2a request ladder", () => {
   });
 
   it.each([
-    ["CreateTaskPushNotificationConfig", { taskId: "t", url: "https://example.com/hook" }, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED"],
-    ["GetTaskPushNotificationConfig", { taskId: "t", id: "c" }, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED"],
-    ["ListTaskPushNotificationConfigs", { taskId: "t" }, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED"],
-    ["DeleteTaskPushNotificationConfig", { taskId: "t", id: "c" }, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED"],
+    // Push notifications are served (test/a2a/a2a-push.test.ts): a task the client does not have is TaskNotFound.
+    ["CreateTaskPushNotificationConfig", { taskId: "t", url: "https://example.com/hook" }, -32001, "TASK_NOT_FOUND"],
+    ["GetTaskPushNotificationConfig", { taskId: "t", id: "c" }, -32001, "TASK_NOT_FOUND"],
+    ["ListTaskPushNotificationConfigs", { taskId: "t" }, -32001, "TASK_NOT_FOUND"],
+    ["DeleteTaskPushNotificationConfig", { taskId: "t", id: "c" }, -32001, "TASK_NOT_FOUND"],
     ["GetExtendedAgentCard", {}, -32004, "UNSUPPORTED_OPERATION"],
   ])("Should answer %s with %d", async (method, params, code, reason) => {
     const r = await rpc(clientToken, { jsonrpc: "2.0", id: 3, method, params });
