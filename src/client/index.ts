@@ -14,4 +14,7 @@ export { EventSubscription, isAfterId, type SubscribeOptions } from "./event-str
 export { type SseFrame, SseParser } from "../lib/sse-parser.js";
 export { taskPath } from "./paths.js";
 export { joinTaskPages } from "./task-pages.js";
+// The receiver's verifier is its own entry (agent-task-runtime/client/webhooks): its signing library stays out of
+// every bundle that only calls the API (the dashboard's among them).
+export type { WebhookHeaders, WebhookMessage } from "./webhook-verify.js";
 export type * from "./types.js";

@@ -64,6 +64,13 @@ import type {
   TokenListPage,
   TokenListQuery,
   ToolList,
+  CreatedWebhook,
+  CreateWebhookInput,
+  Webhook,
+  WebhookDelivery,
+  WebhookDeliveryPage,
+  WebhookDeliveryQuery,
+  WebhookList,
   UpdateStepAnswer,
   UpdateStepInput,
   StepWriteAnswer,
@@ -162,6 +169,38 @@ export class RuntimeCalls {
   /** GET /v1/sessions/{sid}/graph: a page of the session's task graph (nodes by task_id, edges from them). */
   taskGraph(sessionId: string, query: TaskGraphQuery = {}, opts?: CallOptions): Promise<TaskGraphPage> {
     return this.read(`${sessionPath(sessionId)}/graph`, { ...query }, opts);
+  }
+
+  // ---- webhooks (docs/api.md "Delivery and notifications"; orchestrator) ----------------------------
+
+  /** POST /v1/sessions/{sid}/webhooks (create_webhook): `{webhook_id, secret, webhook}`; the `whsec_` secret is answered this once. */
+  createWebhook(sessionId: string, body: CreateWebhookInput, opts?: CallOptions): Promise<CreatedWebhook> {
+    return this.write("POST", `${sessionPath(sessionId)}/webhooks`, body, opts);
+  }
+
+  /** GET /v1/sessions/{sid}/webhooks (list_webhooks): the subscriptions, oldest first, never a secret. */
+  listWebhooks(sessionId: string, opts?: CallOptions): Promise<WebhookList> {
+    return this.read(`${sessionPath(sessionId)}/webhooks`, undefined, opts);
+  }
+
+  /** GET .../webhooks/{webhook_id} (get_webhook): one subscription, `status` active or disabled. */
+  getWebhook(sessionId: string, webhookId: string, opts?: CallOptions): Promise<Webhook> {
+    return this.read(`${sessionPath(sessionId)}/webhooks/${seg(webhookId)}`, undefined, opts);
+  }
+
+  /** DELETE .../webhooks/{webhook_id} (delete_webhook): nothing more is sent to it. */
+  deleteWebhook(sessionId: string, webhookId: string, opts?: CallOptions): Promise<{ webhook_id: string }> {
+    return this.write("DELETE", `${sessionPath(sessionId)}/webhooks/${seg(webhookId)}`, {}, opts);
+  }
+
+  /** GET .../webhooks/{webhook_id}/deliveries (list_webhook_deliveries): a page, newest first; pass `next_cursor` as `after`. */
+  listWebhookDeliveries(sessionId: string, webhookId: string, query: WebhookDeliveryQuery = {}, opts?: CallOptions): Promise<WebhookDeliveryPage> {
+    return this.read(`${sessionPath(sessionId)}/webhooks/${seg(webhookId)}/deliveries`, { ...query }, opts);
+  }
+
+  /** POST .../deliveries/{delivery_id}/retry (retry_webhook_delivery): a failed delivery is sent again, its tries counted afresh. */
+  retryWebhookDelivery(sessionId: string, webhookId: string, deliveryId: string, opts?: CallOptions): Promise<{ delivery: WebhookDelivery }> {
+    return this.write("POST", `${sessionPath(sessionId)}/webhooks/${seg(webhookId)}/deliveries/${seg(deliveryId)}/retry`, {}, opts);
   }
 
   // ---- schedules ----------------------------------------------------------------------------------

@@ -36,6 +36,8 @@ import type {
   UpdateStepBody,
   UpdateTaskBody,
   WalQueryParams,
+  Webhook,
+  WebhookDeliveryQueryParams,
   LeanWriteAnswer,
   WriteAnswer,
 } from "../contract/index.js";
@@ -47,6 +49,8 @@ export type { Action, ActionDecision, ActionKind, RetryPolicy } from "../core/br
 /** Durable schedules: the create body, the schedule as its routes answer it, its runs, and its job.* events. */
 export type { CreateScheduleInput, OccurrenceOutcome, Schedule, ScheduleList, ScheduleRun, TriggerAnswer } from "../contract/index.js";
 export type { ScheduleEvent } from "../core/browser.js";
+/** Signed webhooks: the create body, its answer (with the secret, once), a subscription, its deliveries. */
+export type { CreatedWebhook, CreateWebhookInput, Webhook, WebhookDelivery, WebhookDeliveryPage, WebhookDeliveryStatus } from "../contract/index.js";
 export type { IndexEntry, LeanWriteAnswer, ListedTask, SessionSnapshot, TaskListPage, WriteAnswer };
 
 /**
@@ -92,12 +96,18 @@ export type RequestActionInput = z.input<typeof RequestActionBody>;
 export type RespondActionInput = z.input<typeof RespondActionBody>;
 /** Body of POST /v1/sessions/{sid}/peers: the Authorization value delegated steps send to one A2A peer origin. */
 export type SetPeerCredentialInput = z.input<typeof SetPeerCredentialBody>;
+/** GET /v1/sessions/{sid}/webhooks: the session's subscriptions, oldest first (never a secret). */
+export interface WebhookList {
+  readonly webhooks: Webhook[];
+}
 /** The A2A peer origins a session holds a credential for (never the values). */
 export interface PeerList {
   readonly peers: { readonly origin: string; readonly updated_at: string }[];
 }
 
 type Query<S extends z.ZodType> = Omit<z.output<S>, "access_token">;
+/** GET …/webhooks/{webhook_id}/deliveries query: `status`, `limit` (1–500, default 50), `after` (a `next_cursor`). */
+export type WebhookDeliveryQuery = Query<typeof WebhookDeliveryQueryParams>;
 /** GET /v1/sessions/{sid}/tasks filters. */
 export type TaskListQuery = Query<typeof TaskListQueryParams>;
 /** GET .../steps filters (agent.task_query_steps); `status` may be one status or several. */

@@ -336,7 +336,9 @@ describe("the SDK imports nothing from the server", () => {
   it("src/client bundled with esbuild has no input under routes/ or durable-objects/", async () => {
     const result = await build({
       absWorkingDir: ROOT,
-      entryPoints: ["src/client/index.ts"],
+      // The API client and the webhook receiver's verifier, the SDK's two entries (package.json "exports").
+      entryPoints: ["src/client/index.ts", "src/client/webhook-verify.ts"],
+      outdir: "out",
       bundle: true,
       write: false,
       metafile: true,

@@ -3,16 +3,17 @@
  * create answers its `whsec_` secret once and no read ever carries it; a URL the outbound rules refuse (the
  * runtime's own network, a host not in OUTBOUND_ALLOWLIST) and bad events are 400 with nothing stored; the caps
  * hold at their maximum and refuse one past it (100 subscriptions, a 2,048-character URL); a delete is final;
- * the delivery list validates its query and pages the session's replica; a retried create with its
- * Idempotency-Key answers the same subscription; the MCP tools run the same routes.
+ * the delivery list validates its query and pages the session's replica; a failed delivery's retry reaches its
+ * task through the replica; a retried create with its Idempotency-Key answers the same subscription; the MCP
+ * tools run the same routes.
  */
 import { runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object.js";
 import { MAX_WEBHOOK_URL_LENGTH, MAX_WEBHOOKS_PER_SESSION, type WebhookDelivery } from "../../src/contract/index.js";
 import { call, newSession, newTask, step, type TestSession } from "../support/helpers.js";
 import { connectMcp } from "../support/mcp-clients.js";
-import { bindings, expectError, expectOk, taskStub, uniqueId } from "../support/support.js";
+import { bindings, eventually, expectError, expectOk, taskStub, uniqueId } from "../support/support.js";
 
 const hooksOf = (sid: string) => `/v1/sessions/${sid}/webhooks`;
 const sessionStub = (sid: string) => bindings.SESSIONS.get(bindings.SESSIONS.idFromName(sid));
@@ -175,6 +176,24 @@ describe("Deliveries", () => {
     // A retry of a delivery the session does not hold is 404, before any task is asked.
     expectError(await call("POST", `${path}/dlv_none/retry`, s.orch, {}), 404, "not_found");
     expectError(await call("POST", `${path}/${"d".repeat(201)}/retry`, s.orch, {}), 400, "validation_error");
+  });
+});
+
+describe("Retrying a delivery", () => {
+  it("Should find a failed delivery's task through the session and send it again: 200 with the delivery owed afresh", { timeout: 30_000 }, async () => {
+    const s = await newSession();
+    // A receiver answering 410 Gone: the delivery fails at its first try (and the subscription is disabled).
+    const { webhook_id } = await subscribe(s, { url: `${inject("webhookReceiverBase")}/${uniqueId("retry-route")}/status-410`, events: ["task.created"] });
+    await newTask(s, uniqueId("retried"), [step("a")]);
+    const path = `${hooksOf(s.sid)}/${webhook_id}/deliveries`;
+    const failed = await eventually(async () => {
+      const [only] = expectOk(await call("GET", `${path}?status=failed`, s.orch)).deliveries;
+      expect(only).toMatchObject({ status: "failed", attempts: 1, last_status_code: 410 });
+      return only as WebhookDelivery;
+    }, 10_000);
+    const retried = expectOk(await call("POST", `${path}/${failed.delivery_id}/retry`, s.orch, {}));
+    expect(retried).toEqual({ delivery: expect.objectContaining({ delivery_id: failed.delivery_id, webhook_id, status: "pending", attempts: 0 }) });
+    expectError(await call("POST", `${path}/dlv_none/retry`, s.orch, {}), 404, "not_found");
   });
 });
 

@@ -151,6 +151,12 @@ const METHOD_OF: Record<string, keyof RuntimeClient | "transport"> = {
   triggerSchedule: "triggerSchedule",
   deleteSchedule: "deleteSchedule",
   streamScheduleEvents: "subscribeSchedule",
+  createWebhook: "createWebhook",
+  listWebhooks: "listWebhooks",
+  getWebhook: "getWebhook",
+  deleteWebhook: "deleteWebhook",
+  listWebhookDeliveries: "listWebhookDeliveries",
+  retryWebhookDelivery: "retryWebhookDelivery",
 };
 
 describe("RuntimeClient: one typed method per operation", () => {
