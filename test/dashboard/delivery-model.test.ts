@@ -5,10 +5,11 @@
  * read the task's WAL again.
  */
 import { describe, expect, it } from "vitest";
-import type { Webhook } from "../../src/contract/webhooks.js";
-import { deliveriesOwed, type DeliveryFilter, replay, taskView } from "../../src/core/index.js";
-import { canReadWebhooks, deliveryCounts, deliveryPanelRows, lastStatusLabel, walMovedOn } from "../../dashboard/src/model/delivery-model.js";
-import { Harness, step } from "../core/harness.js";
+import type { RuntimeClient, Webhook } from "../../src/client/index.js";
+import { deliveriesOwed, type DeliveryFilter, replay, taskView, type WalEvent } from "../../src/core/index.js";
+import { canReadWebhooks, deliveryBadge, deliveryCounts, deliveryPanelRows, lastStatusLabel, walMovedOn } from "../../dashboard/src/model/delivery-model.js";
+import { TaskModel } from "../../dashboard/src/model/task-model.js";
+import { Harness, SESSION, step, TASK } from "../core/harness.js";
 import { systemCaller } from "../core/rules/support.js";
 
 const EPOCH = new Date(0).toISOString();
@@ -78,6 +79,7 @@ describe("the Delivery panel's model", () => {
     expect(deliveryCounts({ delivered: 2, pending: 0, failed: 1 })).toBe("2 delivered · 0 pending · 1 failed");
     expect(lastStatusLabel(410)).toBe("HTTP 410");
     expect(lastStatusLabel(null)).toBe("no HTTP status");
+    expect([deliveryBadge("delivered"), deliveryBadge("pending"), deliveryBadge("failed")]).toEqual(["completed", "queued", "failed"]);
   });
 
   it("Should let only the orchestrator read the subscriptions (the webhook routes' role)", () => {
@@ -90,5 +92,40 @@ describe("the Delivery panel's model", () => {
     expect(walMovedOn(event("t1", 9), "t1", 8)).toBe(true);
     expect(walMovedOn(event("t1", 8), "t1", 8)).toBe(false);
     expect(walMovedOn(event("t2", 9), "t1", 8)).toBe(false);
+  });
+
+  it("Should read the WAL again when the session's stream says the task moved on, so tries the task's own stream never reports are drawn", async () => {
+    const { h, queuedAt } = delivered();
+    let served = queuedAt;
+    const reads: number[] = [];
+    const sessionEvents = (walSeqs: [string, number][]) => walSeqs.map(([taskId, walSeq]) => ({ type: "snapshot.updated", taskId, payload: { task: { wal_seq: walSeq } } }));
+    let events: ReturnType<typeof sessionEvents> = [];
+    const client = {
+      async walExport(_task: unknown, query: { after_seq?: number }) {
+        reads.push(query.after_seq ?? 0);
+        const list: WalEvent[] = h.wal.slice(query.after_seq ?? 0, served);
+        return { events: list, last_wal_seq: list.at(-1)?.wal_seq ?? query.after_seq ?? 0 };
+      },
+      subscribeSession: () => (async function* () {
+        yield* events;
+      })(),
+    } as unknown as RuntimeClient;
+    const model = new TaskModel(client, SESSION, TASK);
+    await model.catchUp();
+    expect(deliveryPanelRows(model.state, null).map((r) => r.state)).toEqual(["pending", "pending"]);
+
+    // Another task's event, and one at the wal_seq already held: no read.
+    reads.length = 0;
+    events = sessionEvents([["other_task", 99], [TASK, queuedAt]]);
+    await model.followSession(new AbortController().signal);
+    expect(reads).toEqual([]);
+
+    // The tries were committed: the session's event says so, and the panel shows them.
+    served = h.wal.length;
+    events = sessionEvents([[TASK, served]]);
+    await model.followSession(new AbortController().signal);
+    await model.catchUp();
+    expect(reads[0]).toBe(queuedAt);
+    expect(deliveryPanelRows(model.state, null).map((r) => [r.webhookId, r.state])).toEqual([["wh_all", "delivered"], ["wh_ops", "failed"]]);
   });
 });

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { RuntimeApiError } from "../../src/client/errors.js";
-import type { Webhook, WebhookDelivery, WebhookDeliveryStatus } from "../../src/contract/webhooks.js";
-import { type DeliveryApi, FAILED_PAGE, FailedDeliveries, stableOrder } from "../../dashboard/src/model/failed-deliveries.js";
+import type { Webhook, WebhookDelivery, WebhookDeliveryStatus } from "../../src/client/index.js";
+import { type DeliveryApi, FAILED_PAGE, FailedDeliveries, rowFacts, stableOrder } from "../../dashboard/src/model/failed-deliveries.js";
 
 const SID = "sess_1";
 const T = (s: number) => new Date(Date.UTC(2026, 11, 6, 12, 0, s)).toISOString();
@@ -112,6 +112,11 @@ describe("the Failed deliveries model", () => {
     await m.read();
     expect(view(m)[0]).toEqual(["wh_a", ["d2:failed", "d1:delivered"]]);
     expect(m.failedCount()).toBe(1);
+    // Its tries since the retry were not read: a 2xx, how many unknown.
+    expect(m.groups()[0]!.rows.map(rowFacts)).toEqual([
+      { attempts: "1", lastAnswer: "HTTP 500", lastError: "HTTP 500" },
+      { attempts: "—", lastAnswer: "HTTP 2xx", lastError: null },
+    ]);
     // Nothing waits any more: the pending list is not read again.
     s.calls.length = 0;
     await m.read();

@@ -5,7 +5,7 @@
  * subscriptions. Also when the session's stream should make the task view read its WAL again: a delivery's try
  * is a WAL event but no runtime event, so the task's own stream never reports it, while the session's does.
  */
-import type { Webhook } from "../../../src/contract/webhooks.js";
+import type { Webhook } from "../../../src/client/index.js";
 import { type DagState, webhookDeliveryState, type WebhookDeliveryState } from "../../../src/core/browser.js";
 
 /** Only the orchestrator reads the session's subscriptions and their deliveries, and retries one (the routes' roles). */
@@ -65,4 +65,9 @@ export interface TaskNudge {
 /** True when a session event says this task's WAL went past what the view holds (a delivery's try, say). */
 export function walMovedOn(event: TaskNudge, taskId: string, heldWalSeq: number): boolean {
   return event.taskId === taskId && event.payload.task.wal_seq > heldWalSeq;
+}
+
+/** The status badge colour that fits a delivery state (the text names the state itself). */
+export function deliveryBadge(state: WebhookDeliveryState["state"]): string {
+  return state === "delivered" ? "completed" : state === "failed" ? "failed" : "queued";
 }

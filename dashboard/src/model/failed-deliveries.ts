@@ -7,8 +7,8 @@
  * deliveries leaves only delivered. The session's replica of the deliveries lags the retry by the task's push,
  * so a row older than the retry's answer says nothing of it.
  */
-import { isRuntimeApiError } from "../../../src/client/index.js";
-import type { Webhook, WebhookDelivery, WebhookDeliveryPage, WebhookDeliveryStatus } from "../../../src/contract/webhooks.js";
+import { isRuntimeApiError, type Webhook, type WebhookDelivery, type WebhookDeliveryPage, type WebhookDeliveryStatus } from "../../../src/client/index.js";
+import { lastStatusLabel } from "./delivery-model.js";
 
 /** Failed deliveries read per subscription; the panel says when there are more. */
 export const FAILED_PAGE = 50;
@@ -50,6 +50,23 @@ interface Retry {
   /** The answer's updated_at: a row of a read older than this predates the retry. */
   since: string | null;
   error: string | null;
+}
+
+/** What a row says of its tries. */
+export interface RowFacts {
+  readonly attempts: string;
+  readonly lastAnswer: string;
+  readonly lastError: string | null;
+}
+
+/**
+ * A row's attempts and last answer: the delivery's own, but for one known delivered only by being in neither list
+ * (its tries since the retry are not read): a 2xx, that many tries unknown.
+ */
+export function rowFacts(row: FailedRow): RowFacts {
+  const d = row.delivery;
+  if (row.phase === "delivered") return { attempts: "—", lastAnswer: "HTTP 2xx", lastError: null };
+  return { attempts: String(d.attempts), lastAnswer: lastStatusLabel(d.last_status_code), lastError: d.last_error };
 }
 
 /** The text an error shows: the API's message (its code is in the envelope's, e.g. permission_denied). */
@@ -191,7 +208,7 @@ export class FailedDeliveries {
     else if (fresh(pending)) retry.delivery = pending!;
     else if (failed === undefined && pending === undefined && complete) {
       retry.phase = "delivered";
-      retry.delivery = { ...retry.delivery, status: "delivered", next_attempt_at: null };
+      retry.delivery = { ...retry.delivery, status: "delivered", last_error: null, next_attempt_at: null };
     }
   }
 

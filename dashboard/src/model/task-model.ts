@@ -6,6 +6,7 @@
  */
 import type { RuntimeClient } from "../../../src/client/index.js";
 import { apply, type DagState, emptyState, replay, type WalEvent } from "../../../src/core/browser.js";
+import { walMovedOn } from "./delivery-model.js";
 
 /** Most WAL events read per request. */
 const WAL_PAGE = 5_000;
@@ -80,6 +81,20 @@ export class TaskModel {
       if (signal.aborted) return;
       this.error = e instanceof Error ? e.message : String(e);
       this.changed();
+    }
+  }
+
+  /**
+   * Follows the session's stream until `signal` aborts: an event saying this task's WAL went past what is held
+   * makes it read the WAL. A webhook delivery's try is a WAL event but no runtime event, so the task's own stream
+   * never reports it, before the task ends or after; the session hears of it with the task's index push. Quiet
+   * on failure: the task's own stream still carries everything else.
+   */
+  async followSession(signal: AbortSignal): Promise<void> {
+    try {
+      for await (const event of this.client.subscribeSession(this.sessionId, { signal })) if (walMovedOn(event, this.taskId, this.walSeq)) void this.catchUp();
+    } catch {
+      // The session stream gave up (or the page left); the view keeps what it has.
     }
   }
 

@@ -1,6 +1,6 @@
 /**
  * @module The session view: the session's counts (its snapshot's task_summary), the inbox of open actions, its
- * durable schedules, and its tasks with filters, all live from the session's event stream: each `snapshot.updated`
+ * durable schedules, its webhooks' failed deliveries, and its tasks with filters, all live from the session's event stream: each `snapshot.updated`
  * reads them again, coalesced (one read in flight, one queued), so a burst of changes costs two reads, not one per
  * change. While
  * terminal tasks are hidden the list says how many, with a button that shows them; a session whose tasks have all
@@ -37,6 +37,7 @@ import { taskHref } from "../route.js";
 import type { ViewProps } from "./view-props.js";
 import { Inbox } from "./inbox.js";
 import { Schedules } from "./schedules.js";
+import { FailedDeliveriesPanel } from "./deliveries.js";
 
 /** Most tasks read per request (the API's largest page), and in all (the list says when there are more). */
 const TASK_PAGE = 500;
@@ -161,6 +162,7 @@ export function SessionView(props: ViewProps) {
     </section>
     <${Inbox} viewer=${viewer} client=${client} pulse=${pulse} />
     <${Schedules} viewer=${viewer} client=${client} pulse=${pulse} />
+    <${FailedDeliveriesPanel} viewer=${viewer} client=${client} pulse=${pulse} />
     <section class="tasks" aria-label="Tasks">
       <h2>Tasks</h2>
       <div class="filters">

@@ -1,12 +1,14 @@
 /**
  * @module The task view: the task's DAG, live from its event stream and rebuilt by the core from its WAL (or, with
- * the replay slider, as it was at an earlier wal_seq), the selected step's panel, and the WAL timeline.
+ * the replay slider, as it was at an earlier wal_seq), the selected step's panel, its webhook deliveries, and the
+ * WAL timeline.
  */
 import { html } from "htm/preact";
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { type DagState, normalizedTaskStatus } from "../../../src/core/browser.js";
 import { TaskModel } from "../model/task-model.js";
 import { DagView } from "./dag-view.js";
+import { DeliveryPanel, useWebhooks } from "./deliveries.js";
 import { StepPanel } from "./step-panel.js";
 import { Timeline } from "./timeline.js";
 import type { ViewProps } from "./view-props.js";
@@ -43,8 +45,11 @@ export function TaskView({ viewer, client, taskId }: ViewProps & { taskId: strin
   useEffect(() => {
     const abort = new AbortController();
     void model.follow(abort.signal);
+    // A worker's token reads nothing session-wide; the other roles hear of webhook tries from the session.
+    if (viewer.taskId === null) void model.followSession(abort.signal);
     return () => abort.abort();
   }, [model]);
+  const webhooks = useWebhooks({ viewer, client });
   // null: live; a number: the DAG replayed up to that wal_seq.
   const [seekSeq, setSeekSeq] = useState<number | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
@@ -87,6 +92,7 @@ export function TaskView({ viewer, client, taskId }: ViewProps & { taskId: strin
         <${DagView} key=${model.taskId} state=${state} selected=${selected} onSelect=${onSelect} />
         ${selected === null ? null : html`<${StepPanel} state=${state} stepId=${selected} onClose=${() => setSelected(null)} />`}
       </div>
+      <${DeliveryPanel} state=${state} webhooks=${webhooks.webhooks} error=${webhooks.error} />
       <${Timeline} model=${model} seekSeq=${seekSeq} onSeek=${setSeekSeq} readWalPage=${readWalPage} />
     </section>
   `;
