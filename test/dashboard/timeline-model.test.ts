@@ -1,6 +1,6 @@
 /** The WAL timeline's rows, filters, pages, export and slider scheduling, as pure functions of the WAL. */
 import { describe, expect, it } from "vitest";
-import type { WalEvent } from "../../src/core/index.js";
+import { deliveriesOwed, type WalEvent } from "../../src/core/index.js";
 import {
   clockOf,
   eventSummary,
@@ -19,6 +19,7 @@ import {
   windowShowing,
 } from "../../dashboard/src/model/timeline-model.js";
 import { Harness, step } from "../core/harness.js";
+import { systemCaller } from "../core/rules/support.js";
 
 const ALL = { type: null, step: null } as const;
 const actionId = (d: { value: unknown }) => (d.value as { action_id: string }).action_id;
@@ -74,6 +75,18 @@ describe("the timeline's rows", () => {
     expect(by("worker_dispatched")[0]).toMatch(/^run \S+ · agent \S+ · pool default · max \d+ steps?$/);
     const claimed = wal.find((e) => e.event_type === "task_step_claimed")!;
     expect(rowOf(claimed).actor).toBe(`${claimed.actor_agent_id} (${claimed.actor_run_id})`);
+  });
+
+  it("Should say what webhook delivery events record: what was queued for which subscription, each try's outcome, a retry", () => {
+    const h = new Harness();
+    h.create([step("a")]);
+    const filter = (webhook_id: string) => ({ webhook_id, events: ["task.created"], task_id: null, created_at: new Date(0).toISOString() });
+    h.ok({ type: "queue_webhook_deliveries", deliveries: deliveriesOwed(h.wal, [filter("wh_a"), filter("wh_b")]) }, systemCaller);
+    const [toA, toB] = [...h.state.index.pendingDeliveries];
+    h.ok({ type: "record_webhook_tries", tries: [{ delivery_id: toA, status_code: 204, error: null }, { delivery_id: toB, status_code: null, error: "timed out" }], max_tries: 1, retry_base_ms: 1_000 }, systemCaller);
+    h.ok({ type: "retry_webhook_delivery", delivery_id: toB }, systemCaller);
+    const summaries = h.wal.slice(-3).map(eventSummary);
+    expect(summaries).toEqual(["2 deliveries · task.created → wh_a, task.created → wh_b", "delivered (HTTP 204, try 1); failed (timed out, try 1)", `${toB} owed again`]);
   });
 
   it("Should keep a summary to one line of at most SUMMARY_MAX characters", () => {

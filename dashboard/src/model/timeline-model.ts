@@ -145,6 +145,14 @@ export function eventSummary(event: WalEvent): string {
       return clip(join(`run ${event.payload.run_id}`, event.payload.reason));
     case "worker_run_ended":
       return clip(join(`run ${event.payload.run_id}`, event.payload.status, event.payload.reason));
+    case "webhook_deliveries_queued": {
+      const queued = event.payload.deliveries;
+      return clip(join(plural(queued.length, "delivery", "deliveries"), queued.map((q) => `${q.event_type} → ${q.webhook_id}`).join(", ")));
+    }
+    case "webhook_deliveries_tried":
+      return clip(event.payload.tries.map((t) => `${t.status} (${t.status_code === null ? (t.error ?? "no answer") : `HTTP ${t.status_code}`}, try ${t.attempts})`).join("; "));
+    case "webhook_delivery_retried":
+      return clip(`${event.payload.delivery_id} owed again`);
     case "task_blockers_updated":
       return clip(event.payload.blocked_by.length === 0 ? "no blockers" : `blocked by ${event.payload.blocked_by.join(", ")}`);
     default:
