@@ -518,7 +518,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
 
   /**
    * POST …/webhooks, or an A2A push config of a task (not_found: no session; validation_error: a refused URL;
-   * limit_exceeded: MAX_WEBHOOKS_PER_SESSION). A push config's task is told to read its targets again.
+   * limit_exceeded: MAX_WEBHOOKS_PER_SESSION webhooks, MAX_PUSH_CONFIGS_PER_TASK push configs of a task). A push config's task is told to read its targets again.
    */
   async createWebhook(subscription: NewSubscription, idem: Idempotency | null = null): Promise<RpcResult<CreatedWebhook>> {
     if ((await this.describe()) === null) return err(runtimeError("not_found", "no such session"));

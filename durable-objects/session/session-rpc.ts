@@ -110,7 +110,7 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   upsertTask(entry: IndexEntry, deliveries?: readonly WebhookDelivery[]): Promise<void>;
   /**
    * POST …/webhooks (kind webhook: a new id and secret) or an A2A push config (its id, replaced when it exists):
-   * validation_error for a URL the outbound rules refuse; limit_exceeded past MAX_WEBHOOKS_PER_SESSION; not_found: no session.
+   * validation_error for a URL the outbound rules refuse; limit_exceeded past MAX_WEBHOOKS_PER_SESSION webhooks or MAX_PUSH_CONFIGS_PER_TASK push configs of a task; not_found: no session.
    * A webhook's create with `idem` (the caller-scoped Idempotency-Key) retried answers the first create again
    * (idempotency_conflict: the key with another body). An A2A push config's answer carries no secret (`""`).
    */

@@ -4,7 +4,7 @@
  * task objects that deliver) ever reads back; and `webhook_deliveries`, the replica of every delivery the task
  * objects push with their index entries, which the delivery list pages through. Tables: session-schema.ts.
  */
-import { type CreatedWebhook, MAX_DELIVERY_PAGE_LIMIT, MAX_WEBHOOK_URL_LENGTH, MAX_WEBHOOKS_PER_SESSION, type Webhook, type WebhookDelivery, type WebhookDeliveryPage, type WebhookDeliveryStatus } from "../../src/contract/index.js";
+import { type CreatedWebhook, MAX_DELIVERY_PAGE_LIMIT, MAX_PUSH_CONFIGS_PER_TASK, MAX_WEBHOOK_URL_LENGTH, MAX_WEBHOOKS_PER_SESSION, type Webhook, type WebhookDelivery, type WebhookDeliveryPage, type WebhookDeliveryStatus } from "../../src/contract/index.js";
 import { limitExceeded, runtimeError } from "../../src/core/index.js";
 import { targetRefusal } from "../peers/peer-targets.js";
 import { err, ok, type RpcResult } from "../shared/rpc-result.js";
@@ -52,7 +52,7 @@ export class SessionWebhooks {
   /**
    * Stores a subscription: a webhook gets a new id and secret; an A2A push config keeps its id and replaces the
    * config of that id (its created_at kept, active again). validation_error for a URL the outbound rules refuse,
-   * limit_exceeded past MAX_WEBHOOKS_PER_SESSION; nothing is written then. An A2A push config's answer has no
+   * limit_exceeded past MAX_WEBHOOKS_PER_SESSION webhooks or MAX_PUSH_CONFIGS_PER_TASK push configs of a task; nothing is written then. An A2A push config's answer has no
    * secret (`secret` is "": it is sent with its own token and Authorization, unsigned). A webhook's create
    * retried with its Idempotency-Key and body is answered as the first was (its secret too: the same caller asks
    * again); the key with another body is idempotency_conflict.
@@ -69,10 +69,17 @@ export class SessionWebhooks {
     if (subscription.kind === "a2a_push" && existing !== undefined && (existing.kind !== "a2a_push" || existing.task_id !== subscription.task_id)) {
       return err(runtimeError("validation_error", `the id ${subscription.webhook_id} names another subscription`, { webhook_id: subscription.webhook_id }));
     }
-    if (existing === undefined) {
-      const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM webhooks").one().n + 1;
+    if (existing === undefined && subscription.kind === "webhook") {
+      const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM webhooks WHERE kind = 'webhook'").one().n + 1;
       if (count > MAX_WEBHOOKS_PER_SESSION) {
-        return err(limitExceeded(`a session holds at most ${MAX_WEBHOOKS_PER_SESSION} subscriptions (webhooks and A2A push configs)`, MAX_WEBHOOKS_PER_SESSION, count, "MAX_WEBHOOKS_PER_SESSION"));
+        return err(limitExceeded(`a session holds at most ${MAX_WEBHOOKS_PER_SESSION} webhooks`, MAX_WEBHOOKS_PER_SESSION, count, "MAX_WEBHOOKS_PER_SESSION"));
+      }
+    }
+    // A task's push configs count against that task alone, so clients that give every task one never run out.
+    if (existing === undefined && subscription.kind === "a2a_push") {
+      const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM webhooks WHERE kind = 'a2a_push' AND task_id = ?", subscription.task_id).one().n + 1;
+      if (count > MAX_PUSH_CONFIGS_PER_TASK) {
+        return err(limitExceeded(`a task holds at most ${MAX_PUSH_CONFIGS_PER_TASK} A2A push notification configs`, MAX_PUSH_CONFIGS_PER_TASK, count, "MAX_PUSH_CONFIGS_PER_TASK"));
       }
     }
     const events = JSON.stringify([...new Set(subscription.events)]);
@@ -175,9 +182,10 @@ export class SessionWebhooks {
     }
   }
 
-  /** Retention removed a task: its deliveries' rows go with it. */
+  /** Retention removed a task: its deliveries' rows and its A2A push configs go with it. */
   forgetTask(taskId: string): void {
     this.sql.exec("DELETE FROM webhook_deliveries WHERE task_id = ?", taskId);
+    this.sql.exec("DELETE FROM webhooks WHERE kind = 'a2a_push' AND task_id = ?", taskId);
   }
 
   /** The answer of a create retried with its Idempotency-Key. */

@@ -7,8 +7,10 @@ import { z } from "zod";
 import { RUNTIME_EVENT_TYPES } from "../core/index.js";
 import { intParam } from "./requests.js";
 
-/** Subscriptions (webhooks and A2A push configs together) one session may hold. */
+/** Webhooks one session may hold. */
 export const MAX_WEBHOOKS_PER_SESSION = 100;
+/** A2A push notification configs one task may hold (they go with the task when retention removes it). */
+export const MAX_PUSH_CONFIGS_PER_TASK = 10;
 /** The longest subscription URL accepted. */
 export const MAX_WEBHOOK_URL_LENGTH = 2_048;
 /** The default number of tries of one delivery before it is recorded failed (WEBHOOK_MAX_TRIES). */

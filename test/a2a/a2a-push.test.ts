@@ -15,7 +15,7 @@ import { connectA2a, failure, rpc, send } from "../support/a2a-clients.js";
 import { call, newSession, step, type TestSession } from "../support/helpers.js";
 import { BASE, eventually, expectOk, mintRole, taskStub, uniqueId, walText } from "../support/support.js";
 import type { ReceivedRequest } from "../support/webhook-receiver.js";
-import { MAX_WEBHOOKS_PER_SESSION } from "../../src/contract/index.js";
+import { MAX_PUSH_CONFIGS_PER_TASK } from "../../src/contract/index.js";
 
 const receiverBase = inject("webhookReceiverBase");
 
@@ -162,16 +162,20 @@ describe("push notification configs", () => {
     expect(await configsOf(task.id)).toEqual([]);
   });
 
-  it("Should refuse a config past the session's subscriptions (MAX_WEBHOOKS_PER_SESSION) with -32602 LIMIT_EXCEEDED, replacing one still", async () => {
+  it("Should refuse a task's config past MAX_PUSH_CONFIGS_PER_TASK with -32602 LIMIT_EXCEEDED, replacing one still, and count another task's apart", async () => {
     const session = await newSession();
     const token = await mintRole(session, "a2a_client", "push-capped");
     const capped = await connectA2a(token);
     const task = await submit("Capped", capped);
-    for (let i = 0; i < MAX_WEBHOOKS_PER_SESSION; i++) await capped.createTaskPushNotificationConfig(configOf(task.id, "capped", { id: `cfg-${i}` }));
+    for (let i = 0; i < MAX_PUSH_CONFIGS_PER_TASK; i++) await capped.createTaskPushNotificationConfig(configOf(task.id, "capped", { id: `cfg-${i}` }));
     const r = await rpc(token, { jsonrpc: "2.0", id: 1, method: "CreateTaskPushNotificationConfig", params: { taskId: task.id, url: `${receiverBase}/capped/ok`, id: "cfg-one-more" } });
-    expect(r.body.error).toMatchObject({ code: -32602, data: [expect.objectContaining({ reason: "LIMIT_EXCEEDED", metadata: expect.objectContaining({ limit: String(MAX_WEBHOOKS_PER_SESSION), setting: "MAX_WEBHOOKS_PER_SESSION" }) })] });
+    expect(r.body.error).toMatchObject({ code: -32602, data: [expect.objectContaining({ reason: "LIMIT_EXCEEDED", metadata: expect.objectContaining({ limit: String(MAX_PUSH_CONFIGS_PER_TASK), setting: "MAX_PUSH_CONFIGS_PER_TASK" }) })] });
     await capped.createTaskPushNotificationConfig(configOf(task.id, "replaced", { id: "cfg-0" }));
-    expect(await configsOf(task.id, capped)).toHaveLength(MAX_WEBHOOKS_PER_SESSION);
+    expect(await configsOf(task.id, capped)).toHaveLength(MAX_PUSH_CONFIGS_PER_TASK);
+    // Another task of the session has its own configs: a client giving each task one never runs out.
+    const other = await submit("Other", capped);
+    await capped.createTaskPushNotificationConfig(configOf(other.id, "other", { id: "cfg-0" }));
+    expect(await configsOf(other.id, capped)).toHaveLength(1);
   });
 
   it("Should refuse a config of a task that has ended with -32004", async () => {

@@ -132,9 +132,10 @@ describe("the delivery replica", () => {
     expect(await session.listWebhookDeliveries("wh_none", { limit: 1 })).toMatchObject({ ok: false, error: { code: "not_found" } });
   });
 
-  it("Should drop a subscription's rows with it, and a task's rows when retention removes the task", async () => {
+  it("Should drop a subscription's rows with it, and a task's rows and push configs when retention removes the task", async () => {
     const { sid, tid, entry } = await sessionWithTask();
     const session = sessionStub(sid);
+    unwrap(await session.createWebhook({ kind: "a2a_push", webhook_id: `${tid}.cfg`, task_id: tid, url: HOOK, events: ["task.completed"], token: null, authorization: null }));
     const a = unwrap(await session.createWebhook({ kind: "webhook", url: HOOK, events: ["task.updated"] }));
     const b = unwrap(await session.createWebhook({ kind: "webhook", url: HOOK, events: ["task.updated"] }));
     await session.upsertTask(entry, [deliveryRow(a.webhook_id, tid, 1), deliveryRow(b.webhook_id, tid, 2)]);
@@ -144,5 +145,7 @@ describe("the delivery replica", () => {
     expect(await session.getWebhookDelivery(a.webhook_id, `dlv_${a.webhook_id}_1`)).toMatchObject({ ok: false, error: { code: "not_found" } });
     expect(await session.forgetTask(tid, entry.wal_name, entry.wal_seq)).toEqual({ forgotten: true });
     expect(unwrap(await session.listWebhookDeliveries(b.webhook_id, { limit: 10 })).deliveries).toEqual([]);
+    expect(await session.listWebhooks(tid)).toEqual([]);
+    expect((await session.listWebhooks()).map((w) => w.webhook_id).sort()).toEqual([b.webhook_id]);
   });
 });
