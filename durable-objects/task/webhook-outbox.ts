@@ -6,7 +6,7 @@
  * delivery is still pending in the WAL and is sent again, with the same `webhook-id` (its delivery id), so a
  * receiver that got it already can tell. Outcomes arriving together are committed together.
  */
-import { type DagState, deliveryFacts, deliveryHeads, projectEvent, type RuntimeEvent, type WalEvent, type WebhookDeliveryRecord } from "../../src/core/index.js";
+import { type DagState, deliveryDueAt, deliveryFacts, pendingDeliveriesOf, projectEvent, type RuntimeEvent, type WalEvent, type WebhookDeliveryRecord } from "../../src/core/index.js";
 import { reportIncident } from "../shared/incident.js";
 import type { WebhookDelivery } from "../../src/contract/index.js";
 import type { DeliveryTarget } from "../session/session-rpc.js";
@@ -64,6 +64,9 @@ export function deliveriesChangedAfter(state: DagState, afterSeq: number, readAf
 
 /** WAL events whose runtime events the outbox keeps for the next sends. */
 const PROJECTED_KEPT = 64;
+/** Outcomes are committed this long after the first of them arrived, or at once when this many wait. */
+const REPORT_BATCH_MS = 5;
+const REPORT_BATCH_MAX = 500;
 
 /** One try's outcome as reported to the core. */
 type TryReport = { delivery_id: string; status_code: number | null; error: string | null; final?: true };
@@ -71,13 +74,18 @@ type TryReport = { delivery_id: string; status_code: number | null; error: strin
 /** The webhook deliveries of one task object. */
 export class WebhookOutbox {
   /**
-   * Deliveries being sent, by subscription (one at a time each), with when the alarm comes by anyway: should the
-   * object die during the send, nothing else would wake it to send again.
+   * Subscriptions whose send loop runs (one each), with when the alarm comes by anyway: should the object die
+   * during a send, nothing else would wake it to send again.
    */
-  private readonly inFlight = new Map<string, { send: Promise<void>; guardAt: number }>();
-  /** Outcomes not yet committed, and the commit that will take them. */
+  private readonly sending = new Map<string, { guardAt: number }>();
+  /**
+   * Deliveries sent whose outcome is not committed yet, and whether the next may go: a subscription's next delivery
+   * goes after a delivered one at once, but never past one that failed (it waits for its retry, in order).
+   */
+  private readonly unrecorded = new Map<string, boolean>();
+  /** Outcomes not yet committed, and the timer that commits them. */
   private reports: TryReport[] = [];
-  private reporting: Promise<void> | null = null;
+  private reportTimer: ReturnType<typeof setTimeout> | null = null;
   /** The runtime events of recently sent WAL events, by wal_seq (oldest first). */
   private readonly projected = new Map<number, RuntimeEvent[]>();
   /** When the earliest delivery is due, for the object's alarm; null when nothing is owed. */
@@ -94,49 +102,84 @@ export class WebhookOutbox {
     private readonly armAlarm: () => Promise<void>,
   ) {}
 
+  /** The delivery `webhookId` is sent next: its first pending one not sent already, unless one sent failed (null: none now). */
+  private next(webhookId: string): WebhookDeliveryRecord | null {
+    for (const d of pendingDeliveriesOf(this.state(), webhookId)) {
+      const sent = this.unrecorded.get(d.delivery_id);
+      if (sent === undefined) return d;
+      if (!sent) return null;
+    }
+    return null;
+  }
+
   /**
-   * Recomputes `dueAt`. A subscription with a send under way is due only at its guard time (its outcome will be
-   * committed and re-arm the alarm; the guard covers a crash during the send).
+   * Recomputes `dueAt`. A subscription whose loop runs is due only at its guard time (its outcomes will be
+   * committed and re-arm the alarm; the guard covers a crash during a send).
    */
   refresh(): void {
     let next: number | null = null;
-    for (const { delivery, due_at } of deliveryHeads(this.state())) {
-      const at = this.inFlight.get(delivery.webhook_id)?.guardAt ?? due_at;
-      if (next === null || at < next) next = at;
+    for (const webhookId of this.state().index.pendingByWebhook.keys()) {
+      const guard = this.sending.get(webhookId)?.guardAt;
+      const head = guard === undefined ? this.next(webhookId) : null;
+      const at = guard ?? (head === null ? null : deliveryDueAt(head));
+      if (at !== null && (next === null || at < next)) next = at;
     }
     this.dueAt = next === null ? null : Math.max(next, Date.now());
   }
 
-  /** Starts every due delivery whose subscription has none under way; resolves when those started now settled and were reported. */
+  /** Starts the send loop of every subscription with a delivery due and none running; resolves when those ended and were reported. */
   async flush(now: number): Promise<void> {
-    if (this.state().index.pendingDeliveries.size === 0) return;
-    const task = this.state().task!;
+    const state = this.state();
+    if (state.index.pendingByWebhook.size === 0) return;
+    const task = state.task!;
     if (!this.targets.known) await this.targets.ready(task.session_id, task.task_id);
     const started: Promise<void>[] = [];
-    for (const { delivery, due_at } of deliveryHeads(this.state())) {
-      const sending = this.inFlight.get(delivery.webhook_id);
-      // Still under way past its guard (it cannot be, a send times out first): the guard moves on, not a second send.
-      if (sending !== undefined && sending.guardAt <= now) sending.guardAt = now + this.policy.sendGuardMs;
-      if (due_at > now || sending !== undefined) continue;
-      const send = this.sendOne(delivery)
-        .then((report) => this.report(report))
-        .catch((e) => void reportIncident(e, "task object: webhook delivery"))
-        .finally(async () => {
-          this.inFlight.delete(delivery.webhook_id);
-          this.refresh();
-          try {
-            await this.armAlarm();
-          } catch (e) {
-            reportIncident(e, "task object: setting the alarm after a webhook delivery");
-          }
-          // The subscription's next delivery may be due at once (its head was just delivered).
-          if (this.dueAt !== null && this.dueAt <= Date.now()) void this.flush(Date.now());
-        });
-      this.inFlight.set(delivery.webhook_id, { send, guardAt: now + this.policy.sendGuardMs });
-      started.push(send);
+    for (const webhookId of this.state().index.pendingByWebhook.keys()) {
+      const sending = this.sending.get(webhookId);
+      // Still under way past its guard (it cannot be, a send times out first): the guard moves on, not a second loop.
+      if (sending !== undefined) {
+        if (sending.guardAt <= now) sending.guardAt = now + this.policy.sendGuardMs;
+        continue;
+      }
+      const head = this.next(webhookId);
+      if (head === null || deliveryDueAt(head) > now) continue;
+      const guard = { guardAt: now + this.policy.sendGuardMs };
+      this.sending.set(webhookId, guard);
+      started.push(
+        this.sendLoop(webhookId, guard)
+          .catch((e) => void reportIncident(e, "task object: webhook delivery"))
+          .finally(async () => {
+            this.sending.delete(webhookId);
+            this.refresh();
+            try {
+              await this.armAlarm();
+            } catch (e) {
+              reportIncident(e, "task object: setting the alarm after webhook deliveries");
+            }
+          }),
+      );
     }
     this.refresh();
     await Promise.all(started);
+    await this.drain();
+  }
+
+  /**
+   * Sends `webhookId` its due deliveries one after another, in WAL order, while they are delivered; stops at one
+   * that is not (its retry is decided when its outcome is committed) or at one not due yet.
+   */
+  private async sendLoop(webhookId: string, guard: { guardAt: number }): Promise<void> {
+    for (;;) {
+      const delivery = this.next(webhookId);
+      if (delivery === null || deliveryDueAt(delivery) > Date.now()) return;
+      guard.guardAt = Date.now() + this.policy.sendGuardMs;
+      const report = await this.sendOne(delivery);
+      // A final refusal (the subscription is gone) fails it whatever comes next: the next ones go on, to fail too.
+      const goOn = report.final === true || (report.status_code !== null && report.status_code >= 200 && report.status_code < 300);
+      this.unrecorded.set(delivery.delivery_id, goOn);
+      this.report(report);
+      if (!goOn) return;
+    }
   }
 
   /** Sends one delivery; what came of it, as reported to the core. */
@@ -162,6 +205,31 @@ export class WebhookOutbox {
   }
 
   /**
+   * Queues an outcome for the next commit: outcomes of deliveries sent close together (a commit's events to many
+   * subscriptions, a subscription's run of them) are committed together, REPORT_BATCH_MS after the first.
+   */
+  private report(report: TryReport): void {
+    this.reports.push(report);
+    if (this.reports.length >= REPORT_BATCH_MAX) void this.drain();
+    else this.reportTimer ??= setTimeout(() => void this.drain(), REPORT_BATCH_MS);
+  }
+
+  /** Commits the outcomes queued; the subscriptions they held up go on. */
+  private async drain(): Promise<void> {
+    if (this.reportTimer !== null) clearTimeout(this.reportTimer);
+    this.reportTimer = null;
+    if (this.reports.length === 0) return;
+    const tries = this.reports;
+    this.reports = [];
+    const committed = await this.commit({ type: "record_webhook_tries", tries, max_tries: this.policy.maxTries, retry_base_ms: this.policy.retryBaseMs });
+    // Not committed (the object broke): the deliveries stay pending in the WAL and are sent again.
+    if (!committed) reportIncident(new Error(`${tries.length} webhook outcomes were not recorded; they will be sent again`), "task object: webhook outcomes");
+    for (const t of tries) this.unrecorded.delete(t.delivery_id);
+    this.refresh();
+    if (this.dueAt !== null && this.dueAt <= Date.now()) void this.flush(Date.now());
+  }
+
+  /**
    * The runtime events of the WAL event at `walSeq`, read back once for all the subscriptions it is owed to (the
    * last few kept: a commit's deliveries to many subscriptions go out together).
    */
@@ -174,20 +242,5 @@ export class WebhookOutbox {
     this.projected.set(walSeq, events);
     if (this.projected.size > PROJECTED_KEPT) this.projected.delete(this.projected.keys().next().value!);
     return events;
-  }
-
-  /** Commits an outcome, with every other that arrives before the commit starts. */
-  private report(report: TryReport): Promise<void> {
-    this.reports.push(report);
-    if (this.reporting !== null) return this.reporting;
-    this.reporting = Promise.resolve().then(async () => {
-      const tries = this.reports;
-      this.reports = [];
-      this.reporting = null;
-      const committed = await this.commit({ type: "record_webhook_tries", tries, max_tries: this.policy.maxTries, retry_base_ms: this.policy.retryBaseMs });
-      // Not committed (the object broke): the deliveries stay pending in the WAL and are sent again.
-      if (!committed) reportIncident(new Error(`${tries.length} webhook outcomes were not recorded; they will be sent again`), "task object: webhook outcomes");
-    });
-    return this.reporting;
   }
 }

@@ -26,7 +26,7 @@ function delivered(): { h: Harness; queuedAt: number } {
   h.create([step("a")]);
   h.ok({ type: "queue_webhook_deliveries", deliveries: deliveriesOwed(h.wal, [ALL, OPS]) }, systemCaller);
   const queuedAt = h.state.last_wal_seq;
-  const [toAll, toOps] = [...h.state.index.pendingDeliveries];
+  const [toAll, toOps] = [...h.state.index.pendingByWebhook.values()].flatMap((set) => [...set]);
   h.ok({ type: "record_webhook_tries", tries: [{ delivery_id: toAll, status_code: 204, error: null }, { delivery_id: toOps, status_code: 500, error: "HTTP 500" }], max_tries: 1, retry_base_ms: 1_000 }, systemCaller);
   return { h, queuedAt };
 }

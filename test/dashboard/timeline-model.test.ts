@@ -82,7 +82,7 @@ describe("the timeline's rows", () => {
     h.create([step("a")]);
     const filter = (webhook_id: string) => ({ webhook_id, events: ["task.created"], task_id: null, created_at: new Date(0).toISOString() });
     h.ok({ type: "queue_webhook_deliveries", deliveries: deliveriesOwed(h.wal, [filter("wh_a"), filter("wh_b")]) }, systemCaller);
-    const [toA, toB] = [...h.state.index.pendingDeliveries];
+    const [toA, toB] = [...h.state.index.pendingByWebhook.values()].flatMap((set) => [...set]);
     h.ok({ type: "record_webhook_tries", tries: [{ delivery_id: toA, status_code: 204, error: null }, { delivery_id: toB, status_code: null, error: "timed out" }], max_tries: 1, retry_base_ms: 1_000 }, systemCaller);
     h.ok({ type: "retry_webhook_delivery", delivery_id: toB }, systemCaller);
     const summaries = h.wal.slice(-3).map(eventSummary);

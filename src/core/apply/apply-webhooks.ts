@@ -5,7 +5,7 @@
  */
 import type { WalEventOf } from "../events/events.js";
 import type { WebhookDeliveryRecord } from "../model/records.js";
-import type { DagState } from "../model/state.js";
+import { addPendingDelivery, type DagState, removePendingDelivery } from "../model/state.js";
 
 type WebhookEventType = "webhook_deliveries_queued" | "webhook_deliveries_tried" | "webhook_delivery_retried";
 
@@ -30,7 +30,7 @@ export const webhookHandlers: { [K in WebhookEventType]: (s: DagState, e: WalEve
         updated_at: e.created_at,
         updated_seq: e.wal_seq,
       });
-      s.index.pendingDeliveries.add(q.delivery_id);
+      addPendingDelivery(s.index, s.webhookDeliveries.get(q.delivery_id)!);
     }
   },
   webhook_deliveries_tried(s, e) {
@@ -43,7 +43,7 @@ export const webhookHandlers: { [K in WebhookEventType]: (s: DagState, e: WalEve
       if (t.status === "delivered") {
         totals.delivered += 1;
         s.webhookDeliveries.delete(d.delivery_id);
-        s.index.pendingDeliveries.delete(d.delivery_id);
+        removePendingDelivery(s.index, d);
         continue;
       }
       d.status = t.status;
@@ -53,7 +53,7 @@ export const webhookHandlers: { [K in WebhookEventType]: (s: DagState, e: WalEve
       d.next_attempt_at = t.next_attempt_at;
       d.updated_at = e.created_at;
       d.updated_seq = e.wal_seq;
-      if (t.status !== "pending") s.index.pendingDeliveries.delete(d.delivery_id);
+      if (t.status !== "pending") removePendingDelivery(s.index, d);
     }
   },
   webhook_delivery_retried(s, e) {
@@ -63,6 +63,6 @@ export const webhookHandlers: { [K in WebhookEventType]: (s: DagState, e: WalEve
     d.next_attempt_at = e.created_at;
     d.updated_at = e.created_at;
     d.updated_seq = e.wal_seq;
-    s.index.pendingDeliveries.add(d.delivery_id);
+    addPendingDelivery(s.index, d, s.webhookDeliveries);
   },
 };

@@ -10,7 +10,7 @@ import { type DagIndex, type DagState, emptyState, type ProgressRecord, rebuildI
 export const SNAPSHOT_FORMAT = 3;
 
 /** The index sets whose iteration order decisions depend on, saved in their live order. */
-const ORDERED_SETS = ["held", "activeRuns", "cancellingRuns", "openActions", "retrying", "readyDelegated", "openDelegations", "pendingDeliveries"] as const;
+const ORDERED_SETS = ["held", "activeRuns", "cancellingRuns", "openActions", "retrying", "readyDelegated", "openDelegations"] as const;
 type OrderedSet = (typeof ORDERED_SETS)[number];
 
 /** A task's state at one wal_seq, as JSON. */

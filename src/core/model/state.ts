@@ -50,8 +50,39 @@ export interface DagIndex {
   readonly readyDelegated: Set<string>;
   /** Delegations not closed: each has outbound work or a report it waits for. */
   readonly openDelegations: Set<string>;
-  /** Webhook deliveries still owed (pending), in the order they were queued (a retried one from its retry on). */
-  readonly pendingDeliveries: Set<string>;
+  /**
+   * Webhook deliveries still owed (pending), per subscription, each set in WAL order (wal_seq, then the runtime
+   * event's place): its first is what the subscription is sent next, so finding it never scans the others.
+   */
+  readonly pendingByWebhook: Map<string, Set<string>>;
+}
+
+/** WAL order of two deliveries: the WAL event's wal_seq, then the runtime event's place among its events. */
+export function deliveryOrder(a: WebhookDeliveryRecord, b: WebhookDeliveryRecord): number {
+  return a.wal_seq - b.wal_seq || a.index - b.index;
+}
+
+/** Adds a delivery to its subscription's pending set, kept in WAL order (a retried one goes back to its place). */
+export function addPendingDelivery(index: DagIndex, d: WebhookDeliveryRecord, all?: ReadonlyMap<string, WebhookDeliveryRecord>): void {
+  let set = index.pendingByWebhook.get(d.webhook_id);
+  if (set === undefined) index.pendingByWebhook.set(d.webhook_id, (set = new Set()));
+  const last = all === undefined ? undefined : [...set].pop();
+  if (all === undefined || last === undefined || deliveryOrder(all.get(last)!, d) < 0) {
+    set.add(d.delivery_id);
+    return;
+  }
+  // Behind deliveries queued after it (a retry): the set is rebuilt in order; rare, and one subscription's.
+  const ordered = [...set].map((id) => all.get(id)!).concat(d).sort(deliveryOrder);
+  set.clear();
+  for (const o of ordered) set.add(o.delivery_id);
+}
+
+/** Takes a delivery out of its subscription's pending set (the set goes when empty). */
+export function removePendingDelivery(index: DagIndex, d: WebhookDeliveryRecord): void {
+  const set = index.pendingByWebhook.get(d.webhook_id);
+  if (set === undefined) return;
+  set.delete(d.delivery_id);
+  if (set.size === 0) index.pendingByWebhook.delete(d.webhook_id);
 }
 
 /** A subscription's deliveries of the task that were delivered, and its last try. */
@@ -125,7 +156,7 @@ export function emptyState(): DagState {
       retrying: new Set(),
       readyDelegated: new Set(),
       openDelegations: new Set(),
-      pendingDeliveries: new Set(),
+      pendingByWebhook: new Map(),
     },
   };
 }
@@ -296,6 +327,7 @@ export function rebuildIndex(state: DagState): DagIndex {
   }
   for (const step of state.steps.values()) if (step.retry_at !== null) fresh.index.retrying.add(step.step_id);
   for (const d of state.delegations.values()) if (d.status !== "closed") fresh.index.openDelegations.add(d.delegation_id);
-  for (const w of state.webhookDeliveries.values()) if (w.status === "pending") fresh.index.pendingDeliveries.add(w.delivery_id);
+  const pending = [...state.webhookDeliveries.values()].filter((w) => w.status === "pending").sort(deliveryOrder);
+  for (const w of pending) addPendingDelivery(fresh.index, w);
   return fresh.index;
 }

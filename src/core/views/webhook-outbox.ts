@@ -45,17 +45,26 @@ export function deliveriesOwed(events: readonly WalEvent[], filters: readonly De
 }
 
 /**
- * The deliveries to try: per subscription, its oldest pending delivery (a subscription's deliveries of one task go
- * one at a time, in the order queued, so its receiver sees the task's events in WAL order), with when it is due.
+ * The deliveries owed to `webhookId`, in WAL order: its first is what it is sent next (a subscription's deliveries
+ * of one task go one at a time, in the order queued, so its receiver sees the task's events in WAL order).
  */
+export function* pendingDeliveriesOf(state: DagState, webhookId: string): Generator<WebhookDeliveryRecord> {
+  for (const id of state.index.pendingByWebhook.get(webhookId) ?? []) yield state.webhookDeliveries.get(id)!;
+}
+
+/** When a delivery is due (ms since the epoch): its next try's time, or at once. */
+export function deliveryDueAt(d: WebhookDeliveryRecord): number {
+  return d.next_attempt_at === null ? 0 : Date.parse(d.next_attempt_at);
+}
+
+/** Per subscription, its first pending delivery and when it is due. */
 export function deliveryHeads(state: DagState): { delivery: WebhookDeliveryRecord; due_at: number }[] {
-  const heads = new Map<string, WebhookDeliveryRecord>();
-  for (const id of state.index.pendingDeliveries) {
-    const d = state.webhookDeliveries.get(id)!;
-    const head = heads.get(d.webhook_id);
-    if (head === undefined || d.wal_seq < head.wal_seq || (d.wal_seq === head.wal_seq && d.index < head.index)) heads.set(d.webhook_id, d);
+  const out: { delivery: WebhookDeliveryRecord; due_at: number }[] = [];
+  for (const webhookId of state.index.pendingByWebhook.keys()) {
+    const first = pendingDeliveriesOf(state, webhookId).next();
+    if (first.done !== true) out.push({ delivery: first.value, due_at: deliveryDueAt(first.value) });
   }
-  return [...heads.values()].map((delivery) => ({ delivery, due_at: delivery.next_attempt_at === null ? 0 : Date.parse(delivery.next_attempt_at) }));
+  return out;
 }
 
 /** One subscription's deliveries of the task (the task read model's `webhook_delivery_state`). */
