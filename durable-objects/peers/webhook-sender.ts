@@ -50,16 +50,24 @@ const EXCERPT = 200;
 export async function postOutbound(limits: Pick<WebhookLimits, "allowlist" | "timeoutMs" | "maxResponseBytes">, url: string, headers: Record<string, string>, body: string): Promise<OutboundOutcome> {
   const refused = targetRefusal(url, limits.allowlist);
   if (refused !== null) return { status: null, error: refused };
-  const signal = AbortSignal.timeout(limits.timeoutMs);
-  let response: Response;
+  // A timer cleared when the call ends, not AbortSignal.timeout: its timer would stay armed for the whole timeout
+  // after a quick answer, and an object sending hundreds a second would hold thousands (workerd caps them at 10,000).
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), limits.timeoutMs);
+  const signal = timeout.signal;
   try {
-    response = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal });
-  } catch (e) {
-    const why = signal.aborted ? `did not answer within ${limits.timeoutMs} ms` : `could not be reached: ${messageOf(e)}`;
-    return { status: null, error: `${url.slice(0, EXCERPT)} ${why}` };
+    let response: Response;
+    try {
+      response = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal });
+    } catch (e) {
+      const why = signal.aborted ? `did not answer within ${limits.timeoutMs} ms` : `could not be reached: ${messageOf(e)}`;
+      return { status: null, error: `${url.slice(0, EXCERPT)} ${why}` };
+    }
+    await discardBody(response, limits.maxResponseBytes, signal);
+    return { status: response.status, error: null };
+  } finally {
+    clearTimeout(timer);
   }
-  await discardBody(response, limits.maxResponseBytes, signal);
-  return { status: response.status, error: null };
 }
 
 /**
