@@ -1,0 +1,178 @@
+/**
+ * @module The webhook scenarios (`npm run bench:webhooks`): a session's subscriptions, all pointing at the bench's
+ * receiver, and one task of independent steps worked by concurrent worker runs (dispatch, claim-next, then `status`
+ * completed with `claim_next`); then the task is completed. Every write answer's `event_ids` is stamped with the time
+ * this process read it, so each delivery the receiver verifies is matched to the answer of the call that committed
+ * its event, by event id.
+ */
+import { performance } from "node:perf_hooks";
+import { type Client, type Session, stepsOf } from "../harness/http-client.js";
+import { cpuSnap, cpuUse, errorCount, groupCpuMs, round } from "../harness/meter.js";
+import { errorText } from "../harness/report.js";
+import { latencyOf, type Latency } from "../harness/rounds.js";
+import type { Arrival, GroupCounts, WebhookReceiver } from "../harness/webhook-receiver.js";
+import { claimedStep } from "./steps.js";
+
+/** The runtime events every subscription of the scenarios takes: one per completed step, one for the task. */
+export const SUBSCRIBED_EVENTS = ["task.attempt.completed", "task.completed"] as const;
+
+/** One run of the scenario: the session's subscriptions and the task's size. */
+export interface HookPlan { readonly subscriptions: number; readonly steps: number; readonly workers: number; readonly timeoutMs: number; readonly stallMs: number }
+
+/** What a write committed, by event id: when this process read the answer, and the step it completed (null for the task's completion). */
+interface Commit { readonly at: number; readonly sentAt: number; readonly stepId: string | null }
+
+/** One run: the worked task (its steps/s and calls) and what the receiver got of it. */
+export type HookRun = Awaited<ReturnType<typeof hookRun>>;
+
+/** `count` subscriptions of `s` to the receiver's paths `<group>/<i>`, each to SUBSCRIBED_EVENTS; their secrets registered with it. */
+async function subscribe(client: Client, s: Session, receiver: WebhookReceiver, group: string, count: number): Promise<number[]> {
+  const ms: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const name = `s${i}`;
+    const a = await client.must(201, "POST", `/v1/sessions/${s.sid}/webhooks`, s.orch, { url: receiver.url(group, name), events: [...SUBSCRIBED_EVENTS], description: `bench subscriber ${i}` });
+    receiver.register(group, name, a.body.secret as string);
+    ms.push(a.ms);
+  }
+  return ms;
+}
+
+/** The runtime event id a WAL event id leads to (a WAL event projected to several runtime events numbers the others `<id>.k`). */
+const walEventOf = (eventId: string) => eventId.split(".")[0]!;
+
+/**
+ * A fresh session with `plan.subscriptions` subscriptions (group `group` of the receiver), one task of `plan.steps`
+ * independent steps, `plan.workers` worker runs completing them (the measured window: the first claim's send → the
+ * last step's answer), the runs finished and the task completed; then waits until every delivery owed arrived (or
+ * none came for `plan.stallMs`). `serverGroup`: the dev server's process group, whose CPU is measured.
+ */
+export async function hookRun(client: Client, adminToken: string, receiver: WebhookReceiver, group: string, plan: HookPlan, serverGroup: number | null) {
+  const s = await client.session(adminToken);
+  const subscribeMs = await subscribe(client, s, receiver, group, plan.subscriptions);
+  const { path: taskPath } = await client.task(s, `hooks-${group}`, { title: "Webhook bench task", steps: stepsOf(plan.steps, "compact") });
+  const runs: { token: string; runId: string }[] = [];
+  for (let w = 0; w < plan.workers; w++) {
+    const d = await client.must(201, "POST", `${taskPath}/workers`, s.orch, { agent_id: `hooks-w${w}`, max_steps: plan.steps });
+    runs.push({ token: d.body.token, runId: d.body.run_id });
+  }
+  const commits = new Map<string, Commit>();
+  const stepCall: number[] = [];
+  const completed = new Set<string>();
+  let duplicateCompletions = 0;
+  const errors = errorCount();
+  const cpu0 = cpuSnap(null, groupCpuMs(serverGroup)?.ms);
+  const t0 = performance.now();
+  const deadline = t0 + plan.timeoutMs;
+  let lastStepAt = t0;
+  let timedOut = false;
+  /** One worker call; its answer's event ids stamped. */
+  const write = async (path: string, token: string, body: object, stepId: string | null) => {
+    const sentAt = performance.now();
+    const a = await client.call("POST", path, token, body);
+    const at = performance.now();
+    if (a.status !== 200) throw new Error(`POST ${path} answered ${a.status}: ${JSON.stringify(a.body).slice(0, 200)}`);
+    for (const id of (a.body.event_ids as string[] | undefined) ?? []) commits.set(id, { at, sentAt, stepId });
+    return { answer: a, at };
+  };
+  await Promise.all(
+    runs.map(async (run) => {
+      try {
+        const claim = await write(`${taskPath}/steps/claim-next`, run.token, {}, null);
+        let current = claimedStep(claim.answer.body).stepId;
+        while (current !== null) {
+          if (performance.now() > deadline) return void (timedOut = true);
+          const done = await write(`${taskPath}/steps/${current}/status`, run.token, { status: "completed", result_summary: "done", claim_next: true }, current);
+          stepCall.push(done.answer.ms);
+          lastStepAt = done.at;
+          if (completed.has(current)) duplicateCompletions++;
+          completed.add(current);
+          current = claimedStep(done.answer.body.next).stepId;
+        }
+      } catch (e) {
+        errors.note(errorText(e));
+      }
+    }),
+  );
+  const seconds = (lastStepAt - t0) / 1000;
+  const cpuSteps = cpuUse(cpu0, cpuSnap(serverGroup));
+  // Outside the measured window: end the runs, complete the task (its task.completed is delivered too).
+  for (const run of runs) {
+    const f = await client.call("POST", `${taskPath}/runs/${run.runId}/finish`, run.token, { outcome: "finished" });
+    if (f.status !== 200) errors.note(`finish ${f.status}: ${JSON.stringify(f.body).slice(0, 200)}`);
+  }
+  let completeError: string | null = null;
+  try {
+    await write(`${taskPath}/complete`, s.orch, { reason: "bench done" }, null);
+  } catch (e) {
+    completeError = errorText(e);
+    errors.note(completeError);
+  }
+  const lastCommitAt = performance.now();
+  const verifiedOnServer = await client.completedOnServer(taskPath, s.orch);
+  const expected = plan.subscriptions * (completed.size + (completeError === null ? 1 : 0));
+  const wait = await receiver.waitFor(group, expected, plan.stallMs);
+  const cpuAll = cpuUse(cpu0, cpuSnap(serverGroup));
+  const delivery = deliveryFigures(receiver.arrivals.filter((a) => a.group === group), commits, receiver.countsOf(group), expected, wait.stalled, lastCommitAt);
+  const steps = stepCall.length;
+  return {
+    subscriptions: plan.subscriptions,
+    steps_planned: plan.steps,
+    steps_completed: steps,
+    workers: plan.workers,
+    seconds: round(seconds),
+    steps_per_s: round(steps / seconds, 1),
+    step_call: latencyOf(stepCall),
+    /** The step calls' latencies, for pooling rounds (left out of the results file). */
+    step_call_samples: stepCall,
+    subscribe_call_p50_ms: latencyOf(subscribeMs).p50_ms,
+    server_cpu_ms_per_step: {
+      window: cpuSteps.server_ms === null ? null : round(cpuSteps.server_ms / Math.max(1, steps), 3),
+      incl_deliveries: cpuAll.server_ms === null ? null : round(cpuAll.server_ms / Math.max(1, steps), 3),
+    },
+    other_share: cpuSteps.other_share,
+    delivery,
+    verified_completed_on_server: verifiedOnServer,
+    duplicate_completions: duplicateCompletions,
+    timed_out: timedOut,
+    ...errors.fields(),
+  };
+}
+
+/** What the receiver got of one run: counts against what was owed, and commit → delivery latency. */
+function deliveryFigures(arrivals: Arrival[], commits: ReadonlyMap<string, Commit>, counts: GroupCounts, expected: number, stalled: boolean, lastCommitAt: number) {
+  const afterAnswer: number[] = [];
+  const afterSend: number[] = [];
+  const byType: Record<string, number[]> = {};
+  let unmatched = 0;
+  let wrongStep = 0;
+  let last = -Infinity;
+  for (const a of arrivals) {
+    last = Math.max(last, a.at);
+    const commit = commits.get(walEventOf(a.eventId));
+    if (commit === undefined) {
+      unmatched++;
+      continue;
+    }
+    if (a.type === "task.attempt.completed" && a.stepId !== commit.stepId) wrongStep++;
+    afterAnswer.push(a.at - commit.at);
+    afterSend.push(a.at - commit.sentAt);
+    (byType[a.type] ??= []).push(a.at - commit.at);
+  }
+  const first = Math.min(...[...commits.values()].map((c) => c.at));
+  const drainSeconds = arrivals.length === 0 ? null : (last - first) / 1000;
+  return {
+    expected,
+    ...counts,
+    missing: Math.max(0, expected - counts.received),
+    stalled,
+    unmatched,
+    wrong_step: wrongStep,
+    after_answer_ms: latencyOf(afterAnswer) as Latency,
+    after_send_ms: latencyOf(afterSend) as Latency,
+    after_answer_by_type_ms: Object.fromEntries(Object.entries(byType).map(([t, xs]) => [t, latencyOf(xs)])),
+    /** The last delivery's arrival − the last commit's answer (the task's completion). */
+    tail_ms: arrivals.length === 0 ? null : round(last - lastCommitAt, 1),
+    /** Deliveries received ÷ (the last arrival − the first answer read). */
+    deliveries_per_s: drainSeconds === null ? null : round(counts.received / drainSeconds, 1),
+  };
+}

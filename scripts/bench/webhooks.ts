@@ -1,0 +1,158 @@
+/**
+ * @module `npm run bench:webhooks`: signed webhook deliveries (docs/api.md "Delivery and notifications") against one
+ * `wrangler dev`, received by a node:http receiver on loopback in this process that verifies each with the
+ * `standardwebhooks` library.
+ * 1. Latency: a session with 100 subscriptions (each to task.attempt.completed and task.completed), one task of N
+ *    steps worked by 8 concurrent worker runs, then completed; per delivery, its arrival at the receiver − when this
+ *    process read the answer of the call that committed its event; every delivery owed must arrive, verified, once.
+ * 2. Write-path cost: the same run in sessions with 0, 1 and 100 subscriptions, in interleaved rounds; steps/s and
+ *    step call latency of each, and the ratio with ÷ without subscriptions.
+ * Writes bench/webhooks-results.json.
+ */
+import os from "node:os";
+import { performance } from "node:perf_hooks";
+import { defaultAdminToken, reloadCount, withBenchServer } from "../dev-server.js";
+import { parseCli, run, wholeOption } from "./harness/cli.js";
+import { Client } from "./harness/http-client.js";
+import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
+import { fmt, printTables, writeResults } from "./harness/report.js";
+import { latencyOf, median } from "./harness/rounds.js";
+import { WebhookReceiver } from "./harness/webhook-receiver.js";
+import { type HookPlan, type HookRun, hookRun, SUBSCRIBED_EVENTS } from "./scenarios/webhooks.js";
+
+const USAGE =
+  "usage: npm run bench:webhooks -- [--quick] [--steps 400] [--subscriptions 100] [--workers 8] [--rounds 3] [--url http://127.0.0.1:<port>]\n" +
+  "  --steps: steps of each run's task; --subscriptions: of the latency run and of the cost rounds' busiest variant (at most 100, a session's cap); --rounds: of each cost variant";
+
+run(async () => {
+  const cli = parseCli(USAGE, { quick: false, steps: null as string | null, subscriptions: null as string | null, workers: null as string | null, rounds: null as string | null, url: null as string | null });
+  const steps = wholeOption(cli.steps, "steps", cli.quick ? 100 : 400);
+  const subscriptions = wholeOption(cli.subscriptions, "subscriptions", 100);
+  const workers = wholeOption(cli.workers, "workers", 8);
+  const rounds = wholeOption(cli.rounds, "rounds", cli.quick ? 1 : 3);
+  const variants = [...new Set([0, 1, subscriptions])];
+  const plan = { steps, subscriptions, workers, rounds, variants, events: SUBSCRIBED_EVENTS, warmup_steps: 40, timeout_ms: 600_000, stall_ms: 30_000 };
+  const adminToken = defaultAdminToken();
+  const loadStart = os.loadavg();
+  const source = sourceState();
+  const wallStart = performance.now();
+  const idle = await idleBefore();
+  const receiver = await WebhookReceiver.start();
+  try {
+    await withBenchServer(cli.url, {}, async (base, server) => {
+      const client = new Client(base);
+      const pgid = server?.child?.pid ?? null;
+      const runPlan = (subs: number, n = steps): HookPlan => ({ subscriptions: subs, steps: n, workers, timeoutMs: plan.timeout_ms, stallMs: plan.stall_ms });
+      const say = (what: string, r: HookRun) =>
+        console.log(
+          `  ${what}: ${r.steps_completed}/${r.steps_planned} steps in ${fmt(r.seconds, 2)} s = ${fmt(r.steps_per_s)} steps/s, step p50/p99 ${fmt(r.step_call.p50_ms, 2)}/${fmt(r.step_call.p99_ms, 2)} ms; ` +
+            `deliveries ${r.delivery.received}/${r.delivery.expected}${r.subscriptions > 0 ? ` (p50 ${fmt(r.delivery.after_answer_ms.p50_ms, 1)} ms, p99 ${fmt(r.delivery.after_answer_ms.p99_ms, 1)} ms behind the answer, tail ${fmt(r.delivery.tail_ms, 0)} ms)` : ""}` +
+            `${r.errors > 0 ? `  errors ${r.errors}: ${r.first_error}` : ""}${r.delivery.stalled ? "  STALLED" : ""}`,
+        );
+
+      // Warm the isolate, the objects' code paths, the connection pools and the receiver; dropped.
+      say("warm-up", await hookRun(client, adminToken, receiver, "warm", runPlan(2, plan.warmup_steps), pgid));
+      console.log(`latency: ${subscriptions} subscriptions, one task of ${steps} steps, ${workers} workers`);
+      const latency = await hookRun(client, adminToken, receiver, "latency", runPlan(subscriptions), pgid);
+      say(`${subscriptions} subscriptions`, latency);
+
+      console.log(`write-path cost: ${variants.join(" / ")} subscriptions, ${rounds} interleaved round(s)`);
+      const cost = new Map<number, HookRun[]>(variants.map((v) => [v, []]));
+      for (let r = 0; r < rounds; r++) {
+        for (const v of variants) {
+          const res = await hookRun(client, adminToken, receiver, `cost-${r}-${v}`, runPlan(v), pgid);
+          cost.get(v)!.push(res);
+          say(`round ${r + 1}, ${String(v).padStart(3)} subscriptions`, res);
+        }
+      }
+      const pooled = variants.map((v) => {
+        const rs = cost.get(v)!;
+        const stepsDone = rs.reduce((a, x) => a + x.steps_completed, 0);
+        const seconds = rs.reduce((a, x) => a + x.seconds, 0);
+        const cpu = (f: (x: HookRun) => number | null) => (rs.some((x) => f(x) === null) ? null : round(median(rs.map((x) => f(x)!)), 3));
+        return {
+          subscriptions: v,
+          rounds: rs.length,
+          steps: stepsDone,
+          seconds: round(seconds),
+          steps_per_s: round(stepsDone / seconds, 1),
+          steps_per_s_each: rs.map((x) => x.steps_per_s),
+          step_call: latencyOf(rs.flatMap((x) => x.step_call_samples)),
+          server_cpu_ms_per_step_median: { window: cpu((x) => x.server_cpu_ms_per_step.window), incl_deliveries: cpu((x) => x.server_cpu_ms_per_step.incl_deliveries) },
+          deliveries: { expected: rs.reduce((a, x) => a + x.delivery.expected, 0), received: rs.reduce((a, x) => a + x.delivery.received, 0) },
+          tail_ms_each: rs.map((x) => x.delivery.tail_ms),
+          errors: rs.reduce((a, x) => a + x.errors, 0),
+        };
+      });
+      const none = pooled.find((p) => p.subscriptions === 0)!;
+      const ratios = pooled
+        .filter((p) => p.subscriptions > 0)
+        .map((p) => ({
+          subscriptions: p.subscriptions,
+          steps_per_s_vs_none: round(p.steps_per_s / none.steps_per_s, 3),
+          // Round by round: each round's variants ran back to back.
+          steps_per_s_vs_none_each_round: cost.get(p.subscriptions)!.map((x, i) => round(x.steps_per_s / cost.get(0)![i]!.steps_per_s, 3)),
+          step_p50_vs_none: round(p.step_call.p50_ms / none.step_call.p50_ms, 3),
+          step_p99_vs_none: round(p.step_call.p99_ms / none.step_call.p99_ms, 3),
+        }));
+
+      const all = [latency, ...[...cost.values()].flat()];
+      const problems = all.filter((r) => r.errors > 0 || r.timed_out || r.duplicate_completions > 0 || r.verified_completed_on_server !== r.steps_planned || r.delivery.missing > 0 || r.delivery.duplicate_webhook_ids > 0 || r.delivery.duplicate_events > 0 || r.delivery.rejected > 0 || r.delivery.unmatched > 0 || r.delivery.wrong_step > 0);
+      const reloads = reloadCount(server);
+      const strip = ({ step_call_samples: _, ...r }: HookRun) => r;
+      const results = {
+        ...runHeader(cli.quick, loadStart, idle, source),
+        server: { url: base, started_by_script: server !== null, startup_ms: server?.startupMs ?? null, log_level: "warn", reloads },
+        receiver: { url: receiver.base, in_process: true, verifier: "standardwebhooks Webhook.verify, one instance per subscription's secret; answers 204" },
+        plan,
+        definitions: {
+          commit_to_delivery: "per verified delivery: performance.now() when the receiver (node:http in this process) had read the delivery's whole body − performance.now() when this process had read the whole answer of the write that committed its event; the event is matched to the write by id: the delivery's data.eventId (up to a `.k` suffix) is one of that answer's event_ids. The write of a task.attempt.completed is the worker's POST .../steps/{step}/status (completed, claim_next); of task.completed the orchestrator's POST .../complete. Negative when a delivery arrived before its answer was read (a commit sends a delivery due at once from its own path)",
+          commit_to_delivery_from_send: "the same from when that write was sent",
+          expected: "subscriptions × (steps completed + 1): each subscription takes every task.attempt.completed and the task.completed of the run's task",
+          received: "verified deliveries, the first of each webhook-id; duplicate_webhook_ids = verified deliveries of a webhook-id seen before; duplicate_events = a subscription's event received under a second webhook-id; out_of_order = a delivery whose data.sequence is lower than one its subscription received before; rejected = answered 400 (not verified) or 404",
+          unmatched: "verified deliveries whose event id was in no answer this process read; wrong_step: a task.attempt.completed whose stepId is not the step its write completed",
+          tail_ms: "the last delivery's arrival − the task's complete answer read (when the runtime had finished sending what the run owed)",
+          deliveries_per_s: "deliveries received ÷ (the last arrival − the run's first answer read)",
+          steps_per_s: "steps completed ÷ (the first claim's send → the last status answer read), the runs' dispatch and finish and the task's create and complete outside the window; in the cost rounds every delivery owed by one run arrived (or stalled 30 s) before the next run started",
+          server_cpu_ms_per_step: "the dev server process group's CPU (/proc) ÷ steps: over the measured window, and until the last delivery arrived",
+          ratio: "pooled steps/s (steps ÷ seconds over the rounds) with subscriptions ÷ without; each round's too; step call p50 and p99 with ÷ without",
+        },
+        latency: strip(latency),
+        cost: { rounds: Object.fromEntries([...cost].map(([v, rs]) => [String(v), rs.map(strip)])), pooled, ratios },
+        problems: problems.length,
+        wall_seconds: round((performance.now() - wallStart) / 1000, 1),
+      };
+
+      const d = latency.delivery;
+      console.log(`\nWebhook benchmark (${results.mode}) — ${results.machine.cpus} CPUs (${results.machine.cpu_model}), node ${process.version}, load ${results.machine.loadavg_start.join(" ")} → ${results.machine.loadavg_end.join(" ")}, idle before ${fmt(idle * 100, 0)}%`);
+      const l = (x: { p50_ms: number; p95_ms: number; p99_ms: number; max_ms: number }) => [fmt(x.p50_ms, 1), fmt(x.p95_ms, 1), fmt(x.p99_ms, 1), fmt(x.max_ms, 1)];
+      printTables([
+        {
+          title: `commit → delivery: ${subscriptions} subscriptions, ${latency.steps_completed} steps by ${workers} workers (${fmt(latency.steps_per_s)} steps/s), ${d.received}/${d.expected} deliveries verified, ${d.duplicate_webhook_ids + d.duplicate_events} duplicates, ${d.out_of_order} out of order, ${d.rejected} rejected; ${fmt(d.deliveries_per_s, 0)} deliveries/s, last ${fmt(d.tail_ms, 0)} ms after the task's complete answer`,
+          headers: ["delivery arrived ←", "p50 ms", "p95 ms", "p99 ms", "max ms"],
+          rows: [
+            ["the committing call's answer read", ...l(d.after_answer_ms)],
+            ["the committing call's send", ...l(d.after_send_ms)],
+            ...Object.entries(d.after_answer_by_type_ms).map(([t, x]) => [`  ${t} (from the answer)`, ...l(x)]),
+          ],
+        },
+        {
+          title: `write-path cost: ${steps} steps, ${workers} workers, ${rounds} interleaved round(s) of each (pooled)`,
+          headers: ["subscriptions", "steps/s", "each round", "step p50 ms", "step p99 ms", "server CPU ms/step (window / +deliveries)", "deliveries", "tail ms each", "÷ none (steps/s)", "each round"],
+          rows: pooled.map((p) => {
+            const r = ratios.find((x) => x.subscriptions === p.subscriptions);
+            return [String(p.subscriptions), fmt(p.steps_per_s), p.steps_per_s_each.map((x) => fmt(x, 0)).join(" "), fmt(p.step_call.p50_ms, 2), fmt(p.step_call.p99_ms, 2), `${fmt(p.server_cpu_ms_per_step_median.window, 2)} / ${fmt(p.server_cpu_ms_per_step_median.incl_deliveries, 2)}`, `${p.deliveries.received}/${p.deliveries.expected}`, p.tail_ms_each.map((x) => fmt(x, 0)).join(" "), r === undefined ? "1" : `${fmt(r.steps_per_s_vs_none, 3)}×`, r === undefined ? "" : r.steps_per_s_vs_none_each_round.map((x) => fmt(x, 2)).join(" ")];
+          }),
+        },
+      ]);
+      if (reloads > 0) console.log(`\nnote: the dev server reloaded ${reloads} time(s) during the run (a source file changed): the figures may be skewed`);
+      writeResults("bench/webhooks-results.json", results, results.wall_seconds);
+      if (problems.length > 0) {
+        console.log(`\nwarning: ${problems.length} run(s) with errors, missing, duplicated, rejected or unmatched deliveries (see the JSON)`);
+        process.exitCode = 1;
+      }
+    });
+  } finally {
+    await receiver.close();
+  }
+}, true);
