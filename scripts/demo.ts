@@ -169,8 +169,6 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   const task = { sessionId: session.session_id, taskId };
   const leaseMs = opts.quick ? 1_500 : 4_000;
   const workMs = opts.quick ? 400 : 2_500;
-  // A signed webhook of the session's task.completed events, received and verified on this machine.
-  const webhook = await startDemoWebhook(base, session.session_id, session.orchestrator.token, (line) => board.log(line));
   await orch.createTask(session.session_id, {
     task_id: taskId,
     wal_name: taskId,
@@ -183,7 +181,10 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   console.log(bold(`\nTask ${taskId}: ${STEPS.length} steps, leases of ${leaseMs / 1000} s`));
   console.log(dim(`  plan → research ×3 (+ optional explore-trends) → ${DELEGATED_STEP} (a child task) → synthesis → publish; the worker on ${DOOMED_STEP} dies;`));
   console.log(dim(`  ${FLAKY_STEP} fails once and its retry policy retries it; ${APPROVAL_STEP} waits for a person's approval`));
-  console.log(`  Watch it live: ${cyan(dashboard.observer)}\n`);
+  console.log(`  Watch it live: ${cyan(dashboard.observer)}`);
+  // A signed webhook of the session's task.completed events, received and verified on this machine.
+  const webhook = await startDemoWebhook(base, session.session_id, session.orchestrator.token, (line) => board.log(line));
+  console.log("");
 
   const attemptsOf = new Map<string, number>();
   /** The child tasks the orchestrator ran, by the parent step they do. */
