@@ -51,6 +51,27 @@ export function reloadCount(server: DevServer | null): number {
   }
 }
 
+/**
+ * The incidents a dev server's log holds (the runtime's `reportIncident` lines: an unexpected exception), counted by
+ * where and the error's first 120 characters; the first line of each kept whole.
+ */
+export function incidentCounts(server: DevServer | null): { where: string; error: string; count: number }[] {
+  let text: string;
+  try {
+    text = server?.logFile == null ? "" : readFileSync(server.logFile, "utf8");
+  } catch {
+    return [];
+  }
+  const counts = new Map<string, { where: string; error: string; count: number }>();
+  for (const m of text.matchAll(/"incident_id":"[^"]*","where":"([^"]*)","error":"((?:[^"\\]|\\.){0,120})/g)) {
+    const key = `${m[1]}\n${m[2]}`;
+    const c = counts.get(key) ?? { where: m[1]!, error: m[2]!, count: 0 };
+    c.count++;
+    counts.set(key, c);
+  }
+  return [...counts.values()].sort((a, b) => b.count - a.count);
+}
+
 /** A running dev server. */
 export interface DevServer { base: string; child: ChildProcess | null; logFile: string | null; persistDir: string | null; startupMs: number }
 

@@ -11,14 +11,14 @@
  */
 import os from "node:os";
 import { performance } from "node:perf_hooks";
-import { defaultAdminToken, reloadCount, withBenchServer } from "../dev-server.js";
+import { defaultAdminToken, incidentCounts, reloadCount, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
-import { fmt, printTables, writeResults } from "./harness/report.js";
-import { latencyOf, median } from "./harness/rounds.js";
+import { errorText, fmt, printTables, writeResults } from "./harness/report.js";
 import { WebhookReceiver } from "./harness/webhook-receiver.js";
-import { type HookPlan, type HookRun, hookRun, SUBSCRIBED_EVENTS } from "./scenarios/webhooks.js";
+import { costTable, latencyTable } from "./scenarios/webhook-tables.js";
+import { type HookPlan, type HookRun, hookRun, pooledCost, runProblem, SUBSCRIBED_EVENTS } from "./scenarios/webhooks.js";
 
 const USAGE =
   "usage: npm run bench:webhooks -- [--quick] [--steps 400] [--subscriptions 100] [--workers 8] [--rounds 3] [--url http://127.0.0.1:<port>]\n" +
@@ -50,54 +50,41 @@ run(async () => {
             `${r.errors > 0 ? `  errors ${r.errors}: ${r.first_error}` : ""}${r.delivery.stalled ? "  STALLED" : ""}`,
         );
 
+      /** A run that throws (a call refused or timed out) is recorded, and no further run starts: the server may be stuck. */
+      const failures: { run: string; error: string }[] = [];
+      const attempt = async (what: string, group: string, p: HookPlan): Promise<HookRun | null> => {
+        if (failures.length > 0) return null;
+        try {
+          const r = await hookRun(client, adminToken, receiver, group, p, pgid);
+          say(what, r);
+          return r;
+        } catch (e) {
+          failures.push({ run: group, error: errorText(e) });
+          console.log(`  ${what}: FAILED: ${errorText(e)}; no further run starts`);
+          return null;
+        }
+      };
+
       // Warm the isolate, the objects' code paths, the connection pools and the receiver; dropped.
-      say("warm-up", await hookRun(client, adminToken, receiver, "warm", runPlan(2, plan.warmup_steps), pgid));
+      await attempt("warm-up", "warm", runPlan(2, plan.warmup_steps));
       console.log(`latency: ${subscriptions} subscriptions, one task of ${steps} steps, ${workers} workers`);
-      const latency = await hookRun(client, adminToken, receiver, "latency", runPlan(subscriptions), pgid);
-      say(`${subscriptions} subscriptions`, latency);
+      const latency = await attempt(`${subscriptions} subscriptions`, "latency", runPlan(subscriptions));
+      // A run whose deliveries stalled may have left the server stuck: the cost rounds would measure that.
+      if (latency?.delivery.stalled === true) failures.push({ run: "latency", error: `deliveries stalled: ${latency.delivery.received}/${latency.delivery.expected} arrived, then none for ${plan.stall_ms / 1000} s` });
 
       console.log(`write-path cost: ${variants.join(" / ")} subscriptions, ${rounds} interleaved round(s)`);
       const cost = new Map<number, HookRun[]>(variants.map((v) => [v, []]));
       for (let r = 0; r < rounds; r++) {
         for (const v of variants) {
-          const res = await hookRun(client, adminToken, receiver, `cost-${r}-${v}`, runPlan(v), pgid);
-          cost.get(v)!.push(res);
-          say(`round ${r + 1}, ${String(v).padStart(3)} subscriptions`, res);
+          const res = await attempt(`round ${r + 1}, ${String(v).padStart(3)} subscriptions`, `cost-${r}-${v}`, runPlan(v));
+          if (res !== null) cost.get(v)!.push(res);
+          if (res?.delivery.stalled === true) failures.push({ run: `cost-${r}-${v}`, error: `deliveries stalled: ${res.delivery.received}/${res.delivery.expected} arrived, then none for ${plan.stall_ms / 1000} s` });
         }
       }
-      const pooled = variants.map((v) => {
-        const rs = cost.get(v)!;
-        const stepsDone = rs.reduce((a, x) => a + x.steps_completed, 0);
-        const seconds = rs.reduce((a, x) => a + x.seconds, 0);
-        const cpu = (f: (x: HookRun) => number | null) => (rs.some((x) => f(x) === null) ? null : round(median(rs.map((x) => f(x)!)), 3));
-        return {
-          subscriptions: v,
-          rounds: rs.length,
-          steps: stepsDone,
-          seconds: round(seconds),
-          steps_per_s: round(stepsDone / seconds, 1),
-          steps_per_s_each: rs.map((x) => x.steps_per_s),
-          step_call: latencyOf(rs.flatMap((x) => x.step_call_samples)),
-          server_cpu_ms_per_step_median: { window: cpu((x) => x.server_cpu_ms_per_step.window), incl_deliveries: cpu((x) => x.server_cpu_ms_per_step.incl_deliveries) },
-          deliveries: { expected: rs.reduce((a, x) => a + x.delivery.expected, 0), received: rs.reduce((a, x) => a + x.delivery.received, 0) },
-          tail_ms_each: rs.map((x) => x.delivery.tail_ms),
-          errors: rs.reduce((a, x) => a + x.errors, 0),
-        };
-      });
-      const none = pooled.find((p) => p.subscriptions === 0)!;
-      const ratios = pooled
-        .filter((p) => p.subscriptions > 0)
-        .map((p) => ({
-          subscriptions: p.subscriptions,
-          steps_per_s_vs_none: round(p.steps_per_s / none.steps_per_s, 3),
-          // Round by round: each round's variants ran back to back.
-          steps_per_s_vs_none_each_round: cost.get(p.subscriptions)!.map((x, i) => round(x.steps_per_s / cost.get(0)![i]!.steps_per_s, 3)),
-          step_p50_vs_none: round(p.step_call.p50_ms / none.step_call.p50_ms, 3),
-          step_p99_vs_none: round(p.step_call.p99_ms / none.step_call.p99_ms, 3),
-        }));
-
-      const all = [latency, ...[...cost.values()].flat()];
-      const problems = all.filter((r) => r.errors > 0 || r.timed_out || r.duplicate_completions > 0 || r.verified_completed_on_server !== r.steps_planned || r.delivery.missing > 0 || r.delivery.duplicate_webhook_ids > 0 || r.delivery.duplicate_events > 0 || r.delivery.rejected > 0 || r.delivery.unmatched > 0 || r.delivery.wrong_step > 0);
+      const { pooled, ratios } = pooledCost(cost);
+      const all = [latency, ...[...cost.values()].flat()].filter((r): r is HookRun => r !== null);
+      const problems = all.filter(runProblem);
+      const incidents = incidentCounts(server);
       const reloads = reloadCount(server);
       const strip = ({ step_call_samples: _, ...r }: HookRun) => r;
       const results = {
@@ -117,40 +104,23 @@ run(async () => {
           server_cpu_ms_per_step: "the dev server process group's CPU (/proc) ÷ steps: over the measured window, and until the last delivery arrived",
           ratio: "pooled steps/s (steps ÷ seconds over the rounds) with subscriptions ÷ without; each round's too; step call p50 and p99 with ÷ without",
         },
-        latency: strip(latency),
+        latency: latency === null ? null : strip(latency),
         cost: { rounds: Object.fromEntries([...cost].map(([v, rs]) => [String(v), rs.map(strip)])), pooled, ratios },
         problems: problems.length,
+        failures,
+        /** The runtime's incident lines in the dev server's log (unexpected exceptions), by where and error. */
+        server_incidents: incidents,
         wall_seconds: round((performance.now() - wallStart) / 1000, 1),
       };
 
-      const d = latency.delivery;
       console.log(`\nWebhook benchmark (${results.mode}) — ${results.machine.cpus} CPUs (${results.machine.cpu_model}), node ${process.version}, load ${results.machine.loadavg_start.join(" ")} → ${results.machine.loadavg_end.join(" ")}, idle before ${fmt(idle * 100, 0)}%`);
-      const l = (x: { p50_ms: number; p95_ms: number; p99_ms: number; max_ms: number }) => [fmt(x.p50_ms, 1), fmt(x.p95_ms, 1), fmt(x.p99_ms, 1), fmt(x.max_ms, 1)];
-      printTables([
-        {
-          title: `commit → delivery: ${subscriptions} subscriptions, ${latency.steps_completed} steps by ${workers} workers (${fmt(latency.steps_per_s)} steps/s), ${d.received}/${d.expected} deliveries verified, ${d.duplicate_webhook_ids + d.duplicate_events} duplicates, ${d.out_of_order} out of order, ${d.rejected} rejected; ${fmt(d.deliveries_per_s, 0)} deliveries/s, last ${fmt(d.tail_ms, 0)} ms after the task's complete answer`,
-          headers: ["delivery arrived ←", "p50 ms", "p95 ms", "p99 ms", "max ms"],
-          rows: [
-            ["the committing call's answer read", ...l(d.after_answer_ms)],
-            ["the committing call's send", ...l(d.after_send_ms)],
-            ...Object.entries(d.after_answer_by_type_ms).map(([t, x]) => [`  ${t} (from the answer)`, ...l(x)]),
-          ],
-        },
-        {
-          title: `write-path cost: ${steps} steps, ${workers} workers, ${rounds} interleaved round(s) of each (pooled)`,
-          headers: ["subscriptions", "steps/s", "each round", "step p50 ms", "step p99 ms", "server CPU ms/step (window / +deliveries)", "deliveries", "tail ms each", "÷ none (steps/s)", "each round"],
-          rows: pooled.map((p) => {
-            const r = ratios.find((x) => x.subscriptions === p.subscriptions);
-            return [String(p.subscriptions), fmt(p.steps_per_s), p.steps_per_s_each.map((x) => fmt(x, 0)).join(" "), fmt(p.step_call.p50_ms, 2), fmt(p.step_call.p99_ms, 2), `${fmt(p.server_cpu_ms_per_step_median.window, 2)} / ${fmt(p.server_cpu_ms_per_step_median.incl_deliveries, 2)}`, `${p.deliveries.received}/${p.deliveries.expected}`, p.tail_ms_each.map((x) => fmt(x, 0)).join(" "), r === undefined ? "1" : `${fmt(r.steps_per_s_vs_none, 3)}×`, r === undefined ? "" : r.steps_per_s_vs_none_each_round.map((x) => fmt(x, 2)).join(" ")];
-          }),
-        },
-      ]);
+      printTables([...(latency === null ? [] : [latencyTable(latency)]), ...(pooled.length === 0 ? [] : [costTable(pooled, ratios, steps, workers, rounds)])]);
+      for (const f of failures) console.log(`\nFAILED ${f.run}: ${f.error}`);
+      for (const i of incidents) console.log(`server incident ×${i.count} (${i.where}): ${i.error}`);
       if (reloads > 0) console.log(`\nnote: the dev server reloaded ${reloads} time(s) during the run (a source file changed): the figures may be skewed`);
       writeResults("bench/webhooks-results.json", results, results.wall_seconds);
-      if (problems.length > 0) {
-        console.log(`\nwarning: ${problems.length} run(s) with errors, missing, duplicated, rejected or unmatched deliveries (see the JSON)`);
-        process.exitCode = 1;
-      }
+      if (problems.length > 0) console.log(`\nwarning: ${problems.length} run(s) with errors, missing, duplicated, rejected or unmatched deliveries (see the JSON)`);
+      if (problems.length > 0 || failures.length > 0 || incidents.length > 0) process.exitCode = 1;
     });
   } finally {
     await receiver.close();

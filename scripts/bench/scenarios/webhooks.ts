@@ -9,7 +9,7 @@ import { performance } from "node:perf_hooks";
 import { type Client, type Session, stepsOf } from "../harness/http-client.js";
 import { cpuSnap, cpuUse, errorCount, groupCpuMs, round } from "../harness/meter.js";
 import { errorText } from "../harness/report.js";
-import { latencyOf, type Latency } from "../harness/rounds.js";
+import { latencyOf, type Latency, median } from "../harness/rounds.js";
 import type { Arrival, GroupCounts, WebhookReceiver } from "../harness/webhook-receiver.js";
 import { claimedStep } from "./steps.js";
 
@@ -176,3 +176,45 @@ function deliveryFigures(arrivals: Arrival[], commits: ReadonlyMap<string, Commi
     deliveries_per_s: drainSeconds === null ? null : round(counts.received / drainSeconds, 1),
   };
 }
+
+/** A run with errors, a time-out, duplicate completions, a server count short of the plan, or deliveries missing, duplicated, rejected or unmatched. */
+export const runProblem = (r: HookRun): boolean =>
+  r.errors > 0 || r.timed_out || r.duplicate_completions > 0 || r.verified_completed_on_server !== r.steps_planned || r.delivery.missing > 0 || r.delivery.duplicate_webhook_ids > 0 || r.delivery.duplicate_events > 0 || r.delivery.rejected > 0 || r.delivery.unmatched > 0 || r.delivery.wrong_step > 0;
+
+/** The cost rounds pooled per subscription count (steps and seconds summed, step calls pooled) and their ratios to the rounds without subscriptions. */
+export function pooledCost(cost: ReadonlyMap<number, readonly HookRun[]>) {
+  const pooled = [...cost].filter(([, rs]) => rs.length > 0).map(([v, rs]) => {
+    const stepsDone = rs.reduce((a, x) => a + x.steps_completed, 0);
+    const seconds = rs.reduce((a, x) => a + x.seconds, 0);
+    const cpu = (f: (x: HookRun) => number | null) => (rs.some((x) => f(x) === null) ? null : round(median(rs.map((x) => f(x)!)), 3));
+    return {
+      subscriptions: v,
+      rounds: rs.length,
+      steps: stepsDone,
+      seconds: round(seconds),
+      steps_per_s: round(stepsDone / seconds, 1),
+      steps_per_s_each: rs.map((x) => x.steps_per_s),
+      step_call: latencyOf(rs.flatMap((x) => x.step_call_samples)),
+      server_cpu_ms_per_step_median: { window: cpu((x) => x.server_cpu_ms_per_step.window), incl_deliveries: cpu((x) => x.server_cpu_ms_per_step.incl_deliveries) },
+      deliveries: { expected: rs.reduce((a, x) => a + x.delivery.expected, 0), received: rs.reduce((a, x) => a + x.delivery.received, 0) },
+      tail_ms_each: rs.map((x) => x.delivery.tail_ms),
+      errors: rs.reduce((a, x) => a + x.errors, 0),
+    };
+  });
+  const none = pooled.find((p) => p.subscriptions === 0);
+  const noneRounds = cost.get(0) ?? [];
+  const ratios = none === undefined ? [] : pooled.filter((p) => p.subscriptions > 0).map((p) => ({
+    subscriptions: p.subscriptions,
+    steps_per_s_vs_none: round(p.steps_per_s / none.steps_per_s, 3),
+    // Round by round: each round's variants ran back to back.
+    steps_per_s_vs_none_each_round: cost.get(p.subscriptions)!.flatMap((x, i) => (noneRounds[i] === undefined ? [] : [round(x.steps_per_s / noneRounds[i]!.steps_per_s, 3)])),
+    step_p50_vs_none: round(p.step_call.p50_ms / none.step_call.p50_ms, 3),
+    step_p99_vs_none: round(p.step_call.p99_ms / none.step_call.p99_ms, 3),
+  }));
+  return { pooled, ratios };
+}
+
+/** The pooled cost rounds of one subscription count. */
+export type PooledCost = ReturnType<typeof pooledCost>["pooled"][number];
+/** The ratio of one subscription count's pooled rounds to those without subscriptions. */
+export type CostRatio = ReturnType<typeof pooledCost>["ratios"][number];
