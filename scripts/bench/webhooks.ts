@@ -2,6 +2,7 @@
  * @module `npm run bench:webhooks`: signed webhook deliveries (docs/api.md "Delivery and notifications") against one
  * `wrangler dev`, received by a node:http receiver on loopback in this process that verifies each with the
  * `standardwebhooks` library.
+ * 0. Unloaded: one subscription, one step completed at a time, its delivery awaited: commit → delivery, nothing queued.
  * 1. Latency: a session with 100 subscriptions (each to task.attempt.completed and task.completed), one task of N
  *    steps worked by 8 concurrent worker runs, then completed; per delivery, its arrival at the receiver − when this
  *    process read the answer of the call that committed its event; every delivery owed must arrive, verified, once.
@@ -18,7 +19,7 @@ import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { errorText, fmt, printTables, writeResults } from "./harness/report.js";
 import { WebhookReceiver } from "./harness/webhook-receiver.js";
 import { costTable, latencyTable } from "./scenarios/webhook-tables.js";
-import { type HookPlan, type HookRun, hookRun, pooledCost, runProblem, SUBSCRIBED_EVENTS } from "./scenarios/webhooks.js";
+import { type HookPlan, type HookRun, hookRun, pooledCost, runProblem, SUBSCRIBED_EVENTS, unloadedLatency } from "./scenarios/webhooks.js";
 
 const USAGE =
   "usage: npm run bench:webhooks -- [--quick] [--steps 400] [--subscriptions 100] [--workers 8] [--rounds 3] [--url http://127.0.0.1:<port>]\n" +
@@ -31,7 +32,7 @@ run(async () => {
   const workers = wholeOption(cli.workers, "workers", 8);
   const rounds = wholeOption(cli.rounds, "rounds", cli.quick ? 1 : 3);
   const variants = [...new Set([0, 1, subscriptions])];
-  const plan = { steps, subscriptions, workers, rounds, variants, events: SUBSCRIBED_EVENTS, warmup_steps: 40, timeout_ms: 600_000, stall_ms: 30_000 };
+  const plan = { steps, subscriptions, workers, rounds, variants, events: SUBSCRIBED_EVENTS, warmup_steps: 40, unloaded_samples: cli.quick ? 20 : 50, timeout_ms: 600_000, stall_ms: 30_000 };
   const adminToken = defaultAdminToken();
   const loadStart = os.loadavg();
   const source = sourceState();
@@ -67,6 +68,14 @@ run(async () => {
 
       // Warm the isolate, the objects' code paths, the connection pools and the receiver; dropped.
       await attempt("warm-up", "warm", runPlan(2, plan.warmup_steps));
+      console.log(`unloaded: 1 subscription, ${plan.unloaded_samples} steps one at a time, each delivery awaited`);
+      let unloaded: Awaited<ReturnType<typeof unloadedLatency>> | null = null;
+      try {
+        unloaded = await unloadedLatency(client, adminToken, receiver, "unloaded", plan.unloaded_samples, plan.stall_ms);
+        console.log(`  delivery behind the answer p50 ${fmt(unloaded.after_answer_ms.p50_ms, 1)} ms, p99 ${fmt(unloaded.after_answer_ms.p99_ms, 1)} ms${unloaded.errors > 0 ? `  errors ${unloaded.errors}: ${unloaded.first_error}` : ""}`);
+      } catch (e) {
+        failures.push({ run: "unloaded", error: errorText(e) });
+      }
       console.log(`latency: ${subscriptions} subscriptions, one task of ${steps} steps, ${workers} workers`);
       const latency = await attempt(`${subscriptions} subscriptions`, "latency", runPlan(subscriptions));
       // A run whose deliveries stalled may have left the server stuck: the cost rounds would measure that.
@@ -95,6 +104,7 @@ run(async () => {
         definitions: {
           commit_to_delivery: "per verified delivery: performance.now() when the receiver (node:http in this process) had read the delivery's whole body − performance.now() when this process had read the whole answer of the write that committed its event; the event is matched to the write by id: the delivery's data.eventId (up to a `.k` suffix) is one of that answer's event_ids. The write of a task.attempt.completed is the worker's POST .../steps/{step}/status (completed, claim_next); of task.completed the orchestrator's POST .../complete. Negative when a delivery arrived before its answer was read (a commit sends a delivery due at once from its own path)",
           commit_to_delivery_from_send: "the same from when that write was sent",
+          unloaded: "commit_to_delivery with nothing queued: one subscription, one worker run completing one step at a time (status completed, claim_next), the step's delivery awaited before the next step",
           expected: "subscriptions × (steps completed + 1): each subscription takes every task.attempt.completed and the task.completed of the run's task",
           received: "verified deliveries, the first of each webhook-id; duplicate_webhook_ids = verified deliveries of a webhook-id seen before; duplicate_events = a subscription's event received under a second webhook-id; out_of_order = a delivery whose data.sequence is lower than one its subscription received before; rejected = answered 400 (not verified) or 404",
           unmatched: "verified deliveries whose event id was in no answer this process read; wrong_step: a task.attempt.completed whose stepId is not the step its write completed",
@@ -104,6 +114,7 @@ run(async () => {
           server_cpu_ms_per_step: "the dev server process group's CPU (/proc) ÷ steps: over the measured window, and until the last delivery arrived",
           ratio: "pooled steps/s (steps ÷ seconds over the rounds) with subscriptions ÷ without; each round's too; step call p50 and p99 with ÷ without",
         },
+        unloaded,
         latency: latency === null ? null : strip(latency),
         cost: { rounds: Object.fromEntries([...cost].map(([v, rs]) => [String(v), rs.map(strip)])), pooled, ratios },
         problems: problems.length,
@@ -114,13 +125,13 @@ run(async () => {
       };
 
       console.log(`\nWebhook benchmark (${results.mode}) — ${results.machine.cpus} CPUs (${results.machine.cpu_model}), node ${process.version}, load ${results.machine.loadavg_start.join(" ")} → ${results.machine.loadavg_end.join(" ")}, idle before ${fmt(idle * 100, 0)}%`);
-      printTables([...(latency === null ? [] : [latencyTable(latency)]), ...(pooled.length === 0 ? [] : [costTable(pooled, ratios, steps, workers, rounds)])]);
+      printTables([...(latency === null ? [] : [latencyTable(latency, unloaded)]), ...(pooled.length === 0 ? [] : [costTable(pooled, ratios, steps, workers, rounds)])]);
       for (const f of failures) console.log(`\nFAILED ${f.run}: ${f.error}`);
       for (const i of incidents) console.log(`server incident ×${i.count} (${i.where}): ${i.error}`);
       if (reloads > 0) console.log(`\nnote: the dev server reloaded ${reloads} time(s) during the run (a source file changed): the figures may be skewed`);
       writeResults("bench/webhooks-results.json", results, results.wall_seconds);
       if (problems.length > 0) console.log(`\nwarning: ${problems.length} run(s) with errors, missing, duplicated, rejected or unmatched deliveries (see the JSON)`);
-      if (problems.length > 0 || failures.length > 0 || incidents.length > 0) process.exitCode = 1;
+      if (problems.length > 0 || failures.length > 0 || incidents.length > 0 || (unloaded?.errors ?? 0) > 0) process.exitCode = 1;
     });
   } finally {
     await receiver.close();

@@ -138,6 +138,36 @@ export async function hookRun(client: Client, adminToken: string, receiver: Webh
   };
 }
 
+/**
+ * Commit → delivery with nothing queued: one subscription, one worker completing `samples` steps one at a time, each
+ * step's delivery awaited before the next step is completed.
+ */
+export async function unloadedLatency(client: Client, adminToken: string, receiver: WebhookReceiver, group: string, samples: number, stallMs: number) {
+  const s = await client.session(adminToken);
+  await subscribe(client, s, receiver, group, 1);
+  const { path: taskPath } = await client.task(s, `hooks-${group}`, { title: "Webhook bench task, one step at a time", steps: stepsOf(samples, "compact") });
+  const run = (await client.must(201, "POST", `${taskPath}/workers`, s.orch, { agent_id: "hooks-unloaded", max_steps: samples })).body;
+  const afterAnswer: number[] = [];
+  const afterSend: number[] = [];
+  const errors = errorCount();
+  let current = claimedStep((await client.must(200, "POST", `${taskPath}/steps/claim-next`, run.token, {})).body).stepId;
+  while (current !== null) {
+    const sentAt = performance.now();
+    const a = await client.must(200, "POST", `${taskPath}/steps/${current}/status`, run.token, { status: "completed", result_summary: "done", claim_next: true });
+    const at = performance.now();
+    const eventIds = new Set(a.body.event_ids as string[]);
+    const wait = await receiver.waitFor(group, afterAnswer.length + errors.count + 1, stallMs);
+    const arrival = receiver.arrivals.filter((x) => x.group === group).at(-1);
+    if (wait.stalled || arrival === undefined || !eventIds.has(walEventOf(arrival.eventId))) errors.note(`no delivery of ${current}'s completion within ${stallMs} ms`);
+    else {
+      afterAnswer.push(arrival.at - at);
+      afterSend.push(arrival.at - sentAt);
+    }
+    current = claimedStep(a.body.next).stepId;
+  }
+  return { samples, after_answer_ms: latencyOf(afterAnswer), after_send_ms: latencyOf(afterSend), ...errors.fields() };
+}
+
 /** What the receiver got of one run: counts against what was owed, and commit → delivery latency. */
 function deliveryFigures(arrivals: Arrival[], commits: ReadonlyMap<string, Commit>, counts: GroupCounts, expected: number, stalled: boolean, lastCommitAt: number) {
   const afterAnswer: number[] = [];
