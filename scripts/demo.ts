@@ -5,7 +5,7 @@
  * expires and comes back; the fact-check step is delegated to a child task, which the runtime creates and holds
  * the step for while the orchestrator runs the child with the SDK's `orchestrate`, until the child's result settles
  * the step; the last step asks a person for approval, which the demo's approver gives. A webhook on this machine
- * receives the session's task.completed events, each verified (Standard Webhooks) as it arrives.
+ * receives the session's task.completed events, each verified with the SDK's verifyWebhook as it arrives.
  *
  *   npm run demo -- --url http://127.0.0.1:8787   against a running server (npm start runs this for you)
  *   npm run demo -- --quick                        starts its own server, runs a short demo, stops, exits 0
@@ -183,7 +183,7 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   console.log(dim(`  ${FLAKY_STEP} fails once and its retry policy retries it; ${APPROVAL_STEP} waits for a person's approval`));
   console.log(`  Watch it live: ${cyan(dashboard.observer)}`);
   // A signed webhook of the session's task.completed events, received and verified on this machine.
-  const webhook = await startDemoWebhook(base, session.session_id, session.orchestrator.token, (line) => board.log(line));
+  const webhook = await startDemoWebhook(orch, session.session_id, (line) => board.log(line));
   console.log("");
 
   const attemptsOf = new Map<string, number>();

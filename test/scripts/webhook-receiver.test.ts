@@ -2,7 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it } from "vitest";
-import { WebhookReceiver } from "../../scripts/bench/harness/webhook-receiver.js";
+import { standardVerifier, WebhookReceiver } from "../../scripts/bench/harness/webhook-receiver.js";
 
 const secret = `whsec_${randomBytes(32).toString("base64")}`;
 let receiver: WebhookReceiver | undefined;
@@ -26,7 +26,7 @@ const event = (sequence: number, eventId: string, stepId?: string) => ({ type: "
 describe("WebhookReceiver", () => {
   it("Should record a verified delivery once by webhook-id, with its event's fields, and count what repeats or comes out of order", async () => {
     receiver = await WebhookReceiver.start();
-    receiver.register("g", "a", secret);
+    receiver.register("g", "a", standardVerifier(secret));
     const url = receiver.url("g", "a");
     const seen: string[] = [];
     receiver.onArrival = (a) => seen.push(a.webhookId);
@@ -44,7 +44,7 @@ describe("WebhookReceiver", () => {
 
   it("Should answer 400 to a signature it cannot verify and 404 to a path with no subscription, recording neither", async () => {
     receiver = await WebhookReceiver.start();
-    receiver.register("g", "a", secret);
+    receiver.register("g", "a", standardVerifier(secret));
     expect(await deliver(receiver.url("g", "a"), "dlv_1", event(1, "E1"), `whsec_${randomBytes(32).toString("base64")}`)).toBe(400);
     expect(await deliver(receiver.url("g", "nobody"), "dlv_2", event(2, "E2"))).toBe(404);
     const counts = receiver.countsOf("g");
@@ -55,8 +55,8 @@ describe("WebhookReceiver", () => {
 
   it("Should resolve a wait once a group has what it expects, and say it stalled when nothing more comes", async () => {
     receiver = await WebhookReceiver.start();
-    receiver.register("g", "a", secret);
-    receiver.register("h", "a", secret);
+    receiver.register("g", "a", standardVerifier(secret));
+    receiver.register("h", "a", standardVerifier(secret));
     const waiting = receiver.waitFor("g", 2, 5_000);
     await deliver(receiver.url("h", "a"), "dlv_h", event(1, "H1")); // another group's arrival does not count
     await deliver(receiver.url("g", "a"), "dlv_1", event(1, "E1"));

@@ -1,8 +1,9 @@
 /**
  * @module A webhook receiver for the benchmarks and the demo: a node:http server on 127.0.0.1 that verifies every
- * delivery with the Standard Webhooks library (`standardwebhooks`) under its subscription's secret, answers 204 (400
- * to one that does not verify, 404 to an unknown path), and records when each arrived, by webhook-id. Each
- * subscription gets its own path (`/hooks/<group>/<name>`), so the receiver knows whose secret signs a delivery.
+ * delivery under its subscription's secret (with the Standard Webhooks library `standardwebhooks` itself, or a
+ * verifier given, e.g. the SDK's `verifyWebhook`), answers 204 (400 to one that does not verify, 404 to an unknown
+ * path), and records when each arrived, by webhook-id. Each subscription gets its own path
+ * (`/hooks/<group>/<name>`), so the receiver knows whose secret signs a delivery.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -25,6 +26,15 @@ export interface Arrival {
   readonly message: { type: string; timestamp: string; data: Record<string, unknown> };
 }
 
+/** Checks a delivery's body and headers (webhook-id, webhook-timestamp, webhook-signature) and answers its message; throws when it does not verify. */
+export type Verifier = (body: string, headers: Record<string, string>) => unknown;
+
+/** The Standard Webhooks library's own verification under `secret` (`whsec_…`). */
+export function standardVerifier(secret: string): Verifier {
+  const webhook = new Webhook(secret);
+  return (body, headers) => webhook.verify(body, headers);
+}
+
 /** The receiver's counts of one group of subscriptions. */
 export interface GroupCounts {
   /** Verified deliveries, the first of each webhook-id. */
@@ -45,7 +55,7 @@ const newCounts = (): GroupCounts => ({ received: 0, duplicate_webhook_ids: 0, d
 /** The receiver. `start()` it, `register` a subscription's secret under the path `url` gave it, `close()` it. */
 export class WebhookReceiver {
   readonly arrivals: Arrival[] = [];
-  private readonly verifiers = new Map<string, Webhook>();
+  private readonly verifiers = new Map<string, Verifier>();
   private readonly seenIds = new Set<string>();
   private readonly seenEvents = new Set<string>();
   private readonly lastSequence = new Map<string, number>();
@@ -76,9 +86,9 @@ export class WebhookReceiver {
     return `${this.base}/hooks/${group}/${name}`;
   }
 
-  /** Deliveries to `url(group, name)` are verified with `secret` (`whsec_…`). */
-  register(group: string, name: string, secret: string): void {
-    this.verifiers.set(`/hooks/${group}/${name}`, new Webhook(secret));
+  /** Deliveries to `url(group, name)` are verified by `verify` (e.g. `standardVerifier(secret)`). */
+  register(group: string, name: string, verify: Verifier): void {
+    this.verifiers.set(`/hooks/${group}/${name}`, verify);
   }
 
   /** The counts of `group` so far. */
@@ -138,7 +148,7 @@ export class WebhookReceiver {
       for (const name of ["webhook-id", "webhook-timestamp", "webhook-signature"]) headers[name] = String(req.headers[name] ?? "");
       let message: Arrival["message"];
       try {
-        message = verifier.verify(body, headers) as Arrival["message"];
+        message = verifier(body, headers) as Arrival["message"];
       } catch (e) {
         return reject(400, `not verified: ${e instanceof Error ? e.message : String(e)}`);
       }

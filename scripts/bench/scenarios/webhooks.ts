@@ -10,7 +10,7 @@ import { type Client, type Session, stepsOf } from "../harness/http-client.js";
 import { cpuSnap, cpuUse, errorCount, groupCpuMs, round } from "../harness/meter.js";
 import { errorText } from "../harness/report.js";
 import { latencyOf, type Latency, median } from "../harness/rounds.js";
-import type { Arrival, GroupCounts, WebhookReceiver } from "../harness/webhook-receiver.js";
+import { type Arrival, type GroupCounts, standardVerifier, type WebhookReceiver } from "../harness/webhook-receiver.js";
 import { claimedStep } from "./steps.js";
 
 /** The runtime events every subscription of the scenarios takes: one per completed step, one for the task. */
@@ -31,7 +31,7 @@ async function subscribe(client: Client, s: Session, receiver: WebhookReceiver, 
   for (let i = 0; i < count; i++) {
     const name = `s${i}`;
     const a = await client.must(201, "POST", `/v1/sessions/${s.sid}/webhooks`, s.orch, { url: receiver.url(group, name), events: [...SUBSCRIBED_EVENTS], description: `bench subscriber ${i}` });
-    receiver.register(group, name, a.body.secret as string);
+    receiver.register(group, name, standardVerifier(a.body.secret as string));
     ms.push(a.ms);
   }
   return ms;
