@@ -12,7 +12,7 @@
  */
 import os from "node:os";
 import { performance } from "node:perf_hooks";
-import { defaultAdminToken, incidentCounts, reloadCount, withBenchServer } from "../dev-server.js";
+import { defaultAdminToken, serverErrors, reloadCount, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
@@ -93,7 +93,7 @@ run(async () => {
       const { pooled, ratios } = pooledCost(cost);
       const all = [latency, ...[...cost.values()].flat()].filter((r): r is HookRun => r !== null);
       const problems = all.filter(runProblem);
-      const incidents = incidentCounts(server);
+      const incidents = await serverErrors(server);
       const reloads = reloadCount(server);
       const strip = ({ step_call_samples: _, ...r }: HookRun) => r;
       const results = {
@@ -119,15 +119,15 @@ run(async () => {
         cost: { rounds: Object.fromEntries([...cost].map(([v, rs]) => [String(v), rs.map(strip)])), pooled, ratios },
         problems: problems.length,
         failures,
-        /** The runtime's incident lines in the dev server's log (unexpected exceptions), by where and error. */
-        server_incidents: incidents,
+        /** Error lines in the dev server's log (the runtime's incidents, workerd's errors), by kind. */
+        server_errors: incidents,
         wall_seconds: round((performance.now() - wallStart) / 1000, 1),
       };
 
       console.log(`\nWebhook benchmark (${results.mode}) — ${results.machine.cpus} CPUs (${results.machine.cpu_model}), node ${process.version}, load ${results.machine.loadavg_start.join(" ")} → ${results.machine.loadavg_end.join(" ")}, idle before ${fmt(idle * 100, 0)}%`);
       printTables([...(latency === null ? [] : [latencyTable(latency, unloaded)]), ...(pooled.length === 0 ? [] : [costTable(pooled, ratios, steps, workers, rounds)])]);
       for (const f of failures) console.log(`\nFAILED ${f.run}: ${f.error}`);
-      for (const i of incidents) console.log(`server incident ×${i.count} (${i.where}): ${i.error}`);
+      for (const i of incidents) console.log(`server log: ${i.count} × ${i.error}`);
       if (reloads > 0) console.log(`\nnote: the dev server reloaded ${reloads} time(s) during the run (a source file changed): the figures may be skewed`);
       writeResults("bench/webhooks-results.json", results, results.wall_seconds);
       if (problems.length > 0) console.log(`\nwarning: ${problems.length} run(s) with errors, missing, duplicated, rejected or unmatched deliveries (see the JSON)`);
