@@ -48,7 +48,7 @@ run(async () => {
         console.log(
           `  ${what}: ${r.steps_completed}/${r.steps_planned} steps in ${fmt(r.seconds, 2)} s = ${fmt(r.steps_per_s)} steps/s, step p50/p99 ${fmt(r.step_call.p50_ms, 2)}/${fmt(r.step_call.p99_ms, 2)} ms; ` +
             `deliveries ${r.delivery.received}/${r.delivery.expected}${r.subscriptions > 0 ? ` (p50 ${fmt(r.delivery.after_answer_ms.p50_ms, 1)} ms, p99 ${fmt(r.delivery.after_answer_ms.p99_ms, 1)} ms behind the answer, tail ${fmt(r.delivery.tail_ms, 0)} ms)` : ""}` +
-            `${r.errors > 0 ? `  errors ${r.errors}: ${r.first_error}` : ""}${r.delivery.stalled ? "  STALLED" : ""}`,
+            `${r.subscriptions > 0 ? `; ${r.receiver_connections.accepted} connections (${r.receiver_connections.max_open} open at most)` : ""}${r.errors > 0 ? `  errors ${r.errors}: ${r.first_error}` : ""}${r.delivery.stalled ? "  STALLED" : ""}`,
         );
 
       /** A run that throws (a call refused or timed out) is recorded, and no further run starts: the server may be stuck. */
@@ -111,6 +111,7 @@ run(async () => {
           tail_ms: "the last delivery's arrival − the task's complete answer read (when the runtime had finished sending what the run owed)",
           deliveries_per_s: "deliveries received ÷ (the last arrival − the run's first answer read)",
           steps_per_s: "steps completed ÷ (the first claim's send → the last status answer read), the runs' dispatch and finish and the task's create and complete outside the window; in the cost rounds every delivery owed by one run arrived (or stalled 30 s) before the next run started",
+          receiver_connections: "TCP connections the receiver accepted during a run (the runtime's reuse of connections: deliveries ÷ accepted), and the most open at once, sampled every 100 ms",
           server_cpu_ms_per_step: "the dev server process group's CPU (/proc) ÷ steps: over the measured window, and until the last delivery arrived",
           ratio: "pooled steps/s (steps ÷ seconds over the rounds) with subscriptions ÷ without; each round's too; step call p50 and p99 with ÷ without",
         },

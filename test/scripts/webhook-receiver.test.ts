@@ -40,6 +40,9 @@ describe("WebhookReceiver", () => {
     expect(receiver.arrivals[0]).toMatchObject({ webhookId: "dlv_1", group: "g", path: "/hooks/g/a", type: "task.attempt.completed", eventId: "E1", taskId: "t1", stepId: "s1", sequence: 10 });
     expect(receiver.arrivals[0]!.message.data).toEqual(event(10, "E1", "s1"));
     expect(receiver.countsOf("g")).toEqual({ received: 3, duplicate_webhook_ids: 1, duplicate_events: 1, out_of_order: 1, rejected: 0 });
+    // fetch keeps its connection alive between the four POSTs.
+    expect(receiver.connectionsAccepted).toBeGreaterThanOrEqual(1);
+    expect(receiver.connectionsAccepted).toBeLessThanOrEqual(4);
   });
 
   it("Should answer 400 to a signature it cannot verify and 404 to a path with no subscription, recording neither", async () => {

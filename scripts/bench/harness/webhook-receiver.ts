@@ -61,6 +61,9 @@ export class WebhookReceiver {
   private readonly lastSequence = new Map<string, number>();
   private readonly counts = new Map<string, GroupCounts>();
   private readonly listeners = new Set<() => void>();
+  /** TCP connections the receiver has accepted, and how many are open now (the sender's reuse of connections). */
+  connectionsAccepted = 0;
+  connectionsOpen = 0;
   /** Called with each verified delivery, as it arrives. */
   onArrival: ((a: Arrival) => void) | null = null;
 
@@ -78,6 +81,11 @@ export class WebhookReceiver {
       server.listen(0, "127.0.0.1", () => resolve());
     });
     receiver = new WebhookReceiver(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    server.on("connection", (socket) => {
+      receiver!.connectionsAccepted++;
+      receiver!.connectionsOpen++;
+      socket.once("close", () => receiver!.connectionsOpen--);
+    });
     return receiver;
   }
 

@@ -60,6 +60,9 @@ export async function hookRun(client: Client, adminToken: string, receiver: Webh
   const completed = new Set<string>();
   let duplicateCompletions = 0;
   const errors = errorCount();
+  const connections0 = receiver.connectionsAccepted;
+  let maxOpen = receiver.connectionsOpen;
+  const sampleOpen = setInterval(() => (maxOpen = Math.max(maxOpen, receiver.connectionsOpen)), 100);
   const cpu0 = cpuSnap(null, groupCpuMs(serverGroup)?.ms);
   const t0 = performance.now();
   const deadline = t0 + plan.timeoutMs;
@@ -111,6 +114,7 @@ export async function hookRun(client: Client, adminToken: string, receiver: Webh
   const verifiedOnServer = await client.completedOnServer(taskPath, s.orch);
   const expected = plan.subscriptions * (completed.size + (completeError === null ? 1 : 0));
   const wait = await receiver.waitFor(group, expected, plan.stallMs);
+  clearInterval(sampleOpen);
   const cpuAll = cpuUse(cpu0, cpuSnap(serverGroup));
   const delivery = deliveryFigures(receiver.arrivals.filter((a) => a.group === group), commits, receiver.countsOf(group), expected, wait.stalled, lastCommitAt);
   const steps = stepCall.length;
@@ -131,6 +135,8 @@ export async function hookRun(client: Client, adminToken: string, receiver: Webh
     },
     other_share: cpuSteps.other_share,
     delivery,
+    /** Connections the receiver accepted from the first claim until the last delivery, and the most open at once (sampled every 100 ms). */
+    receiver_connections: { accepted: receiver.connectionsAccepted - connections0, max_open: maxOpen },
     verified_completed_on_server: verifiedOnServer,
     duplicate_completions: duplicateCompletions,
     timed_out: timedOut,
