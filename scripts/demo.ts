@@ -4,7 +4,8 @@
  * step's first attempt fails and its retry policy retries it; one worker dies holding its step, whose lease
  * expires and comes back; the fact-check step is delegated to a child task, which the runtime creates and holds
  * the step for while the orchestrator runs the child with the SDK's `orchestrate`, until the child's result settles
- * the step; the last step asks a person for approval, which the demo's approver gives.
+ * the step; the last step asks a person for approval, which the demo's approver gives. A webhook on this machine
+ * receives the session's task.completed events, each verified with the SDK's verifyWebhook as it arrives.
  *
  *   npm run demo -- --url http://127.0.0.1:8787   against a running server (npm start runs this for you)
  *   npm run demo -- --quick                        starts its own server, runs a short demo, stops, exits 0
@@ -13,6 +14,7 @@ import { isRuntimeApiError, orchestrate, type OrchestrateResult, RuntimeClient, 
 import type { RuntimeEvent, TaskView } from "../src/client/index.js";
 import { parseCli } from "./bench/harness/cli.js";
 import { defaultAdminToken, type DevServer, sleep, startDevServer, stopDevServer } from "./dev-server.js";
+import { startDemoWebhook } from "./demo-webhook.js";
 
 const USAGE = "usage: npm run demo -- [--url http://127.0.0.1:8787] [--quick] [--admin-token TOKEN]";
 
@@ -179,7 +181,10 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
   console.log(bold(`\nTask ${taskId}: ${STEPS.length} steps, leases of ${leaseMs / 1000} s`));
   console.log(dim(`  plan → research ×3 (+ optional explore-trends) → ${DELEGATED_STEP} (a child task) → synthesis → publish; the worker on ${DOOMED_STEP} dies;`));
   console.log(dim(`  ${FLAKY_STEP} fails once and its retry policy retries it; ${APPROVAL_STEP} waits for a person's approval`));
-  console.log(`  Watch it live: ${cyan(dashboard.observer)}\n`);
+  console.log(`  Watch it live: ${cyan(dashboard.observer)}`);
+  // A signed webhook of the session's task.completed events, received and verified on this machine.
+  const webhook = await startDemoWebhook(orch, session.session_id, (line) => board.log(line));
+  console.log("");
 
   const attemptsOf = new Map<string, number>();
   /** The child tasks the orchestrator ran, by the parent step they do. */
@@ -333,7 +338,9 @@ async function runDemo(base: string, opts: DemoOptions): Promise<string> {
     console.log(`  ${d.step_id} was done by child task ${d.child_task_id}: ${childView.task.status}, ${childSteps}/${childView.steps.length} steps completed, its result ${childView.task.delivery_state ?? "not owed"} to the parent`);
     console.log(`    the step's result: "${(step?.result_summary ?? "").replaceAll("\n", " · ")}", artifacts: ${step?.artifact_ids.join(", ") || "none"}`);
   }
+  await webhook?.show(taskId);
   await scheduleDemo(orch, session.session_id, opts.quick);
+  await webhook?.close();
   console.log(`\nWhere to look (token: the orchestrator token below):`);
   console.log(`  the DAG        GET ${taskUrl}`);
   console.log(`  the WAL        GET ${taskUrl}/wal`);

@@ -1,7 +1,8 @@
 /** @module Starts and stops `wrangler dev` (through `node scripts/dev.mjs`) on a free loopback port with its own local storage and inspector port, for the benchmarks, the demo and the e2e tests. */
 // The server runs in its own process group, so stopping it reaches npx, wrangler and workerd.
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
+import { createInterface } from "node:readline";
 import path from "node:path";
 import { createServer } from "node:net";
 import { performance } from "node:perf_hooks";
@@ -49,6 +50,27 @@ export function reloadCount(server: DevServer | null): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * The errors a dev server's log holds, counted by kind: the runtime's incidents (`reportIncident`: where, and the
+ * error's first words) and workerd's own error lines, numbers replaced by `#` so that repeats count as one kind. The
+ * log is read as a stream: a server in trouble can write gigabytes.
+ */
+export async function serverErrors(server: DevServer | null): Promise<{ error: string; count: number }[]> {
+  const counts = new Map<string, number>();
+  if (server?.logFile == null || !existsSync(server.logFile)) return [];
+  const lines = createInterface({ input: createReadStream(server.logFile, { encoding: "utf8" }), crlfDelay: Infinity });
+  for await (const raw of lines) {
+    if (!raw.includes("ERROR")) continue;
+    const line = raw.replace(/\u001b\[[0-9;]*m/g, "");
+    const incident = /"where":"([^"]*)","error":"((?:[^"\\]|\\.){0,160})/.exec(line);
+    const text = incident !== null ? `${incident[1]}: ${incident[2]}` : /\[ERROR\]\s*(.*)$/.exec(line)?.[1];
+    if (text === undefined) continue;
+    const kind = text.replace(/\d+/g, "#").slice(0, 160);
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
+  return [...counts].map(([error, count]) => ({ error, count })).sort((a, b) => b.count - a.count);
 }
 
 /** A running dev server. */
