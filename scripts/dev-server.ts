@@ -74,7 +74,7 @@ export async function serverErrors(server: DevServer | null): Promise<{ error: s
 }
 
 /** A running dev server. */
-export interface DevServer { base: string; child: ChildProcess | null; logFile: string | null; persistDir: string | null; startupMs: number }
+export interface DevServer { base: string; child: ChildProcess | null; logFile: string | null; persistDir: string | null; startupMs: number; /** wrangler's inspector proxy (Chrome DevTools Protocol), when started here. */ inspectorPort?: number }
 
 /** How to start it. */
 export interface DevServerOptions {
@@ -131,7 +131,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   let exited: number | null | undefined;
   child.on("exit", (code) => (exited = code));
   const base = `http://127.0.0.1:${port}`;
-  const server: DevServer = { base, child, logFile, persistDir, startupMs: 0 };
+  const server: DevServer = { base, child, logFile, persistDir, startupMs: 0, inspectorPort };
   const timeoutMs = opts.startupTimeoutMs ?? 180_000;
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
