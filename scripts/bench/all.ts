@@ -8,7 +8,7 @@ import { parseCli, run } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { type CpuUse, cpuSnap, cpuUse, groupCpuMs, idleBefore, machineInfo, procStat, round, sourceState, sumCpu } from "./harness/meter.js";
 import { errorText, fmt, printTables, writeResults } from "./harness/report.js";
-import { computeRatios, goalsOf, printGoals, type Sections, tablesOf, warningsOf } from "./results.js";
+import { computeRatios, driftAlarms, printDriftAlarms, goalsOf, printGoals, type Sections, tablesOf, warningsOf } from "./results.js";
 import { runBullmqBench } from "./scenarios/bullmq.js";
 import { growthScenario } from "./scenarios/growth.js";
 import { runRecovery, type ServerSlot } from "./scenarios/recovery.js";
@@ -134,6 +134,9 @@ run(async () => {
   if (ratios.length > 0) printGoals(goals, Math.max(...plan.concurrencies));
   const warnings = warningsOf(sections, sectionErrors, slot.reloads);
   if (warnings.length > 0) console.log(`\nwarnings:\n${warnings.map((w) => `  ${w}`).join("\n")}`);
-  writeResults("bench/results.json", { ...results, warnings }, results.wall_seconds);
-  if (warnings.length > 0) process.exitCode = 1;
+  // The drift alarm: an unbatched step above the goal fails the run, loudly, after the results are written.
+  const drift = driftAlarms(goals.unbatched_cost_within_goal);
+  writeResults("bench/results.json", { ...results, warnings, drift_alarms: drift }, results.wall_seconds);
+  printDriftAlarms(drift);
+  if (warnings.length > 0 || drift.length > 0) process.exitCode = 1;
 }, true);

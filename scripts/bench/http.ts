@@ -7,6 +7,7 @@ import { Client, stepsOf } from "./harness/http-client.js";
 import { machineInfo, round, sourceState } from "./harness/meter.js";
 import { fmt, pct, printTables, span, writeResults } from "./harness/report.js";
 import { closedLoop, interleaved, type LoadResult, type Route } from "./scenarios/floor.js";
+import { driftAlarms, printDriftAlarms } from "./results.js";
 import { mergeSteps, PLANS, type StepResult, stepProblem, stepScenario } from "./scenarios/steps.js";
 
 run(async () => {
@@ -92,7 +93,10 @@ run(async () => {
     if (reloads > 0) console.log(`\nnote: the dev server reloaded ${reloads} time(s) (source edited during the run); step scenarios hit by a reload were rerun once (server_reloaded in the JSON)`);
     const bad = steps.filter(stepProblem);
     if (bad.length > 0) console.log(`\nwarning: ${bad.length} step scenario(s) had errors, time-outs, duplicates or a server count that differs from the plan`);
-    writeResults("bench/http-results.json", results, results.wall_seconds);
-    if (bad.length > 0) process.exitCode = 1;
+    // The same drift alarm as npm run bench: an unbatched step above the goal fails the run.
+    const drift = driftAlarms(ratios.flatMap((r) => [{ workers: r.concurrency, tasks: 1, cost_vs_floor: r.one_task.cost_ratio }, { workers: r.concurrency, tasks: plan.multiTasks, cost_vs_floor: r.multi_task.cost_ratio }]));
+    writeResults("bench/http-results.json", { ...results, drift_alarms: drift }, results.wall_seconds);
+    printDriftAlarms(drift);
+    if (bad.length > 0 || drift.length > 0) process.exitCode = 1;
   });
 });
