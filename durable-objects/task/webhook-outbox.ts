@@ -192,7 +192,13 @@ export class WebhookOutbox {
     if (target === undefined) return { delivery_id: delivery.delivery_id, status_code: null, error: "the subscription was removed or disabled", final: true };
     const event = this.runtimeEvents(delivery.wal_seq)?.[delivery.index];
     if (event === undefined) return { delivery_id: delivery.delivery_id, status_code: null, error: `the WAL holds no event ${delivery.event_id}`, final: true };
-    const sent = await this.ports.send(target, delivery, event, this.state());
+    let sent: SendOutcome;
+    try {
+      sent = await this.ports.send(target, delivery, event, this.state());
+    } catch (e) {
+      // A send that throws (it should return an outcome) is a failed try like any other: recorded, backed off.
+      sent = { status: null, error: `the send failed: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500) };
+    }
     if (sent.status === 410) {
       try {
         await this.ports.disable(target.webhook_id, `the receiver answered 410 Gone to delivery ${delivery.delivery_id}`);

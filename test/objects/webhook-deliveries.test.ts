@@ -211,6 +211,34 @@ describe("a crash loses nothing", { timeout: 30_000 }, () => {
   }
 });
 
+describe("a send that throws", { timeout: 30_000 }, () => {
+  it("Should record a throwing send as a failed try, backed off, not send it again at once", async () => {
+    const s = await newSession();
+    const id = uniqueId("throws");
+    await subscribe(s, id, "ok", ["task.attempt.started"]);
+    const tid = uniqueId("t");
+    const path = await newTask(s, tid, [step("a")]);
+    const calls = { n: 0 };
+    await runInDurableObject(taskStub(s.sid, tid), (instance: TaskGraphObject) => {
+      const outbox = (instance as unknown as { shell: { webhooks: WebhookOutbox } }).shell.webhooks;
+      outbox.ports = {
+        ...outbox.ports,
+        send: async () => {
+          calls.n += 1;
+          throw new Error("boom");
+        },
+      };
+    });
+    const w = await dispatch(s, path, { agent_id: "w1" });
+    expectOk(await call("POST", `${path}/steps/a/claim`, w.token));
+    await eventually(async () => expect((await taskView(s, path)).task.webhook_delivery_state[0]).toMatchObject({ state: "pending", pending: 1, last_status_code: null }), 5_000);
+    // The next try waits WEBHOOK_RETRY_BASE_MS (100 ms here), then 400 ms: a handful of calls in a second, not a loop.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(calls.n).toBeGreaterThanOrEqual(1);
+    expect(calls.n).toBeLessThanOrEqual(4);
+  });
+});
+
 describe("secrets", { timeout: 30_000 }, () => {
   it("Should show a webhook's secret in its create's answer only: never in the WAL export, the task, the session, the subscription list or read, the deliveries, the events", async () => {
     const s = await newSession();
