@@ -48,8 +48,11 @@ export default defineConfig({
                 MAX_CHILDREN_PER_STEP: "2",
                 // Archives record a retention deadline a day later; the retention tests move the object's clock past it.
                 RETENTION_DAYS: "1",
-                // Webhook retries 100 ms, 400 ms, 1.6 s apart, so a receiver failing three times gets the fourth try within seconds.
+                // Webhook retries 100 ms, 400 ms, 1.6 s apart, so a receiver failing three times gets the fourth try within
+                // seconds, and 4 tries at most: a delivery a test leaves failing stops within about 2 s instead of
+                // retrying in the background of later files (whose fake timers would catch its timers).
                 WEBHOOK_RETRY_BASE_MS: "100",
+                WEBHOOK_MAX_TRIES: "4",
                 // Schedules per session: the cap test creates 3 and is refused the 4th.
                 MAX_SCHEDULES_PER_SESSION: "3",
               },
