@@ -26,9 +26,7 @@ export const webhookHandlers: { [K in WebhookEventType]: (s: DagState, e: WalEve
         last_status_code: null,
         last_error: null,
         next_attempt_at: e.created_at,
-        queued_at: e.created_at,
         updated_at: e.created_at,
-        updated_seq: e.wal_seq,
       });
       addPendingDelivery(s.index, s.webhookDeliveries.get(q.delivery_id)!);
     }
@@ -36,9 +34,8 @@ export const webhookHandlers: { [K in WebhookEventType]: (s: DagState, e: WalEve
   webhook_deliveries_tried(s, e) {
     for (const t of e.payload.tries) {
       const d = deliveryOf(s, e.wal_seq, t.delivery_id);
-      const totals = s.webhookTotals.get(d.webhook_id) ?? { delivered: 0, last_status_code: null, last_seq: 0 };
+      const totals = s.webhookTotals.get(d.webhook_id) ?? { delivered: 0, last_status_code: null };
       totals.last_status_code = t.status_code;
-      totals.last_seq = e.wal_seq;
       s.webhookTotals.set(d.webhook_id, totals);
       if (t.status === "delivered") {
         totals.delivered += 1;
@@ -52,7 +49,6 @@ export const webhookHandlers: { [K in WebhookEventType]: (s: DagState, e: WalEve
       d.last_error = t.error;
       d.next_attempt_at = t.next_attempt_at;
       d.updated_at = e.created_at;
-      d.updated_seq = e.wal_seq;
       if (t.status !== "pending") removePendingDelivery(s.index, d);
     }
   },
@@ -62,7 +58,6 @@ export const webhookHandlers: { [K in WebhookEventType]: (s: DagState, e: WalEve
     d.attempts = 0;
     d.next_attempt_at = e.created_at;
     d.updated_at = e.created_at;
-    d.updated_seq = e.wal_seq;
     addPendingDelivery(s.index, d, s.webhookDeliveries);
   },
 };

@@ -85,11 +85,10 @@ export function removePendingDelivery(index: DagIndex, d: WebhookDeliveryRecord)
   if (set.size === 0) index.pendingByWebhook.delete(d.webhook_id);
 }
 
-/** A subscription's deliveries of the task that were delivered, and its last try. */
+/** A subscription's deliveries of the task that were delivered, and its last try's status code. */
 export interface WebhookTotals {
   delivered: number;
   last_status_code: number | null;
-  last_seq: number;
 }
 
 /** A task DAG as the core holds it: records plus derived indexes. */

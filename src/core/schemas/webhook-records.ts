@@ -43,8 +43,5 @@ export const WebhookDeliveryRecordSchema = QueuedDeliverySchema.extend({
   last_error: TextSchema.nullable(),
   /** When the next try is due; null once delivered or failed. */
   next_attempt_at: TimestampSchema.nullable(),
-  queued_at: TimestampSchema,
   updated_at: TimestampSchema,
-  /** The wal_seq of the event that last changed it (the session replica takes what changed since its last push). */
-  updated_seq: z.number().int().positive(),
 });

@@ -57,16 +57,6 @@ export function deliveryDueAt(d: WebhookDeliveryRecord): number {
   return d.next_attempt_at === null ? 0 : Date.parse(d.next_attempt_at);
 }
 
-/** Per subscription, its first pending delivery and when it is due. */
-export function deliveryHeads(state: DagState): { delivery: WebhookDeliveryRecord; due_at: number }[] {
-  const out: { delivery: WebhookDeliveryRecord; due_at: number }[] = [];
-  for (const webhookId of state.index.pendingByWebhook.keys()) {
-    const first = pendingDeliveriesOf(state, webhookId).next();
-    if (first.done !== true) out.push({ delivery: first.value, due_at: deliveryDueAt(first.value) });
-  }
-  return out;
-}
-
 /** One subscription's deliveries of the task (the task read model's `webhook_delivery_state`). */
 export interface WebhookDeliveryState {
   readonly webhook_id: string;

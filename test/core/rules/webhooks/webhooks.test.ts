@@ -2,11 +2,11 @@
  * @module Webhook deliveries in the core (docs/design.md "Delivery"): which runtime events a commit owes which
  * subscription (deliveriesOwed), the queue, each try's outcome (delivered on 2xx, failed on 410, a final refusal or
  * the last try, else owed again after a growing wait), a retry of a failed one, a subscription's deliveries one at
- * a time in WAL order (deliveryHeads), the read model's per-subscription state, and that replay and snapshots
+ * a time in WAL order (pendingDeliveriesOf), the read model's per-subscription state, and that replay and snapshots
  * rebuild all of it. Only the runtime issues these commands.
  */
 import { describe, expect, it } from "vitest";
-import { deliveriesOwed, deliveryHeads, type DeliveryFilter, restoreSnapshot, takeSnapshot, taskView, webhookDeliveryState, webhookRetryDelay } from "../../../../src/core/index.js";
+import { deliveriesOwed, deliveryDueAt, type DeliveryFilter, pendingDeliveriesOf, restoreSnapshot, takeSnapshot, taskView, webhookDeliveryState, webhookRetryDelay } from "../../../../src/core/index.js";
 import { Harness, observer, orchestrator, step, T0, TASK } from "../../harness.js";
 import { consistent, rejectsAs, systemCaller } from "../support.js";
 
@@ -37,6 +37,8 @@ function finish(h: Harness): void {
   if (h.state.task!.status !== "completed") h.ok({ type: "complete_task" });
 }
 /** Every pending delivery id, subscription by subscription, each in WAL order. */
+/** Each subscription's next delivery (the first of its pending ones) and when it is due. */
+const heads = (h: Harness) => [...h.state.index.pendingByWebhook.keys()].map((id) => pendingDeliveriesOf(h.state, id).next().value!).map((delivery) => ({ delivery, due_at: deliveryDueAt(delivery) }));
 const pending = (h: Harness) => [...h.state.index.pendingByWebhook.values()].flatMap((set) => [...set]);
 
 describe("deliveriesOwed: which events a commit owes which subscription", () => {
@@ -76,7 +78,7 @@ describe("the queue and the tries", () => {
     expect(d.payload).toMatchObject({ tries: [{ delivery_id: id, status: "delivered", attempts: 1, status_code: 204, next_attempt_at: null }] });
     // Delivered, it leaves memory: its subscription's count keeps it.
     expect(h.state.webhookDeliveries.has(id!)).toBe(false);
-    expect(h.state.webhookTotals.get("wh_all")).toEqual({ delivered: 1, last_status_code: 204, last_seq: h.state.last_wal_seq });
+    expect(h.state.webhookTotals.get("wh_all")).toEqual({ delivered: 1, last_status_code: 204 });
     expect(pending(h)).toEqual([]);
     consistent(h);
   });
@@ -152,18 +154,18 @@ describe("the queue and the tries", () => {
   });
 });
 
-describe("deliveryHeads and the read model", () => {
+describe("each subscription's next delivery, and the read model", () => {
   it("Should offer each subscription's oldest pending delivery only, so a receiver sees a task's events in WAL order", () => {
     const h = setup([ALL]);
     finish(h);
     queue(h, h.wal.slice(1), [ALL]);
     const all = pending(h).map((id) => h.state.webhookDeliveries.get(id)!);
     expect(all.map((d) => d.event_type)).toEqual(["task.created", "task.completed"]);
-    expect(deliveryHeads(h.state).map((x) => x.delivery.delivery_id)).toEqual([all[0]!.delivery_id]);
+    expect(heads(h).map((x) => x.delivery.delivery_id)).toEqual([all[0]!.delivery_id]);
     tries(h, [{ delivery_id: all[0]!.delivery_id, status_code: 500, error: "x" }]);
-    expect(deliveryHeads(h.state).map((x) => [x.delivery.delivery_id, x.due_at])).toEqual([[all[0]!.delivery_id, T0 + 1_000]]);
+    expect(heads(h).map((x) => [x.delivery.delivery_id, x.due_at])).toEqual([[all[0]!.delivery_id, T0 + 1_000]]);
     tries(h, [{ delivery_id: all[0]!.delivery_id, status_code: 200, error: null }]);
-    expect(deliveryHeads(h.state).map((x) => x.delivery.delivery_id)).toEqual([all[1]!.delivery_id]);
+    expect(heads(h).map((x) => x.delivery.delivery_id)).toEqual([all[1]!.delivery_id]);
   });
 
   it("Should show each subscription's state in the task view: failed when any failed, else pending when any is owed, else delivered", () => {
