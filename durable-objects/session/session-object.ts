@@ -63,12 +63,14 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   private readonly ulid = ulidFactory();
   /** Credentials of the session's A2A peers (POST /v1/sessions/{sid}/peers), read by its delegated steps. */
   private readonly peers = new SessionPeers(this.ctx.storage.sql);
+  /** The runtime configuration, read once. */
+  private readonly config = readConfig(this.env);
   /** The session's schedules, for their list and their cap. */
-  private readonly schedules = new SessionSchedules(this.ctx.storage.sql, readConfig(this.env).caps.schedulesPerSession);
+  private readonly schedules = new SessionSchedules(this.ctx.storage.sql, this.config.caps.schedulesPerSession);
   /** The task graph: links, the graph read, and the blockers pushed to blocked tasks. */
   private readonly links = new SessionLinks(this.ctx, this.env, (at) => this.armAt(at));
   /** Tasks per session and per A2A client. */
-  private readonly taskCaps = new TaskCaps(this.ctx.storage.sql, readConfig(this.env).caps);
+  private readonly taskCaps = new TaskCaps(this.ctx.storage.sql, this.config.caps);
   /** The session's tokens: minted, listed, revoked. */
   private readonly tokens = new SessionTokens(this.ctx.storage.sql, () => this.env.TOKEN_SECRET);
   /** Requests carrying index entries, counted for the session benchmark (benchCounters). */
@@ -76,13 +78,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   /** Reservations and index pushes that arrive together, written in one turn (write-batch.ts). */
   private readonly writes = new WriteBatch((work) => this.ctx.storage.transactionSync(work));
   /** The session's webhooks and A2A push configs, and the replica of their deliveries. */
-  private readonly webhooks = new SessionWebhooks(this.ctx.storage.sql, readConfig(this.env).webhooks.allowlist, this.ulid);
+  private readonly webhooks = new SessionWebhooks(this.ctx.storage.sql, this.config.webhooks.allowlist, this.ulid);
   /** The alarm as this object last set it (undefined: not read yet; null: none). */
   private alarmAt: number | null | undefined = undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.hub = new SseHub(readConfig(env).sse);
+    this.hub = new SseHub(this.config.sse);
     void ctx.blockConcurrencyWhile(async () => {
       createSessionTables(this.sql);
       await this.links.start();
@@ -555,9 +557,9 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return this.webhooks.targets(taskId);
   }
 
+  /** Only a task object disables (its receiver answered 410), and it reads its targets again itself: nothing to tell it. */
   async disableWebhook(webhookId: string, reason: string): Promise<void> {
-    const disabled = this.webhooks.disable(webhookId, reason);
-    if (disabled?.task_id != null) await this.refreshTargets(disabled.task_id);
+    this.webhooks.disable(webhookId, reason);
   }
 
   /** Tells a task's object its A2A push configs changed; a task that cannot be told now reads them on its own later. */

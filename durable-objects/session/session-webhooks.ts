@@ -160,9 +160,8 @@ export class SessionWebhooks {
   }
 
   /** A receiver answered 410 Gone: the subscription delivers nothing more and is listed disabled, with why. */
-  disable(webhookId: string, reason: string): Webhook | undefined {
+  disable(webhookId: string, reason: string): void {
     this.sql.exec("UPDATE webhooks SET status = 'disabled', disabled_reason = ? WHERE webhook_id = ? AND status = 'active'", reason.slice(0, 1_000), webhookId);
-    return this.get(webhookId);
   }
 
   /**

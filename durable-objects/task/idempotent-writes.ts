@@ -62,8 +62,8 @@ export class IdempotentWrites {
     const walName = String(body.wal_name);
     if (shell.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));
     const session = this.session(actor.session_id);
-    await shell.prepareWrite(actor.session_id, taskId);
-    const reserved = (await session.reserve(taskId, walName, idem, actor.role === "a2a_client" ? actor.agent_id : null)) as RpcResult<null>;
+    // The session's subscriptions are read beside the reservation, not after it: the create's events are queued to them.
+    const [reserved] = (await Promise.all([session.reserve(taskId, walName, idem, actor.role === "a2a_client" ? actor.agent_id : null), shell.prepareWrite(actor.session_id, taskId)])) as [RpcResult<null>, unknown];
     if (!reserved.ok) return err(reserved.error);
     // Another create may have committed while we waited on the session.
     if (shell.state.task !== null) return err(runtimeError("task_id_conflict", `task ${taskId} already exists in this session`, { task_id: taskId }));
