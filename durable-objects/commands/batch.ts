@@ -97,7 +97,7 @@ async function prepare(sid: string, tid: string, prefix: string, command: BatchC
     const body = command.body ?? {};
     const resolved = resolveWrite(command.method, path.slice(prefix.length), withoutActorFields(body));
     const idem = command.idempotency_key === undefined ? null : { key: command.idempotency_key, hash: requestHash(command.method.toUpperCase(), path, JSON.stringify(body)) };
-    return { item: { actor, command: resolved.command, idem, claimNext: resolved.claimNext, lean }, status: resolved.status, tokenExp: claims.exp };
+    return { item: { actor, command: resolved.command, idem, claimNext: resolved.claimNext, lean, validated: true }, status: resolved.status, tokenExp: claims.exp };
   } catch (e) {
     return toRuntimeError(e);
   }

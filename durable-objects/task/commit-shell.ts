@@ -15,6 +15,7 @@ import {
   type DagState,
   type DecisionValue,
   decide,
+  decideParsed,
   deliveriesOwed,
   emptyState,
   isTerminalTask,
@@ -51,6 +52,7 @@ const REBUILD_RETRY_MAX_MS = 60_000;
 /** The pure functions the commit path calls. */
 export interface CommitCore {
   readonly decide: typeof decide;
+  readonly decideParsed: typeof decideParsed;
   readonly apply: typeof apply;
 }
 
@@ -101,7 +103,7 @@ export class CommitShell {
   /** The storage the commit path writes through (a field: the fault-injection tests replace it). */
   storage: CommitStorage;
   /** The pure functions the commit path calls (a field: the fault-injection tests make one throw). */
-  core: CommitCore = { decide, apply };
+  core: CommitCore = { decide, decideParsed, apply };
   /** The idempotency records, written with the commit that produced them. */
   readonly idempotency: IdempotencyStore;
   /** The session-index replica's pushes, due after commits and covered by the alarm. */
@@ -354,10 +356,13 @@ export class CommitShell {
     }
   }
 
-  /** Decides one command and applies its events to memory at once; the unit writes them. */
-  decideAndApply(unit: UnitOfWork, actor: Actor, command: Command | Record<string, unknown>, now: number): RpcResult<{ events: WalEvent[]; value: DecisionValue }> {
+  /**
+   * Decides one command and applies its events to memory at once; the unit writes them. `validated`: the command is
+   * a write route's (resolveWrite checked it against the same schemas), so decide does not parse it again.
+   */
+  decideAndApply(unit: UnitOfWork, actor: Actor, command: Command | Record<string, unknown>, now: number, validated = false): RpcResult<{ events: WalEvent[]; value: DecisionValue }> {
     const context = { actor, now, newId: () => this.ulid(now), limits: this.parts.limits };
-    const decision = this.core.decide(this.current, command, context);
+    const decision = validated ? this.core.decideParsed(this.current, command as Command, context) : this.core.decide(this.current, command, context);
     if (!decision.ok) return err(decision.error);
     for (const event of decision.events) this.core.apply(this.current, event);
     unit.events.push(...decision.events);

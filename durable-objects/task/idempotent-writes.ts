@@ -161,12 +161,12 @@ export class IdempotentWrites {
     if (denied !== null) return err(denied);
     const replayed = (item.idem === null ? null : replayOf<WriteAnswer>(item.idem, stored.get(item.idem.key), now)) ?? unit.findPending(item.idem);
     if (replayed !== null) return replayed;
-    const result = this.shell.decideAndApply(unit, item.actor, item.command, now);
+    const result = this.shell.decideAndApply(unit, item.actor, item.command, now, item.validated === true);
     if (!result.ok) return result;
     const events = [...result.value.events];
     const extra = this.describeValue(result.value.value, unit.events);
     if (item.claimNext && item.command.type === "update_step" && releasesClaim(item.command.status)) {
-      const next = this.shell.decideAndApply(unit, item.actor, { type: "claim_next" }, now);
+      const next = this.shell.decideAndApply(unit, item.actor, { type: "claim_next" }, now, true);
       if (next.ok) {
         events.push(...next.value.events);
         extra.next = this.describeValue(next.value.value, unit.events);

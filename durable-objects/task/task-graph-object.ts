@@ -132,8 +132,8 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   }
 
   /** Every other write: decide and commit one command (claims, step updates, task lifecycle, runs). */
-  async execute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts: { claimNext?: boolean } = {}): Promise<RpcResult<WriteAnswer>> {
-    const [answer] = await this.writes.executeBatch([{ actor, command, idem, claimNext: opts.claimNext === true }]);
+  async execute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts: { claimNext?: boolean; validated?: boolean } = {}): Promise<RpcResult<WriteAnswer>> {
+    const [answer] = await this.writes.executeBatch([{ actor, command, idem, claimNext: opts.claimNext === true, validated: opts.validated === true }]);
     return answer!;
   }
 

@@ -18,6 +18,11 @@ export interface BatchItem {
   readonly idem: Idempotency | null;
   readonly claimNext: boolean;
   /**
+   * The command is resolveWrite's: checked at the route against the core's command schemas, which would give it back
+   * unchanged (test/commands/validate-once.property.test.ts), so the object's decide does not parse it again.
+   */
+  readonly validated?: boolean;
+  /**
    * The answer leaves out the task summary (`task`): a command socket frame's, unless the frame asks for
    * `summary`. Absent (a single route, a batch request, the system's own writes): the full answer.
    */
@@ -29,7 +34,7 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   /** agent.task_create: reserves task_id and wal_name in the session, commits task_created, confirms. */
   createTask(actor: Actor, body: Record<string, unknown>, clientIdem: Idempotency | null): Promise<RpcResult<WriteAnswer>>;
   /** Every other write: decide and commit one command (claims, step updates, task lifecycle, runs). */
-  execute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts?: { claimNext?: boolean }): Promise<RpcResult<WriteAnswer>>;
+  execute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts?: { claimNext?: boolean; validated?: boolean }): Promise<RpcResult<WriteAnswer>>;
   /** The answer this caller's keyed command of `commandType` already got (a retry), or null; nothing is decided. */
   storedAnswer(actor: Actor, commandType: string, idem: Idempotency): Promise<RpcResult<WriteAnswer> | null>;
   /** Group commit: commands decided in order, all written in one transaction, one answer each. */

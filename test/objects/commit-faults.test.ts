@@ -7,7 +7,7 @@
  */
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { apply, type DagState, decide, replay, taskView } from "../../src/core/index.js";
+import { apply, type DagState, decide, decideParsed, replay, taskView } from "../../src/core/index.js";
 import type { TaskGraphObject } from "../../durable-objects/task/task-graph-object.js";
 import { type CommitStorage, loadEvents } from "../../durable-objects/task/storage/wal-store.js";
 import { call, dispatch, newSession, newTask, step, type TestSession } from "../support/helpers.js";
@@ -17,7 +17,7 @@ import { BASE, expectError, expectOk, sleep, taskStub, uniqueId, walOf } from ".
 /** The object's internals these tests reach into: its commit shell's storage, pure functions and memory. */
 interface Internals {
   storage: CommitStorage;
-  core: { decide: typeof decide; apply: typeof apply };
+  core: { decide: typeof decide; decideParsed: typeof decideParsed; apply: typeof apply };
   state: DagState;
 }
 
@@ -89,7 +89,7 @@ async function injectStorage(stub: DurableObjectStub<TaskGraphObject>, plan: Fau
 /** Replaces the pure functions the object's commit path calls; returns a function that puts the real ones back. */
 async function injectCore(stub: DurableObjectStub<TaskGraphObject>, core: Internals["core"]): Promise<() => Promise<void>> {
   await runInDurableObject(stub, (instance) => void (internals(instance).core = core));
-  return () => runInDurableObject(stub, (instance) => void (internals(instance).core = { decide, apply }));
+  return () => runInDurableObject(stub, (instance) => void (internals(instance).core = { decide, decideParsed, apply }));
 }
 
 /** Memory, the WAL replayed from storage, and the WAL's length, read inside the object. */
@@ -151,6 +151,7 @@ describe("a failed commit changes nothing", () => {
     let applied = 0;
     const restore = await injectCore(stub, {
       decide,
+      decideParsed,
       apply: (state, event) => {
         if (++applied === 2) throw new TypeError("injected: a reducer bug");
         return apply(state, event);
@@ -171,6 +172,9 @@ describe("a failed commit changes nothing", () => {
     const walBefore = await walOf(t, S.orch);
     const restore = await injectCore(stub, {
       decide: () => {
+        throw new RangeError("injected: a decider bug");
+      },
+      decideParsed: () => {
         throw new RangeError("injected: a decider bug");
       },
       apply,

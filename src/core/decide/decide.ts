@@ -65,7 +65,14 @@ export function decide(state: DagState, command: unknown, ctx: DecideContext): D
     const { message, details } = describeIssues(parsed.error.issues);
     return refuse(runtimeError("validation_error", message, details));
   }
-  const cmd = parsed.data;
+  return decideParsed(state, parsed.data, ctx);
+}
+
+/**
+ * Decides a command that is already CommandSchema's output (a write route validated it against the same schemas
+ * and CommandSchema would give it back unchanged): `decide` without parsing it a second time.
+ */
+export function decideParsed(state: DagState, cmd: Command, ctx: DecideContext): Decision {
   if (cmd.type !== "create_task" && state.task === null) return refuse(runtimeError("not_found", "no such task"));
   const denied = authorize(state, ctx.actor, cmd);
   if (denied !== null) return refuse(denied);
