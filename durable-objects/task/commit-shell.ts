@@ -369,11 +369,33 @@ export class CommitShell {
     return ok({ events: decision.events, value: decision.value });
   }
 
-  /** Expired leases are reconciled before queries, reads and claims (and by the alarm), so no read shows a lapsed claim. */
+  /**
+   * Expired leases are reconciled before queries, reads and claims (and by the alarm), so no read shows a lapsed claim.
+   * Nothing is due before the core's nextDeadline, and reconcile_leases then decides nothing (the model tests hold
+   * the two to the same deadlines), so it is not asked.
+   */
   reconcileInto(unit: UnitOfWork, now: number): void {
     if (this.current.task === null) return;
-    this.decideAndApply(unit, systemActor(this.current.task.session_id), { type: "reconcile_leases" }, now);
+    const due = this.nextDue();
+    if (due === null || due > now) return;
+    this.decideAndApply(unit, systemActor(this.current.task.session_id), { type: "reconcile_leases" }, now, true);
   }
+
+  /**
+   * The core's nextDeadline of the live state, worked out once per change: it reads every held step's and active
+   * run's deadline, and each write asked for it twice (its reconcile and its alarm). Every change of the state is an
+   * event, so its wal_seq (with the state object, replaced on a rebuild) says when to work it out again.
+   */
+  private nextDue(): number | null {
+    const memo = this.deadlineMemo;
+    if (memo.state !== this.current || memo.seq !== this.current.last_wal_seq) {
+      memo.state = this.current;
+      memo.seq = this.current.last_wal_seq;
+      memo.at = nextDeadline(this.current);
+    }
+    return memo.at;
+  }
+  private readonly deadlineMemo: { state: DagState | null; seq: number; at: number | null } = { state: null, seq: -1, at: null };
 
   /** Reconciles leases in a unit of its own; true when anything expired. */
   private reconcile(now: number): boolean {
@@ -438,7 +460,7 @@ export class CommitShell {
    */
   private async scheduleAlarm(exact = false): Promise<void> {
     // A broken object's one deadline is its next try to replay the WAL: what it owes otherwise waits for that.
-    const owed = this.broken !== null ? [this.rebuildRetryAt] : [nextDeadline(this.current), this.index.dueAt, this.outbound.dueAt, this.webhooks.dueAt, this.retention.dueAt, this.parts.otherDeadline?.() ?? null];
+    const owed = this.broken !== null ? [this.rebuildRetryAt] : [this.nextDue(), this.index.dueAt, this.outbound.dueAt, this.webhooks.dueAt, this.retention.dueAt, this.parts.otherDeadline?.() ?? null];
     const candidates = owed.filter((t): t is number => t !== null);
     const earliest = candidates.length === 0 ? null : Math.min(...candidates);
     const target = earliest !== null && this.alarmFloor !== null ? Math.max(earliest, this.alarmFloor) : earliest;
@@ -467,7 +489,11 @@ export class CommitShell {
         if (this.reconcile(Date.now())) this.index.noteCommit(Date.now());
         this.outbound.refresh();
         this.webhooks.refresh();
-        await Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now()), this.webhooks.flush(Date.now())]);
+        const flushing = Promise.all([this.index.flush(Date.now()), this.outbound.flush(Date.now()), this.webhooks.flush(Date.now())]);
+        // Armed while they run, not only after: a webhook send this run started may take its whole timeout, and an
+        // object that dies meanwhile must still be woken (by the send's guard) to send again.
+        await this.scheduleAlarm(true);
+        await flushing;
         await this.retention.run(); // last: it may delete everything the steps before it read
       }
       await this.scheduleAlarm(true);

@@ -12,6 +12,7 @@ import {
   decide,
   emptyState,
   ERROR_CODES,
+  nextDeadline,
   querySteps,
   replay,
   restoreSnapshot,
@@ -100,10 +101,17 @@ export class World implements Scene {
   exec(actor: Actor, command: unknown, label = ""): Decision {
     const before = this.wal.length;
     const prediction = predict(this.state, actor, command, this.now, this.limits);
+    // The task object asks reconcile_leases only once nextDeadline has come: it must decide nothing before then.
+    const isReconcile = typeof command === "object" && command !== null && (command as { type?: unknown }).type === "reconcile_leases" && this.state.task !== null;
+    const dueBefore = isReconcile ? nextDeadline(this.state) : null;
     const decision = decide(this.state, command, { actor, now: this.now, newId: () => `id${String(++this.ids).padStart(8, "0")}`, limits: this.limits });
     const type = typeof command === "object" && command !== null && typeof (command as { type?: unknown }).type === "string" ? (command as { type: string }).type : "(garbage)";
     this.stats.commands += 1;
     const where = `${label} ${type} by ${actor.role}/${actor.agent_id}`;
+    if (isReconcile && decision.ok) {
+      const nothingDue = dueBefore === null || dueBefore > this.now;
+      check(nothingDue === (decision.events.length === 0), `${where}: nextDeadline ${dueBefore} at now ${this.now}, yet reconcile_leases decided ${decision.events.length} event(s)`);
+    }
     if (decision.ok) {
       Stats.bump(this.stats.accepted, type);
       decision.events.forEach((e, i) => {
