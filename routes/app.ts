@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import { runtimeError } from "../src/core/index.js";
 import { serveA2a, serveAgentCard } from "./a2a/a2a.js";
-import { type AppEnv, authenticate, requireOperationRole } from "./http/auth.js";
+import { type AppEnv, authenticate, inProcessRequest, requireOperationRole } from "./http/auth.js";
 import { discardUnreadBody, requireValidContentLength } from "./http/body.js";
 import { OPERATIONS } from "./http/catalog.js";
 import { corsFromEnv } from "./http/cors.js";
@@ -38,7 +38,7 @@ export function buildApp(): Hono<AppEnv> {
   app.post("/a2a", serveA2a);
   // MCP: the same tokens, CORS and body checks as /v1; each tool call runs its /v1 route through this app.
   app.use("/mcp", corsFromEnv, requireValidContentLength, authenticate);
-  app.all("/mcp", (c) => serveMcp(c, async (request) => app.fetch(request, c.env, c.executionCtx)));
+  app.all("/mcp", (c) => serveMcp(c, async (url, init) => app.fetch(inProcessRequest(url, init, c.get("caller")), c.env, c.executionCtx)));
   // CORS first: a browser's preflight carries no token, and error answers need the headers too.
   app.use("/v1/*", corsFromEnv);
   app.use("/v1/*", requireValidContentLength);

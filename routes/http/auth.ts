@@ -19,8 +19,38 @@ export interface AppEnv {
   Variables: { caller: Caller };
 }
 
+/**
+ * Requests the Worker makes of its own app: an MCP tool call runs its REST operation through the same routes. The
+ * outer request already proved its token and read its body, so the inner one carries the verified caller and its
+ * body as text: `authenticate` takes the caller as it is (one verification a call, not two) and `readBodyText` the
+ * text (no second stream to read). Only inProcessRequest makes such requests: one from outside is never one.
+ */
+interface InProcess {
+  readonly caller: Caller;
+  readonly body: string;
+}
+
+const made = new WeakMap<Request, InProcess>();
+
+/** A request of the app by `caller`, verified already, with `body` (JSON text) if any. */
+export function inProcessRequest(url: string, init: { readonly method: string; readonly headers: Record<string, string>; readonly body?: string }, caller: Caller): Request {
+  const request = new Request(url, { method: init.method, headers: init.headers });
+  made.set(request, { caller, body: init.body ?? "" });
+  return request;
+}
+
+/** The verified caller and body text of a request made by inProcessRequest; undefined for any other. */
+export function inProcessOf(request: Request): InProcess | undefined {
+  return made.get(request);
+}
+
 /** Reads `Authorization: Bearer …` (or `?access_token=` on a GET, for EventSource) and verifies it; 401 otherwise. */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const made = inProcessOf(c.req.raw);
+  if (made !== undefined) {
+    c.set("caller", made.caller);
+    return next();
+  }
   const header = c.req.header("authorization");
   let token: string | undefined;
   if (header !== undefined) {

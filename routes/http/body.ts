@@ -8,8 +8,9 @@ import type { z } from "zod";
 import { readConfig } from "../../durable-objects/shared/env.js";
 import { parseJsonObject, validate } from "../../durable-objects/commands/command-json.js";
 import { requestHash } from "../../src/lib/hash.js";
+import { utf8Length } from "../../src/core/index.js";
 import type { Idempotency } from "../../durable-objects/task/storage/idempotency-store.js";
-import type { AppEnv } from "./auth.js";
+import { type AppEnv, inProcessOf } from "./auth.js";
 import { fail } from "../../durable-objects/shared/http-errors.js";
 
 /**
@@ -129,7 +130,9 @@ export const discardUnreadBody: MiddlewareHandler<AppEnv> = async (c, next) => {
 /** The raw body text, within MAX_BODY_BYTES (413 payload_too_large otherwise, answered before the rest is read). */
 export async function readBodyText(c: Context<AppEnv>): Promise<string> {
   declaredLength(c);
-  const body = await readWithin(c.req.raw, readConfig(c.env).maxBodyBytes);
+  const made = inProcessOf(c.req.raw);
+  const max = readConfig(c.env).maxBodyBytes;
+  const body = made === undefined ? await readWithin(c.req.raw, max) : utf8Length(made.body) > max ? { ok: false as const, limit: max } : { ok: true as const, text: made.body };
   if (!body.ok) fail("payload_too_large", `the body is over ${body.limit} bytes`, { limit: body.limit });
   return body.text;
 }

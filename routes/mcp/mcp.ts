@@ -22,8 +22,8 @@ import { mcpTool, type McpCaller, restCallOf, ToolArgumentError, toolAvailable, 
 import { errorText, resultText } from "./mcp-text.js";
 import { TASK_TEMPLATE } from "../rest/task-template.js";
 
-/** Runs one HTTP request through the app, as if it had come from outside. */
-export type Dispatch = (request: Request) => Promise<Response>;
+/** Runs one REST operation through the app as the MCP request's caller (verified already; see inProcessRequest). */
+export type Dispatch = (url: string, init: { readonly method: string; readonly headers: Record<string, string>; readonly body?: string }) => Promise<Response>;
 
 /** What one MCP request serves with: who calls, with which token, where, and how to reach the REST routes. */
 interface McpRequestScope {
@@ -95,13 +95,13 @@ async function callTool(scope: McpRequestScope, name: string, args: Record<strin
   const headers: Record<string, string> = { authorization: `Bearer ${scope.token}` };
   if (call.body !== undefined) headers["content-type"] = "application/json";
   if (call.idempotencyKey !== undefined) headers["idempotency-key"] = call.idempotencyKey;
-  const response = await scope.dispatch(new Request(scope.origin + call.url, { method: call.method, headers, ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }) }));
+  const response = await scope.dispatch(scope.origin + call.url, { method: call.method, headers, ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }) });
   const extra = call.operation.operationId === "dispatchWorker" && response.ok ? { mcp_url: `${scope.origin}/mcp` } : {};
   return toolResult(name, response, extra);
 }
 
 /** A GET of the REST API as the caller. */
-const getAs = (scope: McpRequestScope, path: string): Promise<Response> => scope.dispatch(new Request(scope.origin + path, { headers: { authorization: `Bearer ${scope.token}` } }));
+const getAs = (scope: McpRequestScope, path: string): Promise<Response> => scope.dispatch(scope.origin + path, { method: "GET", headers: { authorization: `Bearer ${scope.token}` } });
 
 /** A GET of the REST API as the caller, parsed; null when it is not a success. */
 async function readAs(scope: McpRequestScope, path: string): Promise<Record<string, unknown> | null> {
