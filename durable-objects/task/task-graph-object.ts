@@ -21,7 +21,7 @@ import type { Idempotency } from "./storage/idempotency-store.js";
 import { type ChildCancelAnswer, type ChildCreateAnswer, type DeliveryAnswer, type OutboundPorts } from "./outbound-calls.js";
 import { IdempotentWrites } from "./idempotent-writes.js";
 import { LargeReads } from "./large-reads.js";
-import { err, type RpcResult } from "../shared/rpc-result.js";
+import { err, ok, type RpcResult } from "../shared/rpc-result.js";
 import type { TaskCursor } from "../shared/sse-frames.js";
 import { SseHub, type SubscriberHolder } from "../shared/sse-hub.js";
 import { perTokenShare } from "../shared/token-slots.js";
@@ -135,6 +135,16 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   async execute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts: { claimNext?: boolean; validated?: boolean } = {}): Promise<RpcResult<WriteAnswer>> {
     const [answer] = await this.writes.executeBatch([{ actor, command, idem, claimNext: opts.claimNext === true, validated: opts.validated === true }]);
     return answer!;
+  }
+
+  /**
+   * `execute` for a single write route: the answer as its JSON text, encoded once here and passed through by the
+   * route (no answer object cloned across the call and encoded again there); a dispatch's stays an object, the
+   * route adds the run's worker token to it.
+   */
+  async executeForRoute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts: { claimNext?: boolean; validated?: boolean } = {}): Promise<RpcResult<WriteAnswer | string>> {
+    const answer = await this.execute(actor, command, idem, opts);
+    return answer.ok && answer.value.run_id === undefined ? ok(JSON.stringify(answer.value)) : answer;
   }
 
   /** The answer this caller's keyed command of `commandType` already got (a retry), or null; nothing is decided. */

@@ -35,6 +35,8 @@ export interface TaskGraphRpc extends Rpc.DurableObjectBranded {
   createTask(actor: Actor, body: Record<string, unknown>, clientIdem: Idempotency | null): Promise<RpcResult<WriteAnswer>>;
   /** Every other write: decide and commit one command (claims, step updates, task lifecycle, runs). */
   execute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts?: { claimNext?: boolean; validated?: boolean }): Promise<RpcResult<WriteAnswer>>;
+  /** execute, its answer as JSON text (a dispatch's as an object: the route adds the worker token). */
+  executeForRoute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts?: { claimNext?: boolean; validated?: boolean }): Promise<RpcResult<WriteAnswer | string>>;
   /** The answer this caller's keyed command of `commandType` already got (a retry), or null; nothing is decided. */
   storedAnswer(actor: Actor, commandType: string, idem: Idempotency): Promise<RpcResult<WriteAnswer> | null>;
   /** Group commit: commands decided in order, all written in one transaction, one answer each. */

@@ -109,7 +109,9 @@ taskRoutes.on(["POST", "PATCH"], ["/:sid/tasks/:tid", "/:sid/tasks/:tid/*"], asy
   const rest = new URL(c.req.url).pathname.slice(`/v1/sessions/${sid}/tasks/${tid}`.length);
   const write = resolveWrite(c.req.method, rest, parseJsonObject(text));
   const idem = idempotencyOf(c, text);
-  const result = (await taskStub(c.env, sid, tid).execute(actor, write.command, idem, { claimNext: write.claimNext, validated: true })) as RpcResult<WriteAnswer>;
+  const result = (await taskStub(c.env, sid, tid).executeForRoute(actor, write.command, idem, { claimNext: write.claimNext, validated: true })) as RpcResult<WriteAnswer | string>;
+  // Encoded by the object: passed through as it came.
+  if (result.ok && typeof result.value === "string") return c.body(result.value, write.status, { "content-type": "application/json" });
   const caller = c.get("caller");
-  return answer(c, await finishAnswer(c.env, sid, result, caller.kind === "token" ? caller.claims.exp : undefined), write.status);
+  return answer(c, await finishAnswer(c.env, sid, result as RpcResult<WriteAnswer>, caller.kind === "token" ? caller.claims.exp : undefined), write.status);
 });
