@@ -42,18 +42,44 @@ export type Decision =
   | { readonly ok: false; readonly error: RuntimeError };
 
 /**
- * `ms` as an ISO-8601 timestamp. The last one is kept: the decisions of one commit (a batch of 32 commands, the lease
- * reconciliation before them) share their `now`, and formatting a Date costs about a microsecond each time.
+ * `ms` as an ISO-8601 timestamp (Date#toISOString's text). Formatting a Date costs about a microsecond, and one
+ * decision formats its `now` and its deadlines (a lease's `now + timeout`) in turn, so each second's text up to the
+ * milliseconds is kept (a few seconds' worth) and only the milliseconds are added.
  */
 export function isoTimestamp(ms: number): string {
-  if (ms !== lastIso.ms) {
-    lastIso.ms = ms;
-    lastIso.text = new Date(ms).toISOString();
+  if (!Number.isInteger(ms)) return new Date(ms).toISOString();
+  const second = Math.floor(ms / 1000);
+  let prefix = secondPrefixes.get(second);
+  if (prefix === undefined) {
+    if (secondPrefixes.size >= KEPT_SECONDS) secondPrefixes.clear();
+    prefix = new Date(second * 1000).toISOString().slice(0, -4);
+    secondPrefixes.set(second, prefix);
   }
-  return lastIso.text;
+  const millis = ms - second * 1000;
+  return `${prefix}${millis < 10 ? "00" : millis < 100 ? "0" : ""}${millis}Z`;
 }
 
-const lastIso = { ms: Number.NaN, text: "" };
+/** The seconds whose text isoTimestamp keeps at most (then it starts again): a decision spans few. */
+const KEPT_SECONDS = 64;
+const secondPrefixes = new Map<number, string>();
+
+/**
+ * Date.parse of an ISO-8601 timestamp, kept for the texts seen last: the alarm's next deadline reads every held
+ * step's lease and every active run's deadline after each commit, and most of those texts did not change.
+ */
+export function parseTimestamp(text: string): number {
+  let ms = parsedTexts.get(text);
+  if (ms === undefined) {
+    if (parsedTexts.size >= KEPT_TEXTS) parsedTexts.clear();
+    ms = Date.parse(text);
+    parsedTexts.set(text, ms);
+  }
+  return ms;
+}
+
+/** The texts parseTimestamp keeps at most (then it starts again). */
+const KEPT_TEXTS = 4096;
+const parsedTexts = new Map<string, number>();
 
 /** Builds the WAL events of one decision, numbering them after the state's last wal_seq. */
 export class Emitter {

@@ -1,7 +1,7 @@
 /** @module Decisions on worker runs: dispatch, finish (failing a step still held), cancel, and lease/deadline expiry. */
 import type { CommandOf } from "../model/commands.js";
 import type { DecideContext, Decision } from "./context.js";
-import { Emitter, systemActor } from "./context.js";
+import { Emitter, parseTimestamp, systemActor } from "./context.js";
 import { leaseAfterResolution } from "./decide-actions.js";
 import { emitDelegationStarts, emitDelegationTimeout, startsDelegations } from "./decide-delegation.js";
 import { awaitsLateResult, CANCEL_TIMEOUT, closing, emitRunEnd, emitRunningIfFirstActive, RUN_ENDINGS } from "./decide-shared.js";
@@ -129,21 +129,21 @@ interface Due {
 function eachDeadline(state: DagState, visit: (at: number, kind: DueKind, id: string) => void): void {
   const { index } = state;
   if (!isTerminalTask(state.task!)) {
-    for (const id of index.held) if (!index.stepActions.has(id)) visit(Date.parse(state.steps.get(id)!.lease_expires_at ?? ""), LEASE, id);
+    for (const id of index.held) if (!index.stepActions.has(id)) visit(parseTimestamp(state.steps.get(id)!.lease_expires_at ?? ""), LEASE, id);
     for (const id of index.activeRuns) {
       const deadline = state.runs.get(id)!.deadline_at;
-      if (deadline !== null) visit(Date.parse(deadline), RUN_DEADLINE, id);
+      if (deadline !== null) visit(parseTimestamp(deadline), RUN_DEADLINE, id);
     }
-    for (const id of index.openActions) visit(Date.parse(state.actions.get(id)!.expires_at), ACTION_EXPIRY, id);
-    for (const id of index.retrying) visit(Date.parse(state.steps.get(id)!.retry_at!), RETRY, id);
+    for (const id of index.openActions) visit(parseTimestamp(state.actions.get(id)!.expires_at), ACTION_EXPIRY, id);
+    for (const id of index.retrying) visit(parseTimestamp(state.steps.get(id)!.retry_at!), RETRY, id);
     for (const id of index.openDelegations) {
       const d = state.delegations.get(id)!;
-      if (d.deadline_at !== null && LIVE_DELEGATION_STATUSES.has(d.status)) visit(Date.parse(d.deadline_at), DELEGATE_DEADLINE, id);
+      if (d.deadline_at !== null && LIVE_DELEGATION_STATUSES.has(d.status)) visit(parseTimestamp(d.deadline_at), DELEGATE_DEADLINE, id);
     }
     // A ready delegated step is due at once: the runtime takes it up itself.
-    if (index.readyDelegated.size > 0 && startsDelegations(state)) for (const id of index.readyDelegated) visit(Date.parse(state.steps.get(id)!.updated_at), DELEGATE_START, id);
+    if (index.readyDelegated.size > 0 && startsDelegations(state)) for (const id of index.readyDelegated) visit(parseTimestamp(state.steps.get(id)!.updated_at), DELEGATE_START, id);
   }
-  for (const id of index.cancellingRuns) visit(Date.parse(state.runs.get(id)!.cancel_request!.deadline_at), CANCEL_WAIT, id);
+  for (const id of index.cancellingRuns) visit(parseTimestamp(state.runs.get(id)!.cancel_request!.deadline_at), CANCEL_WAIT, id);
 }
 
 /**
