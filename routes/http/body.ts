@@ -40,16 +40,19 @@ const partlyRead = new WeakMap<Request, { readonly reader: ReadableStreamDefault
 
 /**
  * A request's body as text, read no further than `max` bytes: a declared Content-Length over it is refused before
- * a byte is read; otherwise the stream is read chunk by chunk, counting, and kept no further than the count
- * passing `max` (a chunked body declares no length), so a hostile body costs at most the limit and one chunk of
+ * a byte is read, one within it is read whole (HTTP framing delivers no more than it declares); a body without one
+ * (chunked) is read chunk by chunk, counting, and kept no further than the count passing `max`, so a hostile body costs at most the limit and one chunk of
  * memory; what is left is discardUnreadBody's, which the app runs on every request. The bytes are decoded once,
  * at the end. A malformed Content-Length is the caller's to refuse first
  * (declaredLength), as every route does.
  */
 export async function readWithin(request: Request, max: number): Promise<BoundedText> {
   const raw = request.headers.get("content-length");
-  if (raw !== null && /^\d+$/.test(raw) && Number(raw) > max) return { ok: false, limit: max };
+  const declared = raw !== null && /^\d+$/.test(raw) ? Number(raw) : null;
+  if (declared !== null && declared > max) return { ok: false, limit: max };
   if (request.body === null) return { ok: true, text: "" };
+  // A declared length within the limit bounds the body (HTTP framing delivers no more): read whole, in one call.
+  if (declared !== null) return { ok: true, text: await request.text() };
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
