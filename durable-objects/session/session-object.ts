@@ -311,6 +311,19 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return seeded;
   }
 
+  /**
+   * Bench only (routes/rest/bench.ts): one SQLite write and nothing else, answered once durable like every write:
+   * the floor under a write request (one counter row, so the probe object stays one row however long it is driven).
+   */
+  async benchFloorWrite(): Promise<number> {
+    if (!this.floorTableMade) {
+      this.sql.exec("CREATE TABLE IF NOT EXISTS bench_floor (k INTEGER PRIMARY KEY, n INTEGER NOT NULL)");
+      this.floorTableMade = true;
+    }
+    return this.sql.exec<{ n: number }>("INSERT INTO bench_floor (k, n) VALUES (1, 1) ON CONFLICT (k) DO UPDATE SET n = n + 1 RETURNING n").one().n;
+  }
+  private floorTableMade = false;
+
   /** Bench only (routes/rest/bench.ts): the requests carrying index entries this object took since it started. */
   async benchCounters(): Promise<ReturnType<RequestCounts["read"]>> {
     return this.requestCounts.read();

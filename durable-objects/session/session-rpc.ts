@@ -185,6 +185,8 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   benchSeed(templateTaskId: string, count: number, prefix: string): Promise<RpcResult<SeedResult>>;
   /** Bench only: the requests carrying index entries the object took since it started, by kind. */
   benchCounters(): Promise<{ since: string; counts: Record<string, number> }>;
+  /** Bench only: one durable SQLite write (the floor under a write request); the write count. */
+  benchFloorWrite(): Promise<number>;
   /** GET /v1/sessions/{sid}/graph. */
   taskGraph(query: { limit: number; cursor?: string }): Promise<RpcResult<TaskGraphPage>>;
 }

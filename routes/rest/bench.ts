@@ -38,6 +38,15 @@ benchRoutes.post("/sessions/:sid/seed", async (c) => {
   return result.ok ? c.json(result.value, 201) : errorResponse(c, result.error);
 });
 
+/**
+ * POST /_bench/floor/write: the object probe of /health/object plus one SQLite write, answered once durable: the
+ * floor under any write request (an unbatched step makes one durable commit; the probe makes none).
+ */
+benchRoutes.post("/floor/write", async (c) => {
+  const writes = await c.env.SESSIONS.get(c.env.SESSIONS.idFromName("health-probe")).benchFloorWrite();
+  return c.json({ ok: true, writes });
+});
+
 benchRoutes.get("/sessions/:sid/counters", async (c) => {
   const session = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(c.req.param("sid")));
   return c.json(await session.benchCounters());

@@ -20,6 +20,8 @@ interface Target {
   readonly tree: string;
   readonly routes: Route[];
   readonly floor: LoadResult[];
+  /** The write floor (POST /_bench/floor/write: the probe plus one durable SQLite write), when the server has the bench routes. */
+  readonly writeFloor: LoadResult[];
   readonly reference: LoadResult[];
   readonly steps: StepResult[];
 }
@@ -35,19 +37,33 @@ async function prepareTarget(label: Target["label"], base: string, server: DevSe
     { name: "GET /health", op: () => client.call("GET", "/health", undefined, undefined, false) },
     { name: "GET .../steps?limit=1 (worker)", op: () => client.call("GET", `${probeTask}/steps?limit=1`, probeToken, undefined, false) },
   ];
+  // The write floor needs the bench routes (BENCH_SEED, set on the servers started here): without them it is left out.
+  const writeFloor = await client.call("POST", WRITE_FLOOR_PATH, adminToken, undefined, false);
+  if (writeFloor.status === 200) routes.push({ name: WRITE_FLOOR, op: () => client.call("POST", WRITE_FLOOR_PATH, adminToken, undefined, false) });
+  else console.log(`  (${label}: no write floor: POST ${WRITE_FLOOR_PATH} answered ${writeFloor.status})`);
   // Warm every route (and the isolate, the objects, the connection pool) before measuring.
   for (const r of routes) await closedLoop(r.name, 32, plan.warmupMs, plan.maxRequestsPerLevel, r.op);
   await stepScenario(client, adminToken, 4, 1, { ...plan, stepsPerWorker: 5, minSteps: 20 });
-  return { label, client, server, tree, routes, floor: [], reference: [], steps: [] };
+  return { label, client, server, tree, routes, floor: [], writeFloor: [], reference: [], steps: [] };
 }
 
-/** The per-concurrency cost ratios of one target: floor req/s ÷ steps/s, and the p50s' ratio. */
+const WRITE_FLOOR_PATH = "/_bench/floor/write";
+const WRITE_FLOOR = `POST ${WRITE_FLOOR_PATH} (write floor)`;
+
+/** The per-concurrency cost ratios of one target: floor req/s ÷ steps/s (and the write floor's, when measured), and the p50s' ratio. */
 function ratiosOf(t: Target, concurrencies: number[], multiTasks: number) {
   const find = (c: number, tasks: number) => t.steps.find((s) => s.workers === c && s.tasks === tasks)!;
   return concurrencies.map((c) => {
     const f = t.floor.find((x) => x.concurrency === c)!;
-    const of = (s: StepResult) => ({ steps_per_s: s.steps_per_s, step_cost_ms: round(1000 / s.steps_per_s), cost_ratio: round(f.rps / s.steps_per_s, 2), p50_ratio: round(s.step_call.p50_ms / f.latency.p50_ms, 2) });
-    return { concurrency: c, floor_rps: f.rps, floor_cost_ms: round(1000 / f.rps), one_task: of(find(c, 1)), multi_task: { tasks: multiTasks, ...of(find(c, multiTasks)) } };
+    const w = t.writeFloor.find((x) => x.concurrency === c);
+    const of = (s: StepResult) => ({
+      steps_per_s: s.steps_per_s,
+      step_cost_ms: round(1000 / s.steps_per_s),
+      cost_ratio: round(f.rps / s.steps_per_s, 2),
+      p50_ratio: round(s.step_call.p50_ms / f.latency.p50_ms, 2),
+      cost_vs_write_floor: w === undefined ? null : round(w.rps / s.steps_per_s, 2),
+    });
+    return { concurrency: c, floor_rps: f.rps, floor_cost_ms: round(1000 / f.rps), write_floor_rps: w?.rps ?? null, one_task: of(find(c, 1)), multi_task: { tasks: multiTasks, ...of(find(c, multiTasks)) } };
   });
 }
 
@@ -66,6 +82,10 @@ function comparison(after: ReturnType<typeof ratiosOf>, before: ReturnType<typeo
       steps_after_vs_before: round(a[k].steps_per_s / b[k].steps_per_s, 2),
       ratio_before: b[k].cost_ratio,
       ratio_after: a[k].cost_ratio,
+      write_floor_before: b.write_floor_rps,
+      write_floor_after: a.write_floor_rps,
+      write_ratio_before: b[k].cost_vs_write_floor,
+      write_ratio_after: a[k].cost_vs_write_floor,
     }));
   });
 }
@@ -83,13 +103,14 @@ run(async () => {
   const source = sourceState();
   const wallStart = performance.now();
   const baselineDir = opts.baseline === null ? null : path.resolve(opts.baseline);
-  await withBenchServer(opts.url, {}, async (base, server) => {
+  // BENCH_SEED: the bench routes, for the write floor.
+  await withBenchServer(opts.url, { BENCH_SEED: "1" }, async (base, server) => {
     let before: DevServer | null = null;
     try {
       const targets = [await prepareTarget("after", base, server, treeState(process.cwd()), adminToken, plan)];
       if (baselineDir !== null) {
         console.log(`starting node scripts/dev.mjs in ${baselineDir} (baseline ${treeState(baselineDir)}) on a free port …`);
-        before = await startDevServer({ cwd: baselineDir });
+        before = await startDevServer({ cwd: baselineDir, vars: { BENCH_SEED: "1" } });
         targets.push(await prepareTarget("before", before.base, before, treeState(baselineDir), adminToken, plan));
       }
       for (const [i, c] of concurrencies.entries()) {
@@ -109,7 +130,7 @@ run(async () => {
           };
           const { loads, runs } = await interleaved(c, t.routes, plan, { unbatched });
           t.steps.push(mergeSteps(runs.get("unbatched1")!), mergeSteps(runs.get(`unbatched${plan.multiTasks}`)!));
-          for (const l of loads) (l.route === "GET /health/object" ? t.floor : t.reference).push(l);
+          for (const l of loads) (l.route === "GET /health/object" ? t.floor : l.route === WRITE_FLOOR ? t.writeFloor : t.reference).push(l);
         }
       }
       const [after, baseline] = targets as [Target, Target | undefined];
@@ -127,6 +148,7 @@ run(async () => {
         plan,
         concurrencies,
         floor,
+        write_floor: after.writeFloor,
         reference,
         steps,
         ratios,
@@ -141,10 +163,11 @@ run(async () => {
       printTables([
         {
           title: "cost = 1/throughput; ratio = per-step cost / floor cost at the same client concurrency",
-          headers: ["conc", "floor req/s", "floor p50/p99 ms", "1 task steps/s", "p50/p99 ms", "ratio", `${plan.multiTasks} tasks steps/s`, "p50/p99 ms", "ratio"],
+          headers: ["conc", "floor req/s", "floor p50/p99 ms", "1 task steps/s", "p50/p99 ms", "ratio", `${plan.multiTasks} tasks steps/s`, "p50/p99 ms", "ratio", "write floor req/s", "÷ write floor: 1 task", `${plan.multiTasks} tasks`],
           rows: ratios.map((r) => {
             const [f, one, multi] = [floor.find((x) => x.concurrency === r.concurrency)!, find(r.concurrency, 1), find(r.concurrency, plan.multiTasks)];
-            return [String(r.concurrency), fmt(f.rps), pct(f.latency), fmt(one.steps_per_s), pct(one.step_call), `${fmt(r.one_task.cost_ratio, 2)}x`, fmt(multi.steps_per_s), pct(multi.step_call), `${fmt(r.multi_task.cost_ratio, 2)}x`];
+            const w = (x: number | null) => (x === null ? "-" : `${fmt(x, 2)}x`);
+            return [String(r.concurrency), fmt(f.rps), pct(f.latency), fmt(one.steps_per_s), pct(one.step_call), `${fmt(r.one_task.cost_ratio, 2)}x`, fmt(multi.steps_per_s), pct(multi.step_call), `${fmt(r.multi_task.cost_ratio, 2)}x`, r.write_floor_rps === null ? "-" : fmt(r.write_floor_rps), w(r.one_task.cost_vs_write_floor), w(r.multi_task.cost_vs_write_floor)];
           }),
         },
         { title: "reference routes (same method)", headers: ["route", "conc", "req/s", "p50/p99 ms", "errors"], rows: loads.map((r) => [r.route, String(r.concurrency), fmt(r.rps), pct(r.latency), String(r.errors)]) },
@@ -158,8 +181,12 @@ run(async () => {
         printTables([
           {
             title: `before (${baseline.tree}) and after (${after.tree}), the same rounds: steps/s and floor req/s after ÷ before; cost ratio = floor req/s ÷ steps/s`,
-            headers: ["conc", "tasks", "floor before", "floor after", "÷", "steps/s before", "steps/s after", "÷", "ratio before", "ratio after"],
-            rows: comparison(ratios, beforeRatios!).map((r) => [String(r.concurrency), String(r.tasks), fmt(r.floor_before), fmt(r.floor_after), `${fmt(r.floor_after_vs_before, 2)}x`, fmt(r.steps_before), fmt(r.steps_after), `${fmt(r.steps_after_vs_before, 2)}x`, `${fmt(r.ratio_before, 2)}x`, `${fmt(r.ratio_after, 2)}x`]),
+            headers: ["conc", "tasks", "floor before", "floor after", "÷", "steps/s before", "steps/s after", "÷", "ratio before", "ratio after", "write floor before", "after", "÷ write floor before", "after"],
+            rows: comparison(ratios, beforeRatios!).map((r) => [
+              String(r.concurrency), String(r.tasks), fmt(r.floor_before), fmt(r.floor_after), `${fmt(r.floor_after_vs_before, 2)}x`, fmt(r.steps_before), fmt(r.steps_after), `${fmt(r.steps_after_vs_before, 2)}x`,
+              `${fmt(r.ratio_before, 2)}x`, `${fmt(r.ratio_after, 2)}x`, r.write_floor_before === null ? "-" : fmt(r.write_floor_before), r.write_floor_after === null ? "-" : fmt(r.write_floor_after),
+              r.write_ratio_before === null ? "-" : `${fmt(r.write_ratio_before, 2)}x`, r.write_ratio_after === null ? "-" : `${fmt(r.write_ratio_after, 2)}x`,
+            ]),
           },
         ]);
       }

@@ -86,4 +86,14 @@ describe("bench routes", () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe("validation_error");
   });
+
+  it("Should make one durable write a call at the write floor for the admin with the var set, and refuse others", async () => {
+    const s = await newSession();
+    const first = await withBenchVar("POST", "/_bench/floor/write", ADMIN);
+    expect(first.status).toBe(200);
+    const second = await withBenchVar("POST", "/_bench/floor/write", ADMIN);
+    expect(second.body).toEqual({ ok: true, writes: first.body.writes + 1 });
+    expect((await withBenchVar("POST", "/_bench/floor/write", s.orch)).status).toBe(403);
+    expect((await call("POST", "/_bench/floor/write", ADMIN)).status).toBe(404);
+  });
 });
