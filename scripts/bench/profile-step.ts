@@ -4,7 +4,9 @@
  * `Profiler.start`/`stop` on every isolate it lists), only over the scenarios' measured windows; self time is mapped
  * back to our source files through the bundle's source map and summed by file, by function and by slice of the
  * per-call path (scripts/bench/profile-slices.ts); writes bench/profile-step-results.json (and the raw .cpuprofile
- * files under bench/tmp, which Chrome DevTools opens; `--resummarize` slices those again without a run).
+ * files under bench/tmp, which Chrome DevTools opens; `--resummarize` slices those again without a run). With `--mcp`
+ * the calls profiled are MCP `tools/call`s of `agent.task_progress` (the 2026-07-28 client's request, sent with
+ * fetch, one worker run and claimed step per client), and the figures go to bench/profile-mcp-results.json.
  */
 // Node 20 has WebSocket behind --experimental-websocket: the npm script passes it, so no websocket dependency.
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -16,6 +18,7 @@ import { round, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
 import { type CpuProfile, summarize } from "./profile-slices.js";
 import { requestCarrier, stepScenario, type StepCarrier } from "./scenarios/steps.js";
+import { stepsOf } from "./harness/http-client.js";
 
 /** One inspector session: CDP calls by id over a websocket. */
 class Inspector {
@@ -77,18 +80,29 @@ const SAVED = "bench/tmp";
 
 type RunInfo = { steps: number; workers: number; measured_seconds: number } & Record<string, unknown>;
 
-/** Slices `profiles`, prints the tables and writes bench/profile-step-results.json. */
-function report(run: RunInfo, profiles: CpuProfile[], sourceMap: object, wallSeconds?: number): void {
+/** Where a function's self time is counted by package: a library (node_modules/<name>), native code, or our top folder. */
+function packageOf(where: string): string {
+  const lib = /^node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(where);
+  if (lib !== null) return lib[1]!;
+  return where === "(native)" ? "(native: workerd, V8, SQLite, GC)" : where.split("/").slice(0, where.startsWith("durable-objects/") || where.startsWith("routes/") ? 2 : 1).join("/");
+}
+
+/** Slices `profiles`, prints the tables and writes bench/profile-step-results.json (bench/profile-mcp-results.json with --mcp). */
+function report(run: RunInfo, profiles: CpuProfile[], sourceMap: object, wallSeconds?: number, file = "bench/profile-step-results.json"): void {
   const summary = summarize(profiles, run.steps, sourceMap);
+  const byPackage = new Map<string, number>();
+  for (const f of summary.functions) byPackage.set(packageOf(f.where), (byPackage.get(packageOf(f.where)) ?? 0) + f.share);
+  const packages = [...byPackage.entries()].sort((a, b) => b[1] - a[1]).map(([name, share]) => ({ package: name, share: round(share, 4) }));
   printTables([
     { title: `slices of the per-call path: ${run.steps} steps, ${run.workers} workers, ${fmt(run.measured_seconds, 1)} s profiled; busy ${fmt(summary.busy_ms)} ms of ${fmt(summary.total_ms)} ms sampled (${fmt(summary.busy_us_per_step, 1)} µs a step)`, headers: ["slice", "% of busy", "µs/step"], rows: summary.slices.map((s) => [s.slice, fmt(s.share * 100, 1), fmt(s.us_per_step, 1)]) },
     { title: "top functions by self time (our source, and everything else by name)", headers: ["function", "where", "% of busy", "µs/step"], rows: summary.functions.slice(0, 40).map((f) => [f.function, f.where, fmt(f.share * 100, 1), fmt(f.us_per_step, 1)]) },
+    { title: "self time by package (a library, native code, or our folder)", headers: ["package", "% of busy"], rows: packages.slice(0, 25).map((p) => [p.package, fmt(p.share * 100, 1)]) },
   ]);
-  writeResults("bench/profile-step-results.json", { ...run, ...summary }, wallSeconds);
+  writeResults(file, { ...run, ...summary, packages }, wallSeconds);
 }
 
 run(async () => {
-  const opts = parseCli("usage: npm run bench:profile-step -- [--workers 8] [--seconds 20] [--sampling-us 200] [--resummarize]", { workers: 8, seconds: 20, samplingUs: 200, resummarize: false });
+  const opts = parseCli("usage: npm run bench:profile-step -- [--workers 8] [--seconds 20] [--sampling-us 200] [--resummarize] [--mcp]", { workers: 8, seconds: 20, samplingUs: 200, resummarize: false, mcp: false });
   if (opts.resummarize) {
     // The last run's saved profiles sliced again (after a change to the slices), without a server.
     const { run, sourceMap } = JSON.parse(readFileSync(`${SAVED}/profile-step-run.json`, "utf8")) as { run: RunInfo; sourceMap: object };
@@ -115,6 +129,7 @@ run(async () => {
       await i.send("Profiler.enable");
       await i.send("Profiler.setSamplingInterval", { interval: opts.samplingUs });
     }
+    if (opts.mcp) return await profileMcp(client, server.base, adminToken, inspectors, targets, sourceMap, opts);
     // Profiles only over each scenario's measured window (not its set-up, finish or verification).
     const profiles: { title: string; profile: CpuProfile }[] = [];
     let stopping: Promise<void> = Promise.resolve();
@@ -155,3 +170,51 @@ run(async () => {
     await stopDevServer(server);
   }
 }, true);
+
+/**
+ * --mcp: `workers` clients, each a worker run holding its own step, calling `agent.task_progress` through /mcp as
+ * the 2026-07-28 client sends it, back to back for `seconds`; profiled over that window only.
+ */
+async function profileMcp(client: Client, base: string, adminToken: string, inspectors: Inspector[], targets: { title: string }[], sourceMap: object, opts: { workers: number; seconds: number; samplingUs: number }): Promise<void> {
+  const session = await client.session(adminToken);
+  const task = (await client.task(session, "mcp-profile", { title: "MCP profile", steps: stepsOf(opts.workers) })).path;
+  const runs: { token: string; stepId: string }[] = [];
+  for (const [i, step] of stepsOf(opts.workers).entries()) {
+    const token: string = (await client.must(201, "POST", `${task}/workers`, session.orch, { agent_id: `mcp-${i}` })).body.token;
+    await client.must(200, "POST", `${task}/steps/${step.step_id}/claim`, token, {});
+    runs.push({ token, stepId: step.step_id });
+  }
+  let id = 0;
+  let errors = 0;
+  const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": { name: "profile-mcp", version: "1.0.0" }, "io.modelcontextprotocol/clientCapabilities": {} };
+  const call = async (r: (typeof runs)[number]) => {
+    const res = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: { accept: "application/json, text/event-stream", authorization: `Bearer ${r.token}`, "content-type": "application/json", "mcp-method": "tools/call", "mcp-name": "agent.task_progress", "mcp-protocol-version": "2026-07-28" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: id++, method: "tools/call", params: { name: "agent.task_progress", arguments: { step_id: r.stepId, phase: "profile", summary: "call" }, _meta: meta } }),
+    });
+    const text = await res.text();
+    if (res.status !== 200 || (JSON.parse(text) as { result?: { isError?: boolean } }).result?.isError === true) errors++;
+  };
+  const loop = async (ms: number) => {
+    let calls = 0;
+    const end = performance.now() + ms;
+    await Promise.all(runs.map(async (r) => {
+      while (performance.now() < end) {
+        await call(r);
+        calls++;
+      }
+    }));
+    return calls;
+  };
+  await loop(3_000);
+  for (const i of inspectors) await i.send("Profiler.start");
+  const t0 = performance.now();
+  const calls = await loop(opts.seconds * 1000);
+  const seconds = (performance.now() - t0) / 1000;
+  const profiles = await Promise.all(inspectors.map(async (i) => (await i.send<{ profile: CpuProfile }>("Profiler.stop")).profile));
+  console.log(`  ${calls} MCP calls in ${fmt(seconds, 2)} s = ${fmt(calls / seconds)} calls/s${errors > 0 ? `, errors ${errors}` : ""}`);
+  const run = { generated_at: new Date().toISOString(), source: sourceState(), mode: "mcp agent.task_progress", workers: opts.workers, sampling_us: opts.samplingUs, steps: calls, measured_seconds: round(seconds), calls_per_s: round(calls / seconds, 1), errors, targets: targets.map((t) => t.title) };
+  report(run, profiles, sourceMap, undefined, "bench/profile-mcp-results.json");
+  if (errors > 0) process.exitCode = 1;
+}
