@@ -19,7 +19,7 @@ export interface BatchItem {
   readonly claimNext: boolean;
   /**
    * The command is resolveWrite's: checked at the route against the core's command schemas, which would give it back
-   * unchanged (test/commands/validate-once.property.test.ts), so the object's decide does not parse it again.
+   * unchanged (test/rest/validate-once.property.test.ts), so the object's decide does not parse it again.
    */
   readonly validated?: boolean;
   /**

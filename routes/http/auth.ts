@@ -30,18 +30,18 @@ interface InProcess {
   readonly body: string;
 }
 
-const made = new WeakMap<Request, InProcess>();
+const inProcessRequests = new WeakMap<Request, InProcess>();
 
 /** A request of the app by `caller`, verified already, with `body` (JSON text) if any. */
 export function inProcessRequest(url: string, init: { readonly method: string; readonly headers: Record<string, string>; readonly body?: string }, caller: Caller): Request {
   const request = new Request(url, { method: init.method, headers: init.headers });
-  made.set(request, { caller, body: init.body ?? "" });
+  inProcessRequests.set(request, { caller, body: init.body ?? "" });
   return request;
 }
 
 /** The verified caller and body text of a request made by inProcessRequest; undefined for any other. */
 export function inProcessOf(request: Request): InProcess | undefined {
-  return made.get(request);
+  return inProcessRequests.get(request);
 }
 
 /** Reads `Authorization: Bearer …` (or `?access_token=` on a GET, for EventSource) and verifies it; 401 otherwise. */

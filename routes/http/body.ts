@@ -41,9 +41,9 @@ const partlyRead = new WeakMap<Request, { readonly reader: ReadableStreamDefault
 /**
  * A request's body as text, read no further than `max` bytes: a declared Content-Length over it is refused before
  * a byte is read, one within it is read whole (HTTP framing delivers no more than it declares); a body without one
- * (chunked) is read chunk by chunk, counting, and kept no further than the count passing `max`, so a hostile body costs at most the limit and one chunk of
- * memory; what is left is discardUnreadBody's, which the app runs on every request. The bytes are decoded once,
- * at the end. A malformed Content-Length is the caller's to refuse first
+ * (chunked) is read chunk by chunk, counting, and kept no further than the count passing `max`, so a hostile body
+ * costs at most the limit and one chunk of memory; what is left is discardUnreadBody's, which the app runs on every
+ * request. The bytes are decoded once, at the end. A malformed Content-Length is the caller's to refuse first
  * (declaredLength), as every route does.
  */
 export async function readWithin(request: Request, max: number): Promise<BoundedText> {
@@ -133,9 +133,10 @@ export const discardUnreadBody: MiddlewareHandler<AppEnv> = async (c, next) => {
 /** The raw body text, within MAX_BODY_BYTES (413 payload_too_large otherwise, answered before the rest is read). */
 export async function readBodyText(c: Context<AppEnv>): Promise<string> {
   declaredLength(c);
-  const made = inProcessOf(c.req.raw);
   const max = readConfig(c.env).maxBodyBytes;
-  const body = made === undefined ? await readWithin(c.req.raw, max) : utf8Length(made.body) > max ? { ok: false as const, limit: max } : { ok: true as const, text: made.body };
+  // A request the app made of itself carries its body as text (inProcessRequest): bounded the same, not read again.
+  const made = inProcessOf(c.req.raw);
+  const body: BoundedText = made === undefined ? await readWithin(c.req.raw, max) : utf8Length(made.body) > max ? { ok: false, limit: max } : { ok: true, text: made.body };
   if (!body.ok) fail("payload_too_large", `the body is over ${body.limit} bytes`, { limit: body.limit });
   return body.text;
 }
