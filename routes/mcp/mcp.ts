@@ -5,7 +5,7 @@
  * operation it names, run in-process through the same app (same token, same validation, same answer), so an
  * MCP result's structuredContent is the REST answer and nothing here keeps state between requests.
  */
-import { type AuthInfo, type CallToolResult, createMcpHandler, isLegacyRequest, McpServer, ResourceTemplate, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
+import { type AuthInfo, type CallToolResult, createMcpHandler, isLegacyRequest, McpServer, PROTOCOL_VERSION_META_KEY, ResourceTemplate, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import type { Context } from "hono";
 import { z } from "zod";
 import type { TokenClaims } from "../../durable-objects/shared/tokens.js";
@@ -219,7 +219,7 @@ export async function serveMcp(c: Context<AppEnv>, dispatch: Dispatch): Promise<
   refuseLongBatch(message, readConfig(c.env).caps.mcpBatch);
   if (message === undefined) return handler.fetch(new Request(c.req.url, { method: "POST", headers: c.req.raw.headers, body: text }), { authInfo: authInfoOf(scope, claims) });
   const authInfo = authInfoOf({ ...scope, toolsOnly: isToolsTraffic(message) }, claims);
-  if (await isLegacyRequest(c.req.raw, message)) return serveLegacyAsJson(c.req.raw, message, authInfo);
+  if (!claimsModernEra(message) && (await isLegacyRequest(c.req.raw, message))) return serveLegacyAsJson(c.req.raw, message, authInfo);
   return handler.fetch(c.req.raw, { authInfo, parsedBody: message });
 }
 
@@ -253,6 +253,20 @@ async function serveLegacyAsJson(request: Request, message: unknown, authInfo: A
 function authInfoOf(scope: McpRequestScope, claims: TokenClaims): AuthInfo {
   return { token: scope.token, clientId: claims.sub, scopes: [claims.role], expiresAt: claims.exp, extra: { scope } };
 }
+
+/**
+ * A message the SDK's era classification can only send down its modern path (served or refused there, never
+ * legacy): one JSON-RPC request or notification other than `initialize` whose params' `_meta` carries the
+ * protocol-version claim. Every 2026-07-28 call is one, and the handler classifies it anyway, so isLegacyRequest
+ * need not classify it first (test/mcp/mcp-era-shortcut.property.test.ts holds this to the SDK's own answer).
+ */
+export function claimsModernEra(message: unknown): boolean {
+  if (!isPlainObject(message) || typeof message.method !== "string" || message.method === "initialize" || "result" in message || "error" in message) return false;
+  const params = message.params;
+  return isPlainObject(params) && isPlainObject(params._meta) && PROTOCOL_VERSION_META_KEY in params._meta;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** A tools/list or tools/call message: the server that answers it needs no prompts or resources. */
 function isToolsTraffic(message: unknown): boolean {

@@ -6,7 +6,9 @@
  * per-call path (scripts/bench/profile-slices.ts); writes bench/profile-step-results.json (and the raw .cpuprofile
  * files under bench/tmp, which Chrome DevTools opens; `--resummarize` slices those again without a run). With `--mcp`
  * the calls profiled are MCP `tools/call`s of `agent.task_progress` (the 2026-07-28 client's request, sent with
- * fetch, one worker run and claimed step per client), and the figures go to bench/profile-mcp-results.json.
+ * fetch, one worker run and claimed step per client), and the figures go to bench/profile-mcp-results.json; with
+ * `--mcp-read` they are `agent.task_get`s of a 4-step task by observers (bench:mcp's read), to
+ * bench/profile-mcp-read-results.json. Raw MCP profiles: bench/tmp/profile-mcp-N.cpuprofile.
  */
 // Node 20 has WebSocket behind --experimental-websocket: the npm script passes it, so no websocket dependency.
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -102,7 +104,7 @@ function report(run: RunInfo, profiles: CpuProfile[], sourceMap: object, wallSec
 }
 
 run(async () => {
-  const opts = parseCli("usage: npm run bench:profile-step -- [--workers 8] [--seconds 20] [--sampling-us 200] [--resummarize] [--mcp]", { workers: 8, seconds: 20, samplingUs: 200, resummarize: false, mcp: false });
+  const opts = parseCli("usage: npm run bench:profile-step -- [--workers 8] [--seconds 20] [--sampling-us 200] [--resummarize] [--mcp] [--mcp-read]", { workers: 8, seconds: 20, samplingUs: 200, resummarize: false, mcp: false, mcpRead: false });
   if (opts.resummarize) {
     // The last run's saved profiles sliced again (after a change to the slices), without a server.
     const { run, sourceMap } = JSON.parse(readFileSync(`${SAVED}/profile-step-run.json`, "utf8")) as { run: RunInfo; sourceMap: object };
@@ -129,7 +131,7 @@ run(async () => {
       await i.send("Profiler.enable");
       await i.send("Profiler.setSamplingInterval", { interval: opts.samplingUs });
     }
-    if (opts.mcp) return await profileMcp(client, server.base, adminToken, inspectors, targets, sourceMap, opts);
+    if (opts.mcp || opts.mcpRead) return await profileMcp(client, server.base, adminToken, inspectors, targets, sourceMap, opts);
     // Profiles only over each scenario's measured window (not its set-up, finish or verification).
     const profiles: { title: string; profile: CpuProfile }[] = [];
     let stopping: Promise<void> = Promise.resolve();
@@ -175,14 +177,21 @@ run(async () => {
  * --mcp: `workers` clients, each a worker run holding its own step, calling `agent.task_progress` through /mcp as
  * the 2026-07-28 client sends it, back to back for `seconds`; profiled over that window only.
  */
-async function profileMcp(client: Client, base: string, adminToken: string, inspectors: Inspector[], targets: { title: string }[], sourceMap: object, opts: { workers: number; seconds: number; samplingUs: number }): Promise<void> {
+async function profileMcp(client: Client, base: string, adminToken: string, inspectors: Inspector[], targets: { title: string }[], sourceMap: object, opts: { workers: number; seconds: number; samplingUs: number; mcpRead: boolean }): Promise<void> {
   const session = await client.session(adminToken);
-  const task = (await client.task(session, "mcp-profile", { title: "MCP profile", steps: stepsOf(opts.workers) })).path;
-  const runs: { token: string; stepId: string }[] = [];
-  for (const [i, step] of stepsOf(opts.workers).entries()) {
+  const task = (await client.task(session, "mcp-profile", { title: "MCP profile", steps: stepsOf(opts.mcpRead ? 4 : opts.workers) })).path;
+  const taskId = task.split("/").at(-1)!;
+  const runs: { token: string; tool: { name: string; arguments: Record<string, unknown> } }[] = [];
+  for (let i = 0; i < opts.workers; i++) {
+    if (opts.mcpRead) {
+      const token: string = (await client.must(201, "POST", `/v1/sessions/${session.sid}/tokens`, adminToken, { role: "observer", agent_id: `reader-${i}` })).body.token;
+      runs.push({ token, tool: { name: "agent.task_get", arguments: { task_id: taskId } } });
+      continue;
+    }
+    const stepId = stepsOf(opts.workers)[i]!.step_id;
     const token: string = (await client.must(201, "POST", `${task}/workers`, session.orch, { agent_id: `mcp-${i}` })).body.token;
-    await client.must(200, "POST", `${task}/steps/${step.step_id}/claim`, token, {});
-    runs.push({ token, stepId: step.step_id });
+    await client.must(200, "POST", `${task}/steps/${stepId}/claim`, token, {});
+    runs.push({ token, tool: { name: "agent.task_progress", arguments: { step_id: stepId, phase: "profile", summary: "call" } } });
   }
   let id = 0;
   let errors = 0;
@@ -190,8 +199,8 @@ async function profileMcp(client: Client, base: string, adminToken: string, insp
   const call = async (r: (typeof runs)[number]) => {
     const res = await fetch(`${base}/mcp`, {
       method: "POST",
-      headers: { accept: "application/json, text/event-stream", authorization: `Bearer ${r.token}`, "content-type": "application/json", "mcp-method": "tools/call", "mcp-name": "agent.task_progress", "mcp-protocol-version": "2026-07-28" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: id++, method: "tools/call", params: { name: "agent.task_progress", arguments: { step_id: r.stepId, phase: "profile", summary: "call" }, _meta: meta } }),
+      headers: { accept: "application/json, text/event-stream", authorization: `Bearer ${r.token}`, "content-type": "application/json", "mcp-method": "tools/call", "mcp-name": r.tool.name, "mcp-protocol-version": "2026-07-28" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: id++, method: "tools/call", params: { ...r.tool, _meta: meta } }),
     });
     const text = await res.text();
     if (res.status !== 200 || (JSON.parse(text) as { result?: { isError?: boolean } }).result?.isError === true) errors++;
@@ -214,7 +223,9 @@ async function profileMcp(client: Client, base: string, adminToken: string, insp
   const seconds = (performance.now() - t0) / 1000;
   const profiles = await Promise.all(inspectors.map(async (i) => (await i.send<{ profile: CpuProfile }>("Profiler.stop")).profile));
   console.log(`  ${calls} MCP calls in ${fmt(seconds, 2)} s = ${fmt(calls / seconds)} calls/s${errors > 0 ? `, errors ${errors}` : ""}`);
-  const run = { generated_at: new Date().toISOString(), source: sourceState(), mode: "mcp agent.task_progress", workers: opts.workers, sampling_us: opts.samplingUs, steps: calls, measured_seconds: round(seconds), calls_per_s: round(calls / seconds, 1), errors, targets: targets.map((t) => t.title) };
-  report(run, profiles, sourceMap, undefined, "bench/profile-mcp-results.json");
+  mkdirSync(SAVED, { recursive: true });
+  profiles.forEach((p, n) => writeFileSync(`${SAVED}/profile-mcp-${n}.cpuprofile`, JSON.stringify(p)));
+  const run = { generated_at: new Date().toISOString(), source: sourceState(), mode: `mcp ${runs[0]!.tool.name}`, workers: opts.workers, sampling_us: opts.samplingUs, steps: calls, measured_seconds: round(seconds), calls_per_s: round(calls / seconds, 1), errors, targets: targets.map((t) => t.title) };
+  report(run, profiles, sourceMap, undefined, opts.mcpRead ? "bench/profile-mcp-read-results.json" : "bench/profile-mcp-results.json");
   if (errors > 0) process.exitCode = 1;
 }
