@@ -17,7 +17,7 @@ import { CommitShell } from "./commit-shell.js";
 import { DeliveryTargets } from "./delivery-targets.js";
 import { postOutbound, sendWebhook } from "../peers/webhook-sender.js";
 import { a2aPushRequest } from "../peers/a2a-push.js";
-import type { Idempotency } from "./storage/idempotency-store.js";
+import { answerText, type Idempotency } from "./storage/idempotency-store.js";
 import { type ChildCancelAnswer, type ChildCreateAnswer, type DeliveryAnswer, type OutboundPorts } from "./outbound-calls.js";
 import { IdempotentWrites } from "./idempotent-writes.js";
 import { LargeReads } from "./large-reads.js";
@@ -138,13 +138,13 @@ export class TaskGraphObject extends DurableObject<Env> implements TaskGraphRpc 
   }
 
   /**
-   * `execute` for a single write route: the answer as its JSON text, encoded once here and passed through by the
-   * route (no answer object cloned across the call and encoded again there); a dispatch's stays an object, the
-   * route adds the run's worker token to it.
+   * `execute` for a single write route: the answer as its JSON text, passed through by the route (no answer object
+   * cloned across the call and encoded again there); a keyed write's is the text its idempotency record holds, so
+   * it is encoded once. A dispatch's stays an object: the route adds the run's worker token to it.
    */
   async executeForRoute(actor: Actor, command: Record<string, unknown>, idem: Idempotency | null, opts: { claimNext?: boolean; validated?: boolean } = {}): Promise<RpcResult<WriteAnswer | string>> {
     const answer = await this.execute(actor, command, idem, opts);
-    return answer.ok && answer.value.run_id === undefined ? ok(JSON.stringify(answer.value)) : answer;
+    return answer.ok && answer.value.run_id === undefined ? ok(answerText(answer.value)) : answer;
   }
 
   /** The answer this caller's keyed command of `commandType` already got (a retry), or null; nothing is decided. */

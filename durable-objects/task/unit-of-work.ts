@@ -1,6 +1,6 @@
 /** @module What one unit of a task object's commit path writes: its events (already applied to memory) and idempotency answers. */
 import type { WalEvent } from "../../src/core/index.js";
-import { type Idempotency, type PendingAnswer, replayOf } from "./storage/idempotency-store.js";
+import { answerText, type Idempotency, type PendingAnswer, replayOf } from "./storage/idempotency-store.js";
 import type { RpcResult } from "../shared/rpc-result.js";
 import type { AnyWriteAnswer as WriteAnswer } from "../../src/contract/index.js";
 
@@ -11,7 +11,7 @@ export class UnitOfWork {
 
   /** Records the answer to return for a retry with the same key and body. */
   remember(idem: Idempotency | null, answer: WriteAnswer, now: number): void {
-    if (idem !== null) this.answers.push({ key: idem.key, hash: idem.hash, answer: JSON.stringify(answer), at: now });
+    if (idem !== null) this.answers.push({ key: idem.key, hash: idem.hash, answer: answerText(answer), at: now });
   }
 
   /** A key already answered earlier in this same unit (two commands of one batch sharing a key). */

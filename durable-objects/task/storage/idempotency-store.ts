@@ -253,9 +253,28 @@ export function sameRequest(stored: string, fresh: string): boolean {
 
 const LEGACY_SHA256 = /^[0-9a-f]{64}$/;
 
+/**
+ * The JSON text of a keyed write's answer, kept with the answer object: the text it was stored as (remembered, or
+ * read back for a replay) is the text its route sends, so the answer is encoded once. Answers are not changed
+ * after they are remembered or replayed.
+ */
+const answerTexts = new WeakMap<object, string>();
+
+/** `answer` as JSON text: the text it was stored as or read from when it has one, else encoded now (and kept). */
+export function answerText(answer: object): string {
+  let text = answerTexts.get(answer);
+  if (text === undefined) {
+    text = JSON.stringify(answer);
+    answerTexts.set(answer, text);
+  }
+  return text;
+}
+
 /** The earlier answer for a key, its conflict when the request differs, or null when it is new or expired. */
 export function replayOf<T>(idem: Idempotency, row: Pick<IdempotencyRow, "body_hash" | "answer" | "created_at_ms"> | undefined, now: number): RpcResult<T> | null {
   if (row === undefined || now - row.created_at_ms > IDEMPOTENCY_TTL_MS) return null;
   if (!sameRequest(row.body_hash, idem.hash)) return err(runtimeError("idempotency_conflict", "this Idempotency-Key was used with a different request", { key: clientKey(idem) }));
-  return ok(JSON.parse(row.answer) as T);
+  const answer = JSON.parse(row.answer) as T & object;
+  answerTexts.set(answer, row.answer);
+  return ok(answer);
 }
