@@ -4,24 +4,39 @@
  * and 8 concurrent clients, each client with its own token. Rounds of every carrier (REST, the 2026 client back to
  * back with it, then the 2025 client, the 2026 request sent without SDK and the floor) are interleaved on one
  * server, their order reversed every other pair, so machine drift falls on all alike; ratios compare rounds of the
- * same pair only. Writes bench/mcp-results.json.
+ * same pair only. With `--baseline <checkout>`, that checkout's dev server too, in the same pairs (each pair's
+ * rounds on one server, then on the other, the order swapped every pair): before and after side by side. Writes
+ * bench/mcp-results.json.
  */
 import os from "node:os";
+import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { defaultAdminToken, reloadCount, withBenchServer } from "../dev-server.js";
+import { type DevServer, defaultAdminToken, reloadCount, startDevServer, stopDevServer, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
 import { median } from "./harness/rounds.js";
-import { CARRIERS, type Carrier, type McpOp, pooled, type Round, runRound, setupBlock } from "./scenarios/mcp.js";
+import { type Block, CARRIERS, type Carrier, type McpOp, pooled, type Round, runRound, setupBlock } from "./scenarios/mcp.js";
+import { treeState } from "./scenarios/reads.js";
 
 /** The goal: an MCP call (the 2026 client) costs at most this many REST calls. */
 const GOAL_RATIO = 1.2;
 
+/** Which code a round ran on: this checkout, or the `--baseline` one. */
+type Code = "after" | "before";
+
+/** A dev server the rounds run on: its code, a client of it, its process group (for its CPU) and its tree. */
+interface Target { code: Code; client: Client; pgid: number | null | undefined; tree: string }
+
 run(async () => {
-  const usage = "usage: npm run bench:mcp -- [--quick] [--pairs 12] [--calls 96] [--url http://127.0.0.1:<port>]\n  --pairs: interleaved rounds of each carrier per operation and concurrency; --calls: calls per round, shared by the clients";
-  const cli = parseCli(usage, { quick: false, pairs: null as string | null, calls: null as string | null, url: null as string | null });
+  const usage = [
+    "usage: npm run bench:mcp -- [--quick] [--pairs 12] [--calls 96] [--url http://127.0.0.1:<port>] [--baseline <other checkout>]",
+    "  --pairs: interleaved rounds of each carrier per operation and concurrency; --calls: calls per round, shared by the clients",
+    "  --baseline: also a dev server of that checkout, its rounds in the same pairs (before and after side by side)",
+  ].join("\n");
+  const cli = parseCli(usage, { quick: false, pairs: null as string | null, calls: null as string | null, url: null as string | null, baseline: null as string | null });
+  const baselineDir = cli.baseline === null ? null : path.resolve(cli.baseline);
   const plan = { pairs: wholeOption(cli.pairs, "pairs", cli.quick ? 3 : 12), calls: wholeOption(cli.calls, "calls", cli.quick ? 48 : 96), warmupCalls: cli.quick ? 16 : 40, concurrencies: [1, 8], ops: ["read", "write"] as McpOp[], carriers: CARRIERS };
   const adminToken = defaultAdminToken();
   const loadStart = os.loadavg();
@@ -31,37 +46,55 @@ run(async () => {
   await withBenchServer(cli.url, {}, async (base, server) => {
     const client = new Client(base);
     const pgid = server?.child?.pid;
-    const rounds: Round[] = [];
+    const rounds: (Round & { code: Code })[] = [];
     const answerBytes: { op: McpOp; concurrency: number; rest: number; mcp: number }[] = [];
-    for (const c of plan.concurrencies) {
-      for (const op of plan.ops) {
-        const block = await setupBlock(client, adminToken, c, op, plan.carriers);
-        answerBytes.push({ op, concurrency: c, ...block.answerBytes });
-        try {
-          const perClient = Math.ceil(plan.calls / c);
-          // Warm the isolate, the objects, the connection pool and each client library's code paths.
-          for (const k of plan.carriers) await runRound(block, k, Math.ceil(plan.warmupCalls / c), -1, pgid);
-          const others = plan.carriers.filter((k) => k !== "rest" && k !== "mcp");
-          for (let pair = 0; pair < plan.pairs; pair++) {
-            // REST and MCP back to back (the goal's ratio compares the closest rounds), the others after them rotated;
-            // every other pair in reverse, so neither of the two always runs first or on a fresher machine.
-            const order: Carrier[] = ["rest", "mcp", ...others.map((_, i) => others[(i + Math.floor(pair / 2)) % others.length]!)];
-            for (const k of pair % 2 === 0 ? order : order.reverse()) {
-              const r = await runRound(block, k, perClient, pair, pgid);
-              rounds.push(r);
-              console.log(`  ${op.padEnd(5)} c=${c} pair ${pair + 1}/${plan.pairs} ${k.padEnd(8)} ${fmt(r.calls_per_s).padStart(7)} calls/s  p50 ${fmt(r.latency.p50_ms, 2)} p95 ${fmt(r.latency.p95_ms, 2)} ms  CPU ms/call client ${fmt(r.cpu_ms_per_call.client, 2)} server ${fmt(r.cpu_ms_per_call.server, 2)}${r.errors > 0 ? `  errors ${r.errors}: ${r.first_error}` : ""}`);
+    let before: DevServer | null = null;
+    try {
+      const targets: Target[] = [{ code: "after", client, pgid, tree: treeState(process.cwd()) }];
+      if (baselineDir !== null) {
+        console.log(`starting node scripts/dev.mjs in ${baselineDir} (baseline ${treeState(baselineDir)}) on a free port …`);
+        before = await startDevServer({ cwd: baselineDir });
+        targets.push({ code: "before", client: new Client(before.base), pgid: before.child?.pid, tree: treeState(baselineDir) });
+      }
+      for (const c of plan.concurrencies) {
+        for (const op of plan.ops) {
+          const blocks = new Map<Code, Block>();
+          try {
+            for (const t of targets) {
+              const block = await setupBlock(t.client, adminToken, c, op, plan.carriers);
+              blocks.set(t.code, block);
+              if (t.code === "after") answerBytes.push({ op, concurrency: c, ...block.answerBytes });
             }
+            const perClient = Math.ceil(plan.calls / c);
+            // Warm the isolate, the objects, the connection pool and each client library's code paths.
+            for (const t of targets) for (const k of plan.carriers) await runRound(blocks.get(t.code)!, k, Math.ceil(plan.warmupCalls / c), -1, t.pgid);
+            const others = plan.carriers.filter((k) => k !== "rest" && k !== "mcp");
+            for (let pair = 0; pair < plan.pairs; pair++) {
+              // REST and MCP back to back (the goal's ratio compares the closest rounds), the others after them rotated;
+              // every other pair in reverse, so neither of the two always runs first or on a fresher machine; with a
+              // baseline, each pair on one server and then the other, which one first swapped every pair.
+              const order: Carrier[] = ["rest", "mcp", ...others.map((_, i) => others[(i + Math.floor(pair / 2)) % others.length]!)];
+              for (const t of pair % 2 === 0 ? targets : [...targets].reverse()) {
+                for (const k of pair % 2 === 0 ? order : [...order].reverse()) {
+                  const r = await runRound(blocks.get(t.code)!, k, perClient, pair, t.pgid);
+                  rounds.push({ ...r, code: t.code });
+                  console.log(`  ${targets.length > 1 ? `[${t.code}] ` : ""}${op.padEnd(5)} c=${c} pair ${pair + 1}/${plan.pairs} ${k.padEnd(8)} ${fmt(r.calls_per_s).padStart(7)} calls/s  p50 ${fmt(r.latency.p50_ms, 2)} p95 ${fmt(r.latency.p95_ms, 2)} ms  CPU ms/call client ${fmt(r.cpu_ms_per_call.client, 2)} server ${fmt(r.cpu_ms_per_call.server, 2)}${r.errors > 0 ? `  errors ${r.errors}: ${r.first_error}` : ""}`);
+                }
+              }
+            }
+          } finally {
+            for (const b of blocks.values()) await b.close();
           }
-        } finally {
-          await block.close();
         }
       }
+    } finally {
+      if (before !== null) await stopDevServer(before);
     }
 
     // Per operation and concurrency: each carrier's rounds pooled, and its cost against REST's pair by pair.
-    const summary = plan.ops.flatMap((op) =>
+    const summarize = (code: Code) => plan.ops.flatMap((op) =>
       plan.concurrencies.map((c) => {
-        const of = (k: Carrier) => rounds.filter((r) => r.op === op && r.concurrency === c && r.carrier === k);
+        const of = (k: Carrier) => rounds.filter((r) => r.code === code && r.op === op && r.concurrency === c && r.carrier === k);
         const rest = pooled(of("rest"));
         const floor = pooled(of("floor"));
         const carriers = Object.fromEntries(
@@ -78,6 +111,8 @@ run(async () => {
         return { op, concurrency: c, answer_bytes: { rest: bytes.rest, mcp: bytes.mcp }, carriers };
       }),
     );
+    const summary = summarize("after");
+    const baselineSummary = baselineDir === null ? null : summarize("before");
     const goal = summary.map((s) => {
       const ratio = s.carriers.mcp.vs_rest.cost_ratio_median;
       return { op: s.op, concurrency: s.concurrency, mcp_cost_vs_rest: ratio, p50_ratio: s.carriers.mcp.vs_rest.p50_ratio, met: ratio <= GOAL_RATIO };
@@ -97,6 +132,16 @@ run(async () => {
       },
       goal: { statement: `an MCP tools/call (2026 client) costs at most ${GOAL_RATIO}× the same REST call`, results: goal },
       summary,
+      baseline:
+        baselineSummary === null
+          ? null
+          : {
+              dir: baselineDir,
+              tree: treeState(baselineDir!),
+              this_tree: treeState(process.cwd()),
+              summary: baselineSummary,
+              before_after: beforeAfter(summary, baselineSummary),
+            },
       rounds: rounds.map(({ samples: _s, ...r }) => r),
       wall_seconds: round((performance.now() - wallStart) / 1000, 1),
     };
@@ -116,6 +161,15 @@ run(async () => {
         ),
       },
     ]);
+    if (results.baseline !== null) {
+      printTables([
+        {
+          title: `before (${results.baseline.tree}) and after (${results.baseline.this_tree}), the same pairs: MCP (2026 client) cost ÷ REST, the dev server's CPU per MCP call, REST calls/s`,
+          headers: ["op", "conc", "MCP÷REST before → after", "server CPU ms/MCP call before → after", "REST calls/s before → after"],
+          rows: results.baseline.before_after.map((x) => [x.op, String(x.concurrency), `${fmt(x.mcp_vs_rest.before, 2)} → ${fmt(x.mcp_vs_rest.after, 2)}`, `${fmt(x.server_ms_per_mcp_call.before, 2)} → ${fmt(x.server_ms_per_mcp_call.after, 2)}`, `${fmt(x.rest_calls_per_s.before)} → ${fmt(x.rest_calls_per_s.after)}`]),
+        },
+      ]);
+    }
     console.log(`\nanswer bytes REST → MCP: ${summary.filter((s) => s.concurrency === plan.concurrencies[0]).map((s) => `${s.op} ${s.answer_bytes.rest} → ${s.answer_bytes.mcp}`).join(", ")}`);
     console.log(`\ngoal (stated, not asserted): ${results.goal.statement}`);
     for (const g of goal) console.log(`  ${g.op.padEnd(5)} c=${g.concurrency}: ${fmt(g.mcp_cost_vs_rest, 2)}× (p50 ${fmt(g.p50_ratio, 2)}×) → ${g.met ? "met" : "missed"}`);
@@ -127,3 +181,19 @@ run(async () => {
     }
   });
 });
+
+type Summary = { op: McpOp; concurrency: number; carriers: Record<Carrier, { calls_per_s: number; cpu_ms_per_call: { server: number | null }; vs_rest: { cost_ratio_median: number } }> }[];
+
+/** Per operation and concurrency, the goal's figures on the baseline's code and on this one. */
+function beforeAfter(after: Summary, before: Summary) {
+  return after.map((a) => {
+    const b = before.find((x) => x.op === a.op && x.concurrency === a.concurrency)!;
+    return {
+      op: a.op,
+      concurrency: a.concurrency,
+      mcp_vs_rest: { before: b.carriers.mcp.vs_rest.cost_ratio_median, after: a.carriers.mcp.vs_rest.cost_ratio_median },
+      server_ms_per_mcp_call: { before: b.carriers.mcp.cpu_ms_per_call.server, after: a.carriers.mcp.cpu_ms_per_call.server },
+      rest_calls_per_s: { before: b.carriers.rest.calls_per_s, after: a.carriers.rest.calls_per_s },
+    };
+  });
+}
