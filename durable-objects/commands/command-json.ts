@@ -58,12 +58,17 @@ function hasProtoKey(value: unknown): boolean {
   return false;
 }
 
+/** Whether a parsed JSON value is an object (not null, not an array). */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 /** Parses JSON text; an empty body is `{}`; malformed or too deep JSON, or a non-object, is validation_error. */
 export function parseJsonObject(text: string): Record<string, unknown> {
   if (text.trim() === "") return {};
   const value = parseJsonText(text);
-  if (typeof value !== "object" || value === null || Array.isArray(value)) fail("validation_error", "the body must be a JSON object");
-  return withoutActorFields(value as Record<string, unknown>);
+  if (!isPlainObject(value)) fail("validation_error", "the body must be a JSON object");
+  return withoutActorFields(value);
 }
 
 /** A copy of a parsed body without the actor fields a caller may have sent. */

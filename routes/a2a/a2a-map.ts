@@ -7,6 +7,7 @@ import { type Artifact, type Message, type Part, Role, type Task, TaskState } fr
 import type { Action, Step, Task as RuntimeTask } from "../../src/core/index.js";
 import { clipText, MAX_TEXT, MAX_TITLE } from "../../src/core/index.js";
 import { type A2aTaskIds, a2aStateFor, a2aStatusMessage, agentMessage, dataPart, textPart } from "../../durable-objects/peers/a2a-status.js";
+import { isPlainObject } from "../../durable-objects/commands/command-json.js";
 
 /** What GET .../tasks/{tid} answers (the fields the mapping reads). */
 export interface TaskViewJson {
@@ -196,10 +197,6 @@ export class FileBytes {
 const CONTENT_FIELDS = ["text", "raw", "url", "data"] as const;
 /** ProtoJSON bytes: base64, standard or URL-safe alphabet, padded or not. */
 const BASE64_TEXT = /^[A-Za-z0-9+/_-]*={0,2}$/;
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** Set as the SDK's decoder sees it: neither absent nor null. */
 function isSet(value: unknown): boolean {

@@ -19,6 +19,7 @@ import { INPUT_MODES, prepareWireParts, unsupportedMediaType, wrongRole } from "
 import { actorOf } from "../../durable-objects/shared/tokens.js";
 import type { AppEnv } from "../http/auth.js";
 import { readWithin } from "../http/body.js";
+import { isPlainObject } from "../../durable-objects/commands/command-json.js";
 
 /** The protocol version this interface serves. */
 export const A2A_VERSION = "1.0";
@@ -177,7 +178,7 @@ export async function serveA2a(c: Context<AppEnv>): Promise<Response> {
     return rpcError(id, { code: -32600, message: "Request payload validation error: jsonrpc \"2.0\", a method and an id (string or integer) are required" });
   }
   // We declare no tenant: a tenant param is ignored (and the SDK's context refuses to be given one twice).
-  const params = typeof request.params === "object" && request.params !== null && !Array.isArray(request.params) ? (request.params as Record<string, unknown>) : undefined;
+  const params = isPlainObject(request.params) ? request.params : undefined;
   if (params !== undefined) delete params.tenant;
 
   const requested = c.req.header("a2a-version") ?? c.req.query("A2A-Version");

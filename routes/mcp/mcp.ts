@@ -13,7 +13,7 @@ import type { ErrorCode } from "../../src/core/index.js";
 import { MAX_WAL_PAGE_LIMIT } from "../../src/contract/limits.js";
 import { readConfig } from "../../durable-objects/shared/env.js";
 import type { AppEnv } from "../http/auth.js";
-import { parseJsonTextIfValid } from "../../durable-objects/commands/command-json.js";
+import { isPlainObject, parseJsonTextIfValid } from "../../durable-objects/commands/command-json.js";
 import { readBodyText } from "../http/body.js";
 import { parseCorsOrigins } from "../http/cors.js";
 import { roleRefusal } from "../http/catalog.js";
@@ -266,10 +266,7 @@ export function claimsModernEra(message: unknown): boolean {
   return isPlainObject(params) && isPlainObject(params._meta) && PROTOCOL_VERSION_META_KEY in params._meta;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
 /** A tools/list or tools/call message: the server that answers it needs no prompts or resources. */
 function isToolsTraffic(message: unknown): boolean {
-  const method = (message as { method?: unknown } | null)?.method;
-  return !Array.isArray(message) && (method === "tools/call" || method === "tools/list");
+  return isPlainObject(message) && (message.method === "tools/call" || message.method === "tools/list");
 }
