@@ -12,7 +12,7 @@ import { parseCli, run } from "./harness/cli.js";
 import { machineInfo } from "./harness/meter.js";
 import { fmt, table, writeResults } from "./harness/report.js";
 import { current, HOSTILE_TARGETS, hostileBodiesRun } from "./scenarios/hostile-bodies.js";
-import { treeState } from "./scenarios/reads.js";
+import { treeState } from "./harness/baseline.js";
 
 /** How far above idle the peak may go. */
 const BOUND_MIB = 64;

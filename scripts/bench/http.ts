@@ -2,7 +2,7 @@
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import path from "node:path";
-import { defaultAdminToken, type DevServer, reloadCount, startDevServer, stopDevServer, withBenchServer } from "../dev-server.js";
+import { defaultAdminToken, type DevServer, reloadCount, stopDevServer, withBenchServer } from "../dev-server.js";
 import { parseCli, run } from "./harness/cli.js";
 import { Client, stepsOf } from "./harness/http-client.js";
 import { machineInfo, round, sourceState } from "./harness/meter.js";
@@ -10,7 +10,7 @@ import { fmt, pct, printTables, span, writeResults } from "./harness/report.js";
 import { closedLoop, interleaved, type LoadResult, type Route } from "./scenarios/floor.js";
 import { driftAlarms, printDriftAlarms } from "./results.js";
 import { mergeSteps, PLANS, type StepResult, stepProblem, stepScenario } from "./scenarios/steps.js";
-import { treeState } from "./scenarios/reads.js";
+import { startBaselineServer, treeState } from "./harness/baseline.js";
 
 /** One server measured: its client, its reference routes, and what the rounds found. */
 interface Target {
@@ -109,8 +109,7 @@ run(async () => {
     try {
       const targets = [await prepareTarget("after", base, server, treeState(process.cwd()), adminToken, plan)];
       if (baselineDir !== null) {
-        console.log(`starting node scripts/dev.mjs in ${baselineDir} (baseline ${treeState(baselineDir)}) on a free port …`);
-        before = await startDevServer({ cwd: baselineDir, vars: { BENCH_SEED: "1" } });
+        before = await startBaselineServer(baselineDir, { BENCH_SEED: "1" });
         targets.push(await prepareTarget("before", before.base, before, treeState(baselineDir), adminToken, plan));
       }
       for (const [i, c] of concurrencies.entries()) {

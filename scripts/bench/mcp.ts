@@ -11,14 +11,14 @@
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { type DevServer, defaultAdminToken, reloadCount, startDevServer, stopDevServer, withBenchServer } from "../dev-server.js";
+import { type DevServer, defaultAdminToken, reloadCount, stopDevServer, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
 import { median } from "./harness/rounds.js";
 import { type Block, CARRIERS, type Carrier, type McpOp, pooled, type Round, runRound, setupBlock } from "./scenarios/mcp.js";
-import { treeState } from "./scenarios/reads.js";
+import { startBaselineServer, treeState } from "./harness/baseline.js";
 
 /** The goal: an MCP call (the 2026 client) costs at most this many REST calls. */
 const GOAL_RATIO = 1.2;
@@ -52,8 +52,7 @@ run(async () => {
     try {
       const targets: Target[] = [{ code: "after", client, pgid, tree: treeState(process.cwd()) }];
       if (baselineDir !== null) {
-        console.log(`starting node scripts/dev.mjs in ${baselineDir} (baseline ${treeState(baselineDir)}) on a free port …`);
-        before = await startDevServer({ cwd: baselineDir });
+        before = await startBaselineServer(baselineDir);
         targets.push({ code: "before", client: new Client(before.base), pgid: before.child?.pid, tree: treeState(baselineDir) });
       }
       for (const c of plan.concurrencies) {

@@ -5,7 +5,8 @@ import { stopDevServer, stopOnSignal } from "../dev-server.js";
 import { parseCli, run } from "./harness/cli.js";
 import { machineInfo } from "./harness/meter.js";
 import { fmt, table, writeResults } from "./harness/report.js";
-import { current, type ReadLoad, readsRun, treeState } from "./scenarios/reads.js";
+import { current, type ReadLoad, readsRun } from "./scenarios/reads.js";
+import { treeState } from "./harness/baseline.js";
 
 run(async () => {
   const usage = "usage: npm run bench:reads -- [--steps 10000] [--readers 32] [--rounds 3] [--baseline <other checkout>]";

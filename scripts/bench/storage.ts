@@ -8,14 +8,14 @@
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { defaultAdminToken, type DevServer, reloadCount, startDevServer, stopDevServer, stopOnSignal, withBenchServer } from "../dev-server.js";
+import { defaultAdminToken, type DevServer, reloadCount, stopDevServer, stopOnSignal, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
 import { Client } from "./harness/http-client.js";
 import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { errorText, printTables, writeResults } from "./harness/report.js";
 import { openPeer, PLANS as PEER_PLANS } from "./scenarios/bullmq.js";
 import { runRecovery, type ServerSlot } from "./scenarios/recovery.js";
-import { treeState } from "./scenarios/reads.js";
+import { startBaselineServer, treeState } from "./harness/baseline.js";
 import { runSteps } from "./scenarios/steps-section.js";
 import { PLANS as STEP_PLANS, stepProblem } from "./scenarios/steps.js";
 import { baselineComparison, type PeerSlot, pool, type RoundRun, socketRounds, type StorageParts, storageFigures, storageTables, type Target } from "./scenarios/storage.js";
@@ -70,8 +70,7 @@ run(async () => {
       servers.this = { url: base, tree: treeState("."), started_by_script: server !== null, startup_ms: server?.startupMs ?? null, log: server?.logFile ?? null };
       const targets: Target[] = [{ name: "this", client: new Client(base), pgid: server?.child?.pid ?? null }];
       if (baselineDir !== null) {
-        console.log(`starting node scripts/dev.mjs in ${baselineDir} (baseline ${treeState(baselineDir)}) on a free port …`);
-        before = await startDevServer({ cwd: baselineDir });
+        before = await startBaselineServer(baselineDir);
         servers.baseline = { url: before.base, dir: baselineDir, tree: treeState(baselineDir), startup_ms: before.startupMs, log: before.logFile };
         targets.push({ name: "baseline", client: new Client(before.base), pgid: before.child?.pid ?? null });
       }

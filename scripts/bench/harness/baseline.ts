@@ -3,6 +3,8 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { type DevServer, startDevServer } from "../../dev-server.js";
+import { sourceState } from "./meter.js";
 
 /** The baseline's work tree: a checkout as it is, or a detached work tree of a commit (beside this checkout's node_modules), removed when the bench ends. */
 export function baselineTree(rev: string): { dir: string; remove: () => void } {
@@ -12,4 +14,16 @@ export function baselineTree(rev: string): { dir: string; remove: () => void } {
   symlinkSync(path.resolve("node_modules"), path.join(dir, "node_modules"));
   for (const file of [".dev.vars"]) if (existsSync(file)) execFileSync("cp", [file, path.join(dir, file)]);
   return { dir, remove: () => execFileSync("git", ["worktree", "remove", "--force", dir], { stdio: "ignore" }) };
+}
+
+/** The commit of a checkout (short) and whether its work tree differs from it (untracked files count). */
+export function treeState(tree: string): string {
+  const { commit, changed_files } = sourceState(tree);
+  return commit === null ? "?" : `${commit.slice(0, 7)}${changed_files.length > 0 ? "+changes" : ""}`;
+}
+
+/** A dev server of the baseline checkout `dir` on a free port, with these extra vars; says which tree it runs. */
+export function startBaselineServer(dir: string, vars: Record<string, string> = {}): Promise<DevServer> {
+  console.log(`starting node scripts/dev.mjs in ${dir} (baseline ${treeState(dir)}) on a free port …`);
+  return startDevServer({ cwd: dir, vars });
 }

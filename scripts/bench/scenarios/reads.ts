@@ -4,7 +4,7 @@
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, type DevServer, sleep, startDevServer, stopDevServer } from "../../dev-server.js";
 import { Client, stepsOf } from "../harness/http-client.js";
-import { round, rssMiB, sourceState, stats, workerdPids } from "../harness/meter.js";
+import { round, rssMiB, stats, workerdPids } from "../harness/meter.js";
 
 /** The two loads. */
 export type ReadLoad = "get" | "whole";
@@ -76,10 +76,4 @@ export async function readsRun(tree: string, scenario: ReadLoad, opts: { steps: 
     current.server = null;
     await stopDevServer(server);
   }
-}
-
-/** The commit of a checkout (short) and whether its work tree differs from it (untracked files count). */
-export function treeState(tree: string): string {
-  const { commit, changed_files } = sourceState(tree);
-  return commit === null ? "?" : `${commit.slice(0, 7)}${changed_files.length > 0 ? "+changes" : ""}`;
 }
