@@ -8,7 +8,9 @@
  * the calls profiled are MCP `tools/call`s of `agent.task_progress` (the 2026-07-28 client's request, sent with
  * fetch, one worker run and claimed step per client), and the figures go to bench/profile-mcp-results.json; with
  * `--mcp-read` they are `agent.task_get`s of a 4-step task by observers (bench:mcp's read), to
- * bench/profile-mcp-read-results.json. Raw MCP profiles: bench/tmp/profile-mcp-N.cpuprofile.
+ * bench/profile-mcp-read-results.json. Raw MCP profiles: bench/tmp/profile-mcp-N.cpuprofile. With `--socket` the steps
+ * are bench:socket's: `--workers` (32 there) SDK workers on one task of `--socket-steps` steps over its command socket,
+ * `--frames` frames a tick; figures to bench/profile-socket-results.json, raw profiles bench/tmp/profile-socket-N.cpuprofile.
  */
 // Node 20 has WebSocket behind --experimental-websocket: the npm script passes it, so no websocket dependency.
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -21,6 +23,10 @@ import { fmt, printTables, writeResults } from "./harness/report.js";
 import { type CpuProfile, summarize } from "./profile-slices.js";
 import { requestCarrier, stepScenario, type StepCarrier } from "./scenarios/steps.js";
 import { stepsOf } from "./harness/http-client.js";
+import NodeWebSocket from "ws";
+import { RuntimeClient, type WebSocketConstructor } from "../../src/client/index.js";
+import { sdkCarrier } from "./scenarios/group-commit.js";
+import { PLANS } from "./scenarios/steps.js";
 
 /** One inspector session: CDP calls by id over a websocket. */
 class Inspector {
@@ -104,7 +110,7 @@ function report(run: RunInfo, profiles: CpuProfile[], sourceMap: object, wallSec
 }
 
 run(async () => {
-  const opts = parseCli("usage: npm run bench:profile-step -- [--workers 8] [--seconds 20] [--sampling-us 200] [--resummarize] [--mcp] [--mcp-read]", { workers: 8, seconds: 20, samplingUs: 200, resummarize: false, mcp: false, mcpRead: false });
+  const opts = parseCli("usage: npm run bench:profile-step -- [--workers 8] [--seconds 20] [--sampling-us 200] [--resummarize] [--mcp] [--mcp-read] [--socket] [--socket-steps 4800] [--frames 1]", { workers: 8, seconds: 20, samplingUs: 200, resummarize: false, mcp: false, mcpRead: false, socket: false, socketSteps: 4_800, frames: 1 });
   if (opts.resummarize) {
     // The last run's saved profiles sliced again (after a change to the slices), without a server.
     const { run, sourceMap } = JSON.parse(readFileSync(`${SAVED}/profile-step-run.json`, "utf8")) as { run: RunInfo; sourceMap: object };
@@ -132,6 +138,7 @@ run(async () => {
       await i.send("Profiler.setSamplingInterval", { interval: opts.samplingUs });
     }
     if (opts.mcp || opts.mcpRead) return await profileMcp(client, server.base, adminToken, inspectors, targets, sourceMap, opts);
+    if (opts.socket) return await profileSocket(client, adminToken, inspectors, targets, sourceMap, opts);
     // Profiles only over each scenario's measured window (not its set-up, finish or verification).
     const profiles: { title: string; profile: CpuProfile }[] = [];
     let stopping: Promise<void> = Promise.resolve();
@@ -228,4 +235,33 @@ async function profileMcp(client: Client, base: string, adminToken: string, insp
   const run = { generated_at: new Date().toISOString(), source: sourceState(), mode: `mcp ${runs[0]!.tool.name}`, workers: opts.workers, sampling_us: opts.samplingUs, steps: calls, measured_seconds: round(seconds), calls_per_s: round(calls / seconds, 1), errors, targets: targets.map((t) => t.title) };
   report(run, profiles, sourceMap, undefined, opts.mcpRead ? "bench/profile-mcp-read-results.json" : "bench/profile-mcp-results.json");
   if (errors > 0) process.exitCode = 1;
+}
+
+/** --socket: bench:socket's scenario (SDK workers on one task over its command socket), profiled over its measured window only. */
+async function profileSocket(client: Client, adminToken: string, inspectors: Inspector[], targets: { title: string }[], sourceMap: object, opts: { workers: number; samplingUs: number; socketSteps: number; frames: number }): Promise<void> {
+  const family = new RuntimeClient({ baseUrl: client.base, socket: { WebSocket: NodeWebSocket as unknown as WebSocketConstructor, framesPerTick: opts.frames } });
+  let stopped: Promise<CpuProfile[]> = Promise.resolve([]);
+  const window = {
+    start: () => {
+      for (const i of inspectors) void i.send("Profiler.start");
+    },
+    stop: () => {
+      stopped = Promise.all(inspectors.map(async (i) => (await i.send<{ profile: CpuProfile }>("Profiler.stop")).profile));
+    },
+  };
+  try {
+    // Warm the socket path first (not profiled), then the measured task.
+    await stepScenario(client, adminToken, opts.workers, 1, { ...PLANS.full, stepsPerWorker: 0, minSteps: 640 }, sdkCarrier(family, "warm-s"));
+    const r = await stepScenario(client, adminToken, opts.workers, 1, { ...PLANS.full, stepsPerWorker: 0, minSteps: opts.socketSteps }, sdkCarrier(family, "profile-s", window));
+    const profiles = await stopped;
+    console.log(`  ${r.steps_completed} steps in ${fmt(r.seconds, 2)} s = ${fmt(r.steps_per_s)} steps/s${r.errors > 0 ? `, errors ${r.errors}: ${r.first_error}` : ""}`);
+    mkdirSync(SAVED, { recursive: true });
+    profiles.forEach((p, n) => writeFileSync(`${SAVED}/profile-socket-${n}.cpuprofile`, JSON.stringify(p)));
+    const run = { generated_at: new Date().toISOString(), source: sourceState(), mode: `socket, ${opts.frames} frame(s) a tick`, workers: opts.workers, sampling_us: opts.samplingUs, steps: r.steps_completed, measured_seconds: round(r.seconds), steps_per_s: round(r.steps_per_s, 1), errors: r.errors, targets: targets.map((t) => t.title) };
+    writeFileSync(`${SAVED}/profile-socket-run.json`, JSON.stringify({ run, sourceMap }));
+    report(run, profiles, sourceMap, undefined, "bench/profile-socket-results.json");
+    if (r.errors > 0) process.exitCode = 1;
+  } finally {
+    family.close();
+  }
 }

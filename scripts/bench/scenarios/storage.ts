@@ -15,7 +15,7 @@ import type { RecoverySection } from "./recovery.js";
 import { type Plan, stepProblem } from "./steps.js";
 
 /** A server of ours the rounds run against: this checkout's, or the baseline checkout's; `pgid` its process group (null: its CPU is not measured). */
-export interface Target { name: "this" | "baseline"; client: Client; pgid: number | null }
+export interface Target { name: "this" | "baseline" | "ceiling"; client: Client; pgid: number | null }
 
 /** A BullMQ peer on its redis-server, named by its appendfsync. */
 export interface PeerSlot { appendfsync: Appendfsync; peer: Peer }
@@ -91,6 +91,27 @@ export function pool(runs: RoundRun[]): Pooled[] {
     const j = mergeJobs(mine.map((r) => r.peer!));
     return { ...base, per_s: j.jobs_per_s, server_cpu_ms_per_step: j.cpu_ms_per_job.redis, client_cpu_ms_per_step: j.cpu_ms_per_job.node, result: j };
   });
+}
+
+/** One target's best series against one BullMQ's best worker model at one concurrency (bench:ceiling). */
+export interface CeilingRatio { workers: number; target: Target["name"]; appendfsync: Appendfsync; ours: string | null; peer: string | null; ratio: number | null }
+
+/**
+ * For bench:ceiling: at 32 workers and at 1, each of the targets "this" and "ceiling" (its better frames per tick)
+ * against each BullMQ (its better worker model), pooled rate over pooled rate; null when a side is missing.
+ */
+export function ceilingRatios(pooled: Pooled[]): CeilingRatio[] {
+  const best = (workers: number, prefix: string): Pooled | undefined =>
+    pooled.filter((p) => p.workers === workers && p.series.startsWith(prefix)).reduce<Pooled | undefined>((a, p) => (a === undefined || p.per_s > a.per_s ? p : a), undefined);
+  return [32, 1].flatMap((workers) =>
+    (["this", "ceiling"] as const).flatMap((target) =>
+      (["everysec", "always"] as const).map((appendfsync) => {
+        const ours = best(workers, `${target} `);
+        const peer = best(workers, `bullmq-${appendfsync} `);
+        return { workers, target, appendfsync, ours: ours?.series ?? null, peer: peer?.series ?? null, ratio: ours === undefined || peer === undefined ? null : round(ours.per_s / peer.per_s, 2) };
+      }),
+    ),
+  );
 }
 
 /** A figure of the storage table: its value, each round's (or restart's, or concurrency's) value, its goal, and whether it is met. */
