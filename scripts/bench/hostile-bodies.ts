@@ -1,26 +1,25 @@
 /**
  * @module `npm run bench:hostile-bodies`: workerd's RSS while 8 clients each stream a 200 MB chunked body at a task's
  * complete route (an observer's token, then an orchestrator's), at /mcp and at /a2a, each on a fresh `wrangler dev`,
- * for this checkout and, target by target, another (`--baseline <checkout>`, the code before a change); prints idle,
+ * for this checkout and, target by target, another (`--baseline <rev or checkout>`, the code before a change); prints idle,
  * peak and delta per target and
  * writes bench/hostile-bodies-results.json. The bound it checks: the peak within 64 MiB of idle.
  */
 import os from "node:os";
-import path from "node:path";
 import { stopDevServer, stopOnSignal } from "../dev-server.js";
 import { parseCli, run } from "./harness/cli.js";
 import { machineInfo } from "./harness/meter.js";
 import { fmt, table, writeResults } from "./harness/report.js";
 import { current, HOSTILE_TARGETS, hostileBodiesRun } from "./scenarios/hostile-bodies.js";
-import { treeState } from "./harness/baseline.js";
+import { baselineTree, treeState } from "./harness/baseline.js";
 
 /** How far above idle the peak may go. */
 const BOUND_MIB = 64;
 
 run(async () => {
-  const usage = "usage: npm run bench:hostile-bodies -- [--clients 8] [--mib 200] [--baseline <other checkout>]";
+  const usage = "usage: npm run bench:hostile-bodies -- [--clients 8] [--mib 200] [--baseline <rev or checkout>]";
   const cli = parseCli(usage, { clients: 8, mib: 200, baseline: null as string | null });
-  const opts = { ...cli, baseline: cli.baseline === null ? null : path.resolve(cli.baseline), out: "bench/hostile-bodies-results.json" };
+  const opts = { ...cli, baseline: cli.baseline === null ? null : baselineTree(cli.baseline).dir, out: "bench/hostile-bodies-results.json" };
   stopOnSignal(async () => {
     if (current.server !== null) await stopDevServer(current.server);
   });

@@ -1,7 +1,6 @@
-/** @module `npm run bench:http`: the floor (`GET /health/object`, an empty Worker → Durable Object round trip) and two reference routes interleaved with the unbatched step scenario at the same client concurrency, on one task and on 8; per-step cost = elapsed / steps completed, ratio = step cost / floor cost; with `--baseline`, another checkout's dev server in the same rounds, before and after side by side; writes bench/http-results.json. */
+/** @module `npm run bench:http`: the floor (`GET /health/object`, an empty Worker → Durable Object round trip) and two reference routes interleaved with the unbatched step scenario at the same client concurrency, on one task and on 8; per-step cost = elapsed / steps completed, ratio = step cost / floor cost; with `--baseline <rev or checkout>`, that code's dev server in the same rounds, before and after side by side; writes bench/http-results.json. */
 import os from "node:os";
 import { performance } from "node:perf_hooks";
-import path from "node:path";
 import { defaultAdminToken, type DevServer, reloadCount, stopDevServer, withBenchServer } from "../dev-server.js";
 import { parseCli, run } from "./harness/cli.js";
 import { Client, stepsOf } from "./harness/http-client.js";
@@ -10,7 +9,7 @@ import { fmt, pct, printTables, span, writeResults } from "./harness/report.js";
 import { closedLoop, interleaved, type LoadResult, type Route } from "./scenarios/floor.js";
 import { driftAlarms, printDriftAlarms } from "./results.js";
 import { mergeSteps, PLANS, type StepResult, stepProblem, stepScenario } from "./scenarios/steps.js";
-import { startBaselineServer, treeState } from "./harness/baseline.js";
+import { baselineTree, startBaselineServer, treeState } from "./harness/baseline.js";
 
 /** One server measured: its client, its reference routes, and what the rounds found. */
 interface Target {
@@ -92,8 +91,8 @@ function comparison(after: ReturnType<typeof ratiosOf>, before: ReturnType<typeo
 
 run(async () => {
   const usage = [
-    "usage: npm run bench:http -- [--quick] [--url http://127.0.0.1:<port>] [--baseline <other checkout>]",
-    "  --baseline: also a dev server of that checkout, measured in the same rounds (its block and this one's alternate at each concurrency)",
+    "usage: npm run bench:http -- [--quick] [--url http://127.0.0.1:<port>] [--baseline <rev or checkout>]",
+    "  --baseline: also a dev server of that revision or checkout, measured in the same rounds (its block and this one's alternate at each concurrency)",
   ].join("\n");
   const opts = parseCli(usage, { quick: false, url: null as string | null, baseline: null as string | null });
   const plan = PLANS[opts.quick ? "quick" : "full"];
@@ -102,7 +101,7 @@ run(async () => {
   const loadStart = os.loadavg();
   const source = sourceState();
   const wallStart = performance.now();
-  const baselineDir = opts.baseline === null ? null : path.resolve(opts.baseline);
+  const baselineDir = opts.baseline === null ? null : baselineTree(opts.baseline).dir;
   // BENCH_SEED: the bench routes, for the write floor.
   await withBenchServer(opts.url, { BENCH_SEED: "1" }, async (base, server) => {
     let before: DevServer | null = null;

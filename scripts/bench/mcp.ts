@@ -4,12 +4,11 @@
  * and 8 concurrent clients, each client with its own token. Rounds of every carrier (REST, the 2026 client back to
  * back with it, then the 2025 client, the 2026 request sent without SDK and the floor) are interleaved on one
  * server, their order reversed every other pair, so machine drift falls on all alike; ratios compare rounds of the
- * same pair only. With `--baseline <checkout>`, that checkout's dev server too, in the same pairs (each pair's
+ * same pair only. With `--baseline <rev or checkout>`, its dev server too, in the same pairs (each pair's
  * rounds on one server, then on the other, the order swapped every pair): before and after side by side. Writes
  * bench/mcp-results.json.
  */
 import os from "node:os";
-import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { type DevServer, defaultAdminToken, reloadCount, stopDevServer, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
@@ -18,7 +17,7 @@ import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
 import { median } from "./harness/rounds.js";
 import { type Block, CARRIERS, type Carrier, type McpOp, pooled, type Round, runRound, setupBlock } from "./scenarios/mcp.js";
-import { startBaselineServer, treeState } from "./harness/baseline.js";
+import { baselineTree, startBaselineServer, treeState } from "./harness/baseline.js";
 
 /** The goal: an MCP call (the 2026 client) costs at most this many REST calls. */
 const GOAL_RATIO = 1.2;
@@ -31,12 +30,12 @@ interface Target { code: Code; client: Client; pgid: number | null | undefined; 
 
 run(async () => {
   const usage = [
-    "usage: npm run bench:mcp -- [--quick] [--pairs 12] [--calls 96] [--url http://127.0.0.1:<port>] [--baseline <other checkout>]",
+    "usage: npm run bench:mcp -- [--quick] [--pairs 12] [--calls 96] [--url http://127.0.0.1:<port>] [--baseline <rev or checkout>]",
     "  --pairs: interleaved rounds of each carrier per operation and concurrency; --calls: calls per round, shared by the clients",
-    "  --baseline: also a dev server of that checkout, its rounds in the same pairs (before and after side by side)",
+    "  --baseline: also a dev server of that revision or checkout, its rounds in the same pairs (before and after side by side)",
   ].join("\n");
   const cli = parseCli(usage, { quick: false, pairs: null as string | null, calls: null as string | null, url: null as string | null, baseline: null as string | null });
-  const baselineDir = cli.baseline === null ? null : path.resolve(cli.baseline);
+  const baselineDir = cli.baseline === null ? null : baselineTree(cli.baseline).dir;
   const plan = { pairs: wholeOption(cli.pairs, "pairs", cli.quick ? 3 : 12), calls: wholeOption(cli.calls, "calls", cli.quick ? 48 : 96), warmupCalls: cli.quick ? 16 : 40, concurrencies: [1, 8], ops: ["read", "write"] as McpOp[], carriers: CARRIERS };
   const adminToken = defaultAdminToken();
   const loadStart = os.loadavg();

@@ -1,17 +1,16 @@
-/** @module `npm run bench:reads`: the dev server's memory while many observers read one large task at once, for this checkout and, interleaved round by round, for another (`--baseline <checkout>`, the code before a change); writes bench/reads-results.json. */
+/** @module `npm run bench:reads`: the dev server's memory while many observers read one large task at once, for this checkout and, interleaved round by round, for another (`--baseline <rev or checkout>`, the code before a change); writes bench/reads-results.json. */
 import os from "node:os";
-import path from "node:path";
 import { stopDevServer, stopOnSignal } from "../dev-server.js";
 import { parseCli, run } from "./harness/cli.js";
 import { machineInfo } from "./harness/meter.js";
 import { fmt, table, writeResults } from "./harness/report.js";
 import { current, type ReadLoad, readsRun } from "./scenarios/reads.js";
-import { treeState } from "./harness/baseline.js";
+import { baselineTree, treeState } from "./harness/baseline.js";
 
 run(async () => {
-  const usage = "usage: npm run bench:reads -- [--steps 10000] [--readers 32] [--rounds 3] [--baseline <other checkout>]";
+  const usage = "usage: npm run bench:reads -- [--steps 10000] [--readers 32] [--rounds 3] [--baseline <rev or checkout>]";
   const cli = parseCli(usage, { steps: 10_000, readers: 32, rounds: 3, baseline: null as string | null });
-  const opts = { ...cli, scenarios: ["get", "whole"] as ReadLoad[], baseline: cli.baseline === null ? null : path.resolve(cli.baseline), out: "bench/reads-results.json" };
+  const opts = { ...cli, scenarios: ["get", "whole"] as ReadLoad[], baseline: cli.baseline === null ? null : baselineTree(cli.baseline).dir, out: "bench/reads-results.json" };
   stopOnSignal(async () => {
     if (current.server !== null) await stopDevServer(current.server);
   });

@@ -6,7 +6,6 @@
  * `npm run bench:recovery`). Writes bench/storage-results.json.
  */
 import os from "node:os";
-import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, type DevServer, reloadCount, stopDevServer, stopOnSignal, withBenchServer } from "../dev-server.js";
 import { parseCli, run, wholeOption } from "./harness/cli.js";
@@ -15,16 +14,16 @@ import { idleBefore, round, runHeader, sourceState } from "./harness/meter.js";
 import { errorText, printTables, writeResults } from "./harness/report.js";
 import { openPeer, PLANS as PEER_PLANS } from "./scenarios/bullmq.js";
 import { runRecovery, type ServerSlot } from "./scenarios/recovery.js";
-import { startBaselineServer, treeState } from "./harness/baseline.js";
+import { baselineTree, startBaselineServer, treeState } from "./harness/baseline.js";
 import { runSteps } from "./scenarios/steps-section.js";
 import { PLANS as STEP_PLANS, stepProblem } from "./scenarios/steps.js";
 import { baselineComparison, type PeerSlot, pool, type RoundRun, socketRounds, type StorageParts, storageFigures, storageTables, type Target } from "./scenarios/storage.js";
 
 run(async () => {
   const usage = [
-    "usage: npm run bench:storage -- [--quick] [--rounds 3] [--restarts 3] [--url http://127.0.0.1:<port>] [--baseline <other checkout>]",
+    "usage: npm run bench:storage -- [--quick] [--rounds 3] [--restarts 3] [--url http://127.0.0.1:<port>] [--baseline <rev or checkout>]",
     "  --quick: 1 round, fewer steps, 1 restart; --url: a server already running here (no recovery part: it restarts its own server);",
-    "  --baseline: also a dev server from that checkout, its socket figures in the same rounds (after ÷ before)",
+    "  --baseline: also a dev server of that revision or checkout, its socket figures in the same rounds (after ÷ before)",
   ].join("\n");
   const cli = parseCli(usage, { quick: false, rounds: null as string | null, restarts: null as string | null, url: null as string | null, baseline: null as string | null });
   const quick = cli.quick;
@@ -35,7 +34,7 @@ run(async () => {
     rounds, concurrencies: [32, 1], stepsPerWorker: quick ? 40 : 150, minSteps: quick ? 300 : 1_000, frames: [1, 3], http, floorConcurrencies: [1, 8, 32],
     recovery: { recoveryEvents: [1_000, 50_000], recoveryBatch: 256, recoveryWarmGets: quick ? 3 : 5, recoveryRestarts: wholeOption(cli.restarts, "restarts", quick ? 1 : 3) },
   };
-  const baselineDir = cli.baseline === null ? null : path.resolve(cli.baseline);
+  const baselineDir = cli.baseline === null ? null : baselineTree(cli.baseline).dir;
   const adminToken = defaultAdminToken();
   const loadStart = os.loadavg();
   const source = sourceState();
