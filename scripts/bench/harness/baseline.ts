@@ -1,6 +1,6 @@
 /** @module The baseline a benchmark measures beside this checkout (`--baseline <rev or checkout>`): a checkout as it is, or a commit checked out into a temporary work tree. */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, symlinkSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type DevServer, startDevServer } from "../../dev-server.js";
@@ -16,6 +16,7 @@ export function baselineTree(rev: string): { dir: string; remove: () => void } {
   try {
     execFileSync("git", ["worktree", "add", "--detach", dir, rev], { stdio: "ignore" });
   } catch {
+    rmSync(dir, { recursive: true, force: true });
     throw new Error(`--baseline ${rev}: neither a checkout (no package.json there) nor a revision of this repository`);
   }
   symlinkSync(path.resolve("node_modules"), path.join(dir, "node_modules"));
