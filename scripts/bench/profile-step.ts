@@ -17,16 +17,14 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { performance } from "node:perf_hooks";
 import { defaultAdminToken, startDevServer, stopDevServer, stopOnSignal } from "../dev-server.js";
 import { parseCli, run } from "./harness/cli.js";
-import { Client } from "./harness/http-client.js";
+import { Client, stepsOf } from "./harness/http-client.js";
 import { round, sourceState } from "./harness/meter.js";
 import { fmt, printTables, writeResults } from "./harness/report.js";
 import { type CpuProfile, summarize } from "./profile-slices.js";
-import { requestCarrier, stepScenario, type StepCarrier } from "./scenarios/steps.js";
-import { stepsOf } from "./harness/http-client.js";
+import { PLANS, requestCarrier, stepScenario, type StepCarrier } from "./scenarios/steps.js";
 import NodeWebSocket from "ws";
 import { RuntimeClient, type WebSocketConstructor } from "../../src/client/index.js";
 import { sdkCarrier } from "./scenarios/group-commit.js";
-import { PLANS } from "./scenarios/steps.js";
 
 /** One inspector session: CDP calls by id over a websocket. */
 class Inspector {
@@ -87,6 +85,16 @@ async function inspectorTargets(port: number): Promise<{ title: string; url: str
 const SAVED = "bench/tmp";
 
 type RunInfo = { steps: number; workers: number; measured_seconds: number } & Record<string, unknown>;
+
+/**
+ * Keeps a mode's raw profiles as bench/tmp/profile-`name`-N.cpuprofile and, with `run`, its figures and the bundle's
+ * source map as profile-`name`-run.json (what `--resummarize` reads for the step mode).
+ */
+function keepProfiles(name: string, profiles: readonly CpuProfile[], saved?: { run: RunInfo; sourceMap: object }): void {
+  mkdirSync(SAVED, { recursive: true });
+  if (saved !== undefined) writeFileSync(`${SAVED}/profile-${name}-run.json`, JSON.stringify(saved));
+  profiles.forEach((p, n) => writeFileSync(`${SAVED}/profile-${name}-${n}.cpuprofile`, JSON.stringify(p)));
+}
 
 /** Where a function's self time is counted by package: a library (node_modules/<name>), native code, or our top folder. */
 function packageOf(where: string): string {
@@ -169,9 +177,7 @@ run(async () => {
       generated_at: new Date().toISOString(), source: sourceState(), workers: opts.workers, sampling_us: opts.samplingUs, steps, measured_seconds: round(seconds),
       steps_per_s: round(steps / seconds, 1), errors, targets: targets.map((t) => t.title),
     };
-    mkdirSync(SAVED, { recursive: true });
-    writeFileSync(`${SAVED}/profile-step-run.json`, JSON.stringify({ run, sourceMap }));
-    profiles.forEach((p, n) => writeFileSync(`${SAVED}/profile-step-${n}.cpuprofile`, JSON.stringify(p.profile)));
+    keepProfiles("step", profiles.map((p) => p.profile), { run, sourceMap });
     report(run, profiles.map((p) => p.profile), sourceMap, round((performance.now() - wall0) / 1000, 1));
     if (errors > 0) process.exitCode = 1;
   } finally {
@@ -230,8 +236,7 @@ async function profileMcp(client: Client, base: string, adminToken: string, insp
   const seconds = (performance.now() - t0) / 1000;
   const profiles = await Promise.all(inspectors.map(async (i) => (await i.send<{ profile: CpuProfile }>("Profiler.stop")).profile));
   console.log(`  ${calls} MCP calls in ${fmt(seconds, 2)} s = ${fmt(calls / seconds)} calls/s${errors > 0 ? `, errors ${errors}` : ""}`);
-  mkdirSync(SAVED, { recursive: true });
-  profiles.forEach((p, n) => writeFileSync(`${SAVED}/profile-mcp-${n}.cpuprofile`, JSON.stringify(p)));
+  keepProfiles("mcp", profiles);
   const run = { generated_at: new Date().toISOString(), source: sourceState(), mode: `mcp ${runs[0]!.tool.name}`, workers: opts.workers, sampling_us: opts.samplingUs, steps: calls, measured_seconds: round(seconds), calls_per_s: round(calls / seconds, 1), errors, targets: targets.map((t) => t.title) };
   report(run, profiles, sourceMap, undefined, opts.mcpRead ? "bench/profile-mcp-read-results.json" : "bench/profile-mcp-results.json");
   if (errors > 0) process.exitCode = 1;
@@ -255,10 +260,8 @@ async function profileSocket(client: Client, adminToken: string, inspectors: Ins
     const r = await stepScenario(client, adminToken, opts.workers, 1, { ...PLANS.full, stepsPerWorker: 0, minSteps: opts.socketSteps }, sdkCarrier(family, "profile-s", window));
     const profiles = await stopped;
     console.log(`  ${r.steps_completed} steps in ${fmt(r.seconds, 2)} s = ${fmt(r.steps_per_s)} steps/s${r.errors > 0 ? `, errors ${r.errors}: ${r.first_error}` : ""}`);
-    mkdirSync(SAVED, { recursive: true });
-    profiles.forEach((p, n) => writeFileSync(`${SAVED}/profile-socket-${n}.cpuprofile`, JSON.stringify(p)));
     const run = { generated_at: new Date().toISOString(), source: sourceState(), mode: `socket, ${opts.frames} frame(s) a tick`, workers: opts.workers, sampling_us: opts.samplingUs, steps: r.steps_completed, measured_seconds: round(r.seconds), steps_per_s: round(r.steps_per_s, 1), errors: r.errors, targets: targets.map((t) => t.title) };
-    writeFileSync(`${SAVED}/profile-socket-run.json`, JSON.stringify({ run, sourceMap }));
+    keepProfiles("socket", profiles, { run, sourceMap });
     report(run, profiles, sourceMap, undefined, "bench/profile-socket-results.json");
     if (r.errors > 0) process.exitCode = 1;
   } finally {

@@ -5,7 +5,7 @@
  * the runtime without it talks to the inner process directly. Linux only (/proc).
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { groupProcesses } from "./meter.js";
+import { workerdPids } from "./meter.js";
 
 /** Loopback TCP ports in LISTEN state, by socket inode, from a /proc/PID/net/tcp table. */
 export function listeningLoopback(table: string): Map<string, number> {
@@ -45,9 +45,8 @@ function ownPorts(pid: number): number[] {
  */
 export async function innerWorkerdUrl(pgid: number, proxyBase: string): Promise<string> {
   const proxyPort = Number(new URL(proxyBase).port);
-  const workerds = (groupProcesses(pgid) ?? []).filter((p) => p.comm === "workerd");
-  for (const p of workerds) {
-    const ports = ownPorts(p.pid);
+  for (const pid of workerdPids(pgid)) {
+    const ports = ownPorts(pid);
     if (ports.includes(proxyPort)) continue;
     for (const port of ports) {
       try {

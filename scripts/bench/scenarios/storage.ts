@@ -101,14 +101,12 @@ export interface CeilingRatio { workers: number; target: Target["name"]; appendf
  * against each BullMQ (its better worker model), pooled rate over pooled rate; null when a side is missing.
  */
 export function ceilingRatios(pooled: Pooled[]): CeilingRatio[] {
-  const best = (workers: number, prefix: string): Pooled | undefined =>
-    pooled.filter((p) => p.workers === workers && p.series.startsWith(prefix)).reduce<Pooled | undefined>((a, p) => (a === undefined || p.per_s > a.per_s ? p : a), undefined);
   return [32, 1].flatMap((workers) =>
     (["this", "ceiling"] as const).flatMap((target) =>
       (["everysec", "always"] as const).map((appendfsync) => {
-        const ours = best(workers, `${target} `);
-        const peer = best(workers, `bullmq-${appendfsync} `);
-        return { workers, target, appendfsync, ours: ours?.series ?? null, peer: peer?.series ?? null, ratio: ours === undefined || peer === undefined ? null : round(ours.per_s / peer.per_s, 2) };
+        const ours = topSeries(pooled, workers, `${target} `);
+        const peer = topSeries(pooled, workers, `bullmq-${appendfsync} `);
+        return { workers, target, appendfsync, ours: ours?.series ?? null, peer: peer?.series ?? null, ratio: ours === null || peer === null ? null : round(ours.per_s / peer.per_s, 2) };
       }),
     ),
   );
@@ -122,10 +120,14 @@ function figure(name: string, value: number | null, unit: Figure["unit"], perRou
   return { figure: name, value: v, unit, per_round: perRound.map((x) => (x === null || !Number.isFinite(x) ? null : round(x, unit === "ms" ? 3 : 2))), detail, goal: { op, value: goal }, met: v === null ? null : op === "≥" ? v >= goal : v <= goal };
 }
 
+/** The best pooled series at `workers` whose name starts with `prefix` (the first found of equal ones), or null. */
+function topSeries(pooled: Pooled[], workers: number, prefix: string): Pooled | null {
+  return pooled.filter((p) => p.workers === workers && p.series.startsWith(prefix)).reduce<Pooled | null>((a, p) => (a === null || p.per_s > a.per_s ? p : a), null);
+}
+
 /** The best pooled series at `workers` whose name starts with `prefix`, and each round's best of the same series. */
 function best(pooled: Pooled[], runs: RoundRun[], workers: number, prefix: string): { top: Pooled | null; perRound: number[] } {
-  const mine = pooled.filter((p) => p.workers === workers && p.series.startsWith(prefix));
-  const top = mine.reduce<Pooled | null>((a, p) => (a === null || p.per_s > a.per_s ? p : a), null);
+  const top = topSeries(pooled, workers, prefix);
   const rounds = [...new Set(runs.map((r) => r.round))];
   const perRound = rounds.map((rnd) => Math.max(...runs.filter((r) => r.round === rnd && r.workers === workers && r.series.startsWith(prefix)).map((r) => r.per_s)));
   return { top, perRound };

@@ -101,11 +101,11 @@ export class World implements Scene {
   exec(actor: Actor, command: unknown, label = ""): Decision {
     const before = this.wal.length;
     const prediction = predict(this.state, actor, command, this.now, this.limits);
+    const type = typeof command === "object" && command !== null && typeof (command as { type?: unknown }).type === "string" ? (command as { type: string }).type : "(garbage)";
     // The task object asks reconcile_leases only once nextDeadline has come: it must decide nothing before then.
-    const isReconcile = typeof command === "object" && command !== null && (command as { type?: unknown }).type === "reconcile_leases" && this.state.task !== null;
+    const isReconcile = type === "reconcile_leases" && this.state.task !== null;
     const dueBefore = isReconcile ? nextDeadline(this.state) : null;
     const decision = decide(this.state, command, { actor, now: this.now, newId: () => `id${String(++this.ids).padStart(8, "0")}`, limits: this.limits });
-    const type = typeof command === "object" && command !== null && typeof (command as { type?: unknown }).type === "string" ? (command as { type: string }).type : "(garbage)";
     this.stats.commands += 1;
     const where = `${label} ${type} by ${actor.role}/${actor.agent_id}`;
     if (isReconcile && decision.ok) {
